@@ -1,0 +1,7 @@
+//! switchboard: a runtime for multi-agent workflows whose agents are markdown files.
+//!
+//! Read ARCHITECTURE.md first: it names the modules and follows one delegation through them.
+
+pub mod contract;
+pub mod markdown;
+pub mod project;

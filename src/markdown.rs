@@ -1,0 +1,166 @@
+//! Shared markdown helpers: byte offsets to line:col, and the code spans that make `<answer>` or
+//! `task(...)` inside code mean text rather than structure.
+//!
+//! Everything that reports a position goes through [`LineIndex`], so "line 12, column 5" means the
+//! same thing in the loader, the contract checker and lint.
+
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use std::ops::Range;
+
+/// Maps byte offsets in a text to 1-based line and column numbers (columns count characters).
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Self {
+            starts,
+            len: text.len(),
+        }
+    }
+
+    /// Number of lines; a trailing newline does not open a new line.
+    pub fn line_count(&self) -> usize {
+        match self.starts.last() {
+            Some(&last) if last == self.len => self.starts.len() - 1,
+            _ => self.starts.len(),
+        }
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+
+    /// 1-based (line, column) of a byte offset; the column counts chars, not bytes.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = offset.min(text.len());
+        let line = self.line(offset);
+        let start = self.starts[line - 1];
+        let col = text
+            .get(start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(offset - start);
+        (line, col + 1)
+    }
+
+    /// Byte offset where 1-based `line` starts.
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        line.checked_sub(1).and_then(|i| self.starts.get(i)).copied()
+    }
+
+    /// The text of 1-based `line` without its line ending.
+    pub fn line_text<'t>(&self, text: &'t str, line: usize) -> Option<&'t str> {
+        let start = self.line_start(line)?;
+        if start > text.len() || (start == text.len() && line > 1) {
+            return None;
+        }
+        let end = self
+            .starts
+            .get(line)
+            .map(|&e| e - 1)
+            .unwrap_or(text.len());
+        let s = text.get(start..end)?;
+        Some(s.strip_suffix('\r').unwrap_or(s))
+    }
+}
+
+/// A fenced or indented code block: where it is and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeBlock {
+    /// Byte range of the whole block, fences included.
+    pub range: Range<usize>,
+    /// The info string after the opening fence (empty for indented blocks).
+    pub info: String,
+    /// The block's content as pulldown-cmark gives it (container indentation removed).
+    pub content: String,
+    pub fenced: bool,
+}
+
+/// The code inside a markdown text: blocks and inline code spans.
+#[derive(Debug, Clone, Default)]
+pub struct CodeMap {
+    pub blocks: Vec<CodeBlock>,
+    /// Byte ranges of inline code spans, backticks included.
+    pub inline: Vec<Range<usize>>,
+}
+
+impl CodeMap {
+    pub fn new(text: &str) -> Self {
+        let mut map = CodeMap::default();
+        let mut current: Option<(usize, String, bool, String)> = None;
+        for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+            match event {
+                Event::Start(Tag::CodeBlock(kind)) => {
+                    let (info, fenced) = match kind {
+                        CodeBlockKind::Fenced(info) => (info.to_string(), true),
+                        CodeBlockKind::Indented => (String::new(), false),
+                    };
+                    current = Some((range.start, info, fenced, String::new()));
+                }
+                Event::Text(t) => {
+                    if let Some((_, _, _, content)) = current.as_mut() {
+                        content.push_str(&t);
+                    }
+                }
+                Event::End(TagEnd::CodeBlock) => {
+                    if let Some((start, info, fenced, content)) = current.take() {
+                        map.blocks.push(CodeBlock {
+                            range: start..range.end,
+                            info,
+                            content,
+                            fenced,
+                        });
+                    }
+                }
+                Event::Code(_) => map.inline.push(range),
+                _ => {}
+            }
+        }
+        map
+    }
+
+    /// True when `offset` falls inside a code block or an inline code span.
+    pub fn in_code(&self, offset: usize) -> bool {
+        self.blocks.iter().any(|b| b.range.contains(&offset))
+            || self.inline.iter().any(|r| r.contains(&offset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_chars() {
+        let text = "ab\nçd\r\nx";
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.line_col(text, 0), (1, 1));
+        assert_eq!(idx.line_col(text, 3), (2, 1));
+        assert_eq!(idx.line_col(text, 5), (2, 2));
+        assert_eq!(idx.line_text(text, 2), Some("çd"));
+        assert_eq!(idx.line_text(text, 3), Some("x"));
+        assert_eq!(idx.line_text(text, 4), None);
+        assert_eq!(idx.line_count(), 3);
+        assert_eq!(LineIndex::new("a\n").line_count(), 1);
+        assert_eq!(LineIndex::new("").line_count(), 0);
+    }
+
+    #[test]
+    fn code_map_sees_fences_and_inline() {
+        let text = "x `<answer>` y\n\n```md\n<answer>\n```\n- item\n  ```\n  in list\n  ```\n";
+        let map = CodeMap::new(text);
+        assert_eq!(map.blocks.len(), 2);
+        assert_eq!(map.blocks[1].content, "in list\n");
+        assert!(map.in_code(text.find("<answer>").unwrap()));
+        assert!(!map.in_code(0));
+    }
+}

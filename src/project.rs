@@ -1,0 +1,181 @@
+//! The project root and path confinement.
+//!
+//! Every path an agent, a tool or an answer names is turned into a path on disk here and nowhere
+//! else, so the confinement rule (canonical, inside the root, symlinks included) has exactly one
+//! implementation to audit.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a name could not become a path inside the project.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum PathError {
+    #[error("`{0}` is an absolute path; name files relative to the project root")]
+    Absolute(String),
+    #[error("`{0}` leaves the project root through `..`")]
+    Escapes(String),
+    #[error("`{0}` resolves outside the project root (through a symlink)")]
+    SymlinkEscape(String),
+    #[error("`{0}` does not exist under the project root")]
+    NotFound(String),
+    #[error("`{0}` is empty")]
+    Empty(String),
+    #[error("cannot resolve `{path}`: {reason}")]
+    Io { path: String, reason: String },
+}
+
+/// A project: the canonical root every relative name is resolved against.
+#[derive(Debug, Clone)]
+pub struct Project {
+    root: PathBuf,
+}
+
+impl Project {
+    /// Opens `root`, canonicalizing it once so later containment checks compare like with like.
+    pub fn open(root: impl AsRef<Path>) -> std::io::Result<Self> {
+        let root = std::fs::canonicalize(root.as_ref())?;
+        Ok(Self { root })
+    }
+
+    /// Finds the project root from `start`: the nearest ancestor with an agent folder, a
+    /// `switchboard.toml` or a `.git`, else `start` itself.
+    pub fn discover(start: impl AsRef<Path>) -> std::io::Result<Self> {
+        let start = std::fs::canonicalize(start.as_ref())?;
+        let markers = ["switchboard.toml", "agent", "agents", ".opencode", ".claude", ".git"];
+        let found = start
+            .ancestors()
+            .find(|dir| markers.iter().any(|m| dir.join(m).exists()))
+            .map(Path::to_path_buf);
+        Ok(Self {
+            root: found.unwrap_or(start),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves an existing file or directory named relative to the root.
+    ///
+    /// The lexical checks come first so that a name like `../../etc/passwd` is refused without
+    /// touching the disk; canonicalization then catches symlinks that lead out.
+    pub fn resolve(&self, name: &str) -> Result<PathBuf, PathError> {
+        let joined = self.lexical(name)?;
+        let canonical = std::fs::canonicalize(&joined).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => PathError::NotFound(name.to_string()),
+            _ => PathError::Io {
+                path: name.to_string(),
+                reason: e.to_string(),
+            },
+        })?;
+        if canonical.starts_with(&self.root) {
+            Ok(canonical)
+        } else {
+            Err(PathError::SymlinkEscape(name.to_string()))
+        }
+    }
+
+    /// Resolves a path that may not exist yet (a file about to be written): its nearest existing
+    /// ancestor must canonicalize inside the root, and the rest must hold no `..`.
+    pub fn resolve_new(&self, name: &str) -> Result<PathBuf, PathError> {
+        let joined = self.lexical(name)?;
+        let mut existing = joined.as_path();
+        let mut rest = Vec::new();
+        while !existing.exists() {
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(file)) => {
+                    rest.push(file.to_os_string());
+                    existing = parent;
+                }
+                _ => return Err(PathError::Escapes(name.to_string())),
+            }
+        }
+        let mut canonical = std::fs::canonicalize(existing).map_err(|e| PathError::Io {
+            path: name.to_string(),
+            reason: e.to_string(),
+        })?;
+        if !canonical.starts_with(&self.root) {
+            return Err(PathError::SymlinkEscape(name.to_string()));
+        }
+        for part in rest.iter().rev() {
+            canonical.push(part);
+        }
+        Ok(canonical)
+    }
+
+    /// The name of `path` relative to the root, with `/` separators, for messages and citations.
+    pub fn relative(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    fn lexical(&self, name: &str) -> Result<PathBuf, PathError> {
+        let trimmed = name.trim();
+        if trimmed.is_empty() {
+            return Err(PathError::Empty(name.to_string()));
+        }
+        let path = Path::new(trimmed);
+        if path.is_absolute() || trimmed.starts_with('\\') || trimmed.starts_with('~') {
+            return Err(PathError::Absolute(name.to_string()));
+        }
+        let mut depth: usize = 0;
+        for component in path.components() {
+            match component {
+                Component::Normal(_) => depth += 1,
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| PathError::Escapes(name.to_string()))?;
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(PathError::Absolute(name.to_string()))
+                }
+            }
+        }
+        Ok(self.root.join(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("root/docs")).unwrap();
+        std::fs::write(dir.path().join("root/docs/a.md"), "a\n").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "s\n").unwrap();
+        let project = Project::open(dir.path().join("root")).unwrap();
+        (dir, project)
+    }
+
+    #[test]
+    fn resolves_inside_names() {
+        let (_d, p) = fixture();
+        assert!(p.resolve("docs/a.md").unwrap().ends_with("docs/a.md"));
+        assert!(p.resolve("./docs/../docs/a.md").is_ok());
+    }
+
+    #[test]
+    fn refuses_absolute_and_dotdot() {
+        let (_d, p) = fixture();
+        assert!(matches!(p.resolve("/etc/passwd"), Err(PathError::Absolute(_))));
+        assert!(matches!(p.resolve("../secret.txt"), Err(PathError::Escapes(_))));
+        assert!(matches!(p.resolve("docs/../../secret.txt"), Err(PathError::Escapes(_))));
+        assert!(matches!(p.resolve("missing.md"), Err(PathError::NotFound(_))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_symlinks_that_lead_out() {
+        let (d, p) = fixture();
+        std::os::unix::fs::symlink(d.path().join("secret.txt"), p.root().join("link.txt")).unwrap();
+        assert!(matches!(p.resolve("link.txt"), Err(PathError::SymlinkEscape(_))));
+        std::os::unix::fs::symlink(d.path(), p.root().join("out")).unwrap();
+        assert!(matches!(p.resolve_new("out/new.md"), Err(PathError::SymlinkEscape(_))));
+        assert!(p.resolve_new("docs/new/deeper.md").is_ok());
+    }
+}
