@@ -2,6 +2,7 @@
 //!
 //! Read ARCHITECTURE.md first: it names the modules and follows one delegation through them.
 
+pub mod cli;
 pub mod contract;
 pub mod markdown;
 pub mod project;

@@ -54,7 +54,9 @@ impl LineIndex {
 
     /// Byte offset where 1-based `line` starts.
     pub fn line_start(&self, line: usize) -> Option<usize> {
-        line.checked_sub(1).and_then(|i| self.starts.get(i)).copied()
+        line.checked_sub(1)
+            .and_then(|i| self.starts.get(i))
+            .copied()
     }
 
     /// The text of 1-based `line` without its line ending.
@@ -63,11 +65,7 @@ impl LineIndex {
         if start > text.len() || (start == text.len() && line > 1) {
             return None;
         }
-        let end = self
-            .starts
-            .get(line)
-            .map(|&e| e - 1)
-            .unwrap_or(text.len());
+        let end = self.starts.get(line).map(|&e| e - 1).unwrap_or(text.len());
         let s = text.get(start..end)?;
         Some(s.strip_suffix('\r').unwrap_or(s))
     }

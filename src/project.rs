@@ -40,7 +40,14 @@ impl Project {
     /// `switchboard.toml` or a `.git`, else `start` itself.
     pub fn discover(start: impl AsRef<Path>) -> std::io::Result<Self> {
         let start = std::fs::canonicalize(start.as_ref())?;
-        let markers = ["switchboard.toml", "agent", "agents", ".opencode", ".claude", ".git"];
+        let markers = [
+            "switchboard.toml",
+            "agent",
+            "agents",
+            ".opencode",
+            ".claude",
+            ".git",
+        ];
         let found = start
             .ancestors()
             .find(|dir| markers.iter().any(|m| dir.join(m).exists()))
@@ -162,10 +169,22 @@ mod tests {
     #[test]
     fn refuses_absolute_and_dotdot() {
         let (_d, p) = fixture();
-        assert!(matches!(p.resolve("/etc/passwd"), Err(PathError::Absolute(_))));
-        assert!(matches!(p.resolve("../secret.txt"), Err(PathError::Escapes(_))));
-        assert!(matches!(p.resolve("docs/../../secret.txt"), Err(PathError::Escapes(_))));
-        assert!(matches!(p.resolve("missing.md"), Err(PathError::NotFound(_))));
+        assert!(matches!(
+            p.resolve("/etc/passwd"),
+            Err(PathError::Absolute(_))
+        ));
+        assert!(matches!(
+            p.resolve("../secret.txt"),
+            Err(PathError::Escapes(_))
+        ));
+        assert!(matches!(
+            p.resolve("docs/../../secret.txt"),
+            Err(PathError::Escapes(_))
+        ));
+        assert!(matches!(
+            p.resolve("missing.md"),
+            Err(PathError::NotFound(_))
+        ));
     }
 
     #[cfg(unix)]
@@ -173,9 +192,15 @@ mod tests {
     fn refuses_symlinks_that_lead_out() {
         let (d, p) = fixture();
         std::os::unix::fs::symlink(d.path().join("secret.txt"), p.root().join("link.txt")).unwrap();
-        assert!(matches!(p.resolve("link.txt"), Err(PathError::SymlinkEscape(_))));
+        assert!(matches!(
+            p.resolve("link.txt"),
+            Err(PathError::SymlinkEscape(_))
+        ));
         std::os::unix::fs::symlink(d.path(), p.root().join("out")).unwrap();
-        assert!(matches!(p.resolve_new("out/new.md"), Err(PathError::SymlinkEscape(_))));
+        assert!(matches!(
+            p.resolve_new("out/new.md"),
+            Err(PathError::SymlinkEscape(_))
+        ));
         assert!(p.resolve_new("docs/new/deeper.md").is_ok());
     }
 }

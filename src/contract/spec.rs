@@ -57,9 +57,7 @@ pub enum OnViolation {
 #[serde(untagged)]
 pub enum FieldRule {
     Kind(FieldKind),
-    OneOf {
-        one_of: Vec<String>,
-    },
+    OneOf { one_of: Vec<String> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -207,13 +205,10 @@ impl Contract {
         let base_name = spec.extends.as_deref().unwrap_or("envelope");
         let mut c = Self::builtin(base_name)
             .ok_or_else(|| ContractError::Unknown(base_name.to_string()))?;
-        c.name = spec
-            .name
-            .clone()
-            .unwrap_or_else(|| match &spec.extends {
-                Some(base) => format!("{base}+inline"),
-                None => "inline".into(),
-            });
+        c.name = spec.name.clone().unwrap_or_else(|| match &spec.extends {
+            Some(base) => format!("{base}+inline"),
+            None => "inline".into(),
+        });
         if let Some(v) = spec.format {
             c.format = v;
         }

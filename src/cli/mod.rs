@@ -1,0 +1,99 @@
+//! The command line: a thin layer over the library and the only place that prints.
+//!
+//! Each command lives in its own file with its clap arguments and a `run` function returning the
+//! process exit code. Exit codes follow one convention everywhere: 0 clean, 1 findings
+//! (violations, lint problems, a failed session), 2 could not run.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod agents;
+mod check;
+mod lint;
+mod render;
+
+/// Exit code for "ran, and found problems".
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit code for "could not run".
+pub const EXIT_ERROR: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "Run, check and lint multi-agent workflows whose agents are markdown files",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command understands.
+#[derive(Debug, clap::Args)]
+pub struct Global {
+    /// Project root (default: the nearest ancestor with agent/, switchboard.toml or .git)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Extra agent folder, searched after the standard ones; may be repeated
+    #[arg(long = "agents", global = true, value_name = "DIR")]
+    pub agent_dirs: Vec<PathBuf>,
+    /// Use only the --agents folders, not the standard ones
+    #[arg(long, global = true)]
+    pub only_agents: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the agents the project defines, with their problems
+    Agents(agents::Args),
+    /// Print an agent's system prompt as the model would get it
+    Render(render::Args),
+    /// Check subagent answers against the envelope contract
+    Check(check::Args),
+    /// Report problems in agent definitions and delegations
+    Lint(lint::Args),
+}
+
+/// Parses arguments and runs the command; errors were already printed when this returns.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = color_enabled();
+    // The hook can only be installed once; a second call (tests running `main` twice) is harmless.
+    let _ = miette::set_hook(Box::new(move |_| {
+        Box::new(miette::MietteHandlerOpts::new().color(color).build())
+    }));
+    let code = match cli.command {
+        Command::Agents(args) => agents::run(&cli.global, args),
+        Command::Render(args) => render::run(&cli.global, args),
+        Command::Check(args) => check::run(&cli.global, args),
+        Command::Lint(args) => lint::run(&cli.global, args),
+    };
+    ExitCode::from(code)
+}
+
+/// Prints an error the way every command does: on stderr, rendered by miette.
+pub(crate) fn report_error(err: impl Into<miette::Report>) -> u8 {
+    eprintln!("{:?}", err.into());
+    EXIT_ERROR
+}
+
+/// Whether colour is allowed: `NO_COLOR` set to anything non-empty turns it off.
+pub(crate) fn color_enabled() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
+/// Opens the project named by `--root`, or discovers it from the working directory.
+pub(crate) fn open_project(global: &Global) -> Result<crate::project::Project, miette::Report> {
+    let start = global.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let result = if global.root.is_some() {
+        crate::project::Project::open(&start)
+    } else {
+        crate::project::Project::discover(&start)
+    };
+    result.map_err(|e| miette::miette!("cannot open project root {}: {e}", start.display()))
+}
