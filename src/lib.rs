@@ -2,7 +2,10 @@
 //!
 //! Read ARCHITECTURE.md first: it names the modules and follows one delegation through them.
 
+pub mod agent;
 pub mod cli;
 pub mod contract;
+pub mod diagnostic;
 pub mod markdown;
+pub mod model;
 pub mod project;

@@ -1,0 +1,196 @@
+//! The typed agent definition, parsed from one file's frontmatter and body.
+
+use serde::{Deserialize, Serialize};
+use serde_saphyr::Spanned;
+
+use super::permission::Permission;
+use super::references::Reference;
+use super::tools::{ToolGrants, ToolsDecl};
+use crate::contract::{Contract, ContractDecl};
+
+/// Where an agent may run: as a session's entry point, as a delegate, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Primary,
+    Subagent,
+    #[default]
+    All,
+}
+
+impl Mode {
+    pub fn can_be_delegated_to(self) -> bool {
+        matches!(self, Mode::Subagent | Mode::All)
+    }
+    pub fn can_be_primary(self) -> bool {
+        matches!(self, Mode::Primary | Mode::All)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Primary => "primary",
+            Mode::Subagent => "subagent",
+            Mode::All => "all",
+        }
+    }
+}
+
+/// `budget:` as written: a token count, or a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum BudgetDecl {
+    Tokens(u64),
+    Detailed {
+        #[serde(default)]
+        tokens: Option<u64>,
+        #[serde(default)]
+        wall_seconds: Option<u64>,
+    },
+}
+
+/// The agent's resource limits: the token budget drives the 60 % wrap-up nudge and the 100 %
+/// PARTIAL stop; the wall-clock limit ends a hop that hangs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    pub tokens: Option<u64>,
+    pub wall_seconds: Option<u64>,
+}
+
+impl From<BudgetDecl> for Budget {
+    fn from(d: BudgetDecl) -> Self {
+        match d {
+            BudgetDecl::Tokens(t) => Budget {
+                tokens: Some(t),
+                wall_seconds: None,
+            },
+            BudgetDecl::Detailed {
+                tokens,
+                wall_seconds,
+            } => Budget {
+                tokens,
+                wall_seconds,
+            },
+        }
+    }
+}
+
+/// The frontmatter keys switchboard reads; every other key draws a warning.
+pub const KNOWN_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "mode",
+    "model",
+    "temperature",
+    "top_p",
+    "tools",
+    "permission",
+    "steps",
+    "maxSteps",
+    "maxTurns",
+    "disable",
+    "hidden",
+    "color",
+    "contract",
+    "budget",
+];
+
+/// Keys other runtimes define that switchboard does not use: a note, not a warning, so
+/// Claude Code and opencode folders load without noise but nothing is ignored silently.
+pub const FOREIGN_KEYS: &[&str] = &[
+    "prompt",
+    "permissionMode",
+    "skills",
+    "hooks",
+    "mcpServers",
+    "reasoningEffort",
+    "textVerbosity",
+    "options",
+    "disallowedTools",
+];
+
+/// Frontmatter exactly as deserialized; positions kept where later checks report them.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RawFrontmatter {
+    #[serde(default)]
+    pub name: Option<Spanned<String>>,
+    #[serde(default)]
+    pub description: Option<Spanned<String>>,
+    #[serde(default)]
+    pub mode: Option<Spanned<Mode>>,
+    #[serde(default)]
+    pub model: Option<Spanned<String>>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    #[serde(default)]
+    pub tools: Option<Spanned<ToolsDecl>>,
+    #[serde(default)]
+    pub permission: Option<Permission>,
+    #[serde(default, alias = "maxSteps", alias = "maxTurns")]
+    pub steps: Option<u32>,
+    #[serde(default)]
+    pub disable: Option<bool>,
+    #[serde(default)]
+    pub hidden: Option<bool>,
+    #[serde(default)]
+    pub color: Option<String>,
+    #[serde(default)]
+    pub contract: Option<Spanned<ContractDecl>>,
+    #[serde(default)]
+    pub budget: Option<BudgetDecl>,
+}
+
+/// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agent {
+    pub name: String,
+    pub description: String,
+    pub mode: Mode,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub tools: ToolGrants,
+    pub permission: Permission,
+    /// Model turns allowed per hop.
+    pub steps: Option<u32>,
+    pub disable: bool,
+    pub hidden: bool,
+    pub color: Option<String>,
+    /// The declaration as written (kept for lint and `agents --json`).
+    pub contract_decl: Option<ContractDecl>,
+    /// The settled contract; `None` when the agent declares none (its answers are not checked).
+    pub contract: Option<Contract>,
+    pub budget: Budget,
+    /// Path relative to the project root.
+    pub file: String,
+    /// The system prompt template, as written.
+    pub body: String,
+    /// 1-based file line where the body starts, to map template lines back to the file.
+    pub body_line: usize,
+    /// False when the body is not a valid minijinja template and is used as plain text.
+    pub body_is_template: bool,
+    /// Delegations the body mentions.
+    pub references: Vec<Reference>,
+}
+
+impl Agent {
+    /// The message-id prefix: the contract's, else the agent's own name (path separators and
+    /// upper case folded so the id stays one lowercase token).
+    pub fn message_id_prefix(&self) -> String {
+        self.contract
+            .as_ref()
+            .and_then(|c| c.message_id_prefix.clone())
+            .unwrap_or_else(|| {
+                self.name
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() {
+                            c.to_ascii_lowercase()
+                        } else {
+                            '-'
+                        }
+                    })
+                    .collect()
+            })
+    }
+}

@@ -1,0 +1,241 @@
+//! Finding agent files and settling which file defines which name.
+//!
+//! Precedence, first to last: `agent/`, `agents/`, `.opencode/agent/`, `.opencode/agents/`,
+//! `.claude/agents/` (all under the project root), then each `--agents DIR` in the order given.
+//! Two files in the project's own folders that define one name are an error naming both: there
+//! is no silent winner. A `--agents` folder is the deliberate override: its agent replaces a
+//! same-named project agent, with a note saying which file lost.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::definition::Agent;
+use super::parse::{self, Outcome};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::project::Project;
+
+/// The standard agent folders, relative to the project root, in precedence order.
+pub const STANDARD_DIRS: &[&str] = &[
+    "agent",
+    "agents",
+    ".opencode/agent",
+    ".opencode/agents",
+    ".claude/agents",
+];
+
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Extra folders (`--agents`), searched after the standard ones.
+    pub extra_dirs: Vec<PathBuf>,
+    /// Skip the standard folders.
+    pub only_extra: bool,
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileReport {
+    pub file: String,
+    /// `loaded`, `skipped`, `replaced` or `error`.
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Every agent of a project, with what loading found.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSet {
+    agents: BTreeMap<String, Agent>,
+    pub files: Vec<FileReport>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl AgentSet {
+    pub fn get(&self, name: &str) -> Option<&Agent> {
+        self.agents.get(name)
+    }
+
+    /// Agents sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    /// Diagnostics for one file.
+    pub fn diagnostics_for<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a Diagnostic> {
+        self.diagnostics.iter().filter(move |d| d.file == file)
+    }
+}
+
+/// Loads every agent of `project`.
+pub fn load(project: &Project, options: &LoadOptions) -> AgentSet {
+    let mut set = AgentSet::default();
+    // name → (file, from an --agents folder)
+    let mut owners: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    let mut folders: Vec<(PathBuf, bool)> = Vec::new();
+    if !options.only_extra {
+        folders.extend(
+            STANDARD_DIRS
+                .iter()
+                .map(|d| (project.root().join(d), false)),
+        );
+    }
+    folders.extend(options.extra_dirs.iter().map(|d| {
+        let dir = if d.is_absolute() {
+            d.clone()
+        } else {
+            project.root().join(d)
+        };
+        (dir, true)
+    }));
+
+    for (folder, is_extra) in folders {
+        if is_extra && !folder.is_dir() {
+            set.diagnostics.push(Diagnostic::new(
+                Severity::Error,
+                "agent/folder-missing",
+                folder.display().to_string(),
+                "agent folder given with --agents does not exist",
+            ));
+            continue;
+        }
+        for path in markdown_files(&folder) {
+            let file = display_path(project, &path);
+            let name = agent_name(&folder, &path);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    set.diagnostics.push(Diagnostic::new(
+                        Severity::Error,
+                        "agent/unreadable",
+                        &file,
+                        format!("cannot read: {e}"),
+                    ));
+                    set.files
+                        .push(report(&file, "error", None, Some(e.to_string())));
+                    continue;
+                }
+            };
+            let parsed = parse::parse(&text, &file, &name);
+            set.diagnostics.extend(parsed.diagnostics);
+            match parsed.outcome {
+                Outcome::Skipped(reason) => {
+                    set.files.push(report(&file, "skipped", None, Some(reason)))
+                }
+                Outcome::Failed => set.files.push(report(&file, "error", None, None)),
+                Outcome::Loaded(agent) => {
+                    let name = agent.name.clone();
+                    match owners.get(&name).cloned() {
+                        Some((other, other_extra)) if is_extra && !other_extra => {
+                            set.diagnostics.push(Diagnostic::new(
+                                Severity::Note,
+                                "agent/overridden",
+                                &other,
+                                format!("agent `{name}` is replaced by {file} (from --agents)"),
+                            ));
+                            if let Some(r) = set.files.iter_mut().find(|r| r.file == other) {
+                                r.status = "replaced";
+                                r.reason = Some(format!("replaced by {file}"));
+                            }
+                        }
+                        Some((other, _)) => {
+                            set.diagnostics.push(
+                                Diagnostic::new(
+                                    Severity::Error,
+                                    "agent/duplicate-name",
+                                    &file,
+                                    format!(
+                                        "agent `{name}` is defined twice: in {other} and in {file}"
+                                    ),
+                                )
+                                .help("rename one of the files, or set a distinct `name`"),
+                            );
+                            set.files.push(report(
+                                &file,
+                                "error",
+                                Some(name.clone()),
+                                Some(format!("duplicate of {other}")),
+                            ));
+                            continue;
+                        }
+                        None => {}
+                    }
+                    owners.insert(name.clone(), (file.clone(), is_extra));
+                    set.files
+                        .push(report(&file, "loaded", Some(name.clone()), None));
+                    set.agents.insert(name, *agent);
+                }
+            }
+        }
+    }
+    set
+}
+
+fn report(
+    file: &str,
+    status: &'static str,
+    agent: Option<String>,
+    reason: Option<String>,
+) -> FileReport {
+    FileReport {
+        file: file.to_string(),
+        status,
+        agent,
+        reason,
+    }
+}
+
+/// `sub/name` for `<folder>/sub/name.md`.
+fn agent_name(folder: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(folder).unwrap_or(path).with_extension("");
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn display_path(project: &Project, path: &Path) -> String {
+    if path.starts_with(project.root()) {
+        project.relative(path)
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Every `*.md` under `dir`, recursively, sorted so loading is deterministic.
+fn markdown_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,20 @@
+//! Agent definitions: markdown files whose frontmatter declares a role and whose body is the
+//! system prompt.
+//!
+//! Loading never drops a file silently: each ends as loaded, skipped (with a reason) or an error,
+//! and every problem carries file:line:col.
+
+pub mod definition;
+pub mod discovery;
+pub mod frontmatter;
+pub mod parse;
+pub mod permission;
+pub mod references;
+pub mod render;
+pub mod tools;
+
+pub use definition::{Agent, Budget, Mode};
+pub use discovery::{load, AgentSet, FileReport, LoadOptions, STANDARD_DIRS};
+pub use permission::{Action, Permission};
+pub use references::{Reference, ReferenceKind};
+pub use tools::ToolGrants;

@@ -1,0 +1,359 @@
+//! One file → one agent (or a skip, or errors), with every problem located in the file.
+
+use super::definition::{Agent, RawFrontmatter, FOREIGN_KEYS, KNOWN_KEYS};
+use super::frontmatter::{self, SplitError};
+use super::permission::Permission;
+use super::references;
+use super::render;
+use super::tools::ToolGrants;
+use crate::contract::Contract;
+use crate::diagnostic::{nearest, Diagnostic, Severity};
+
+/// What became of one file.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Loaded(Box<Agent>),
+    /// Not an agent file (no frontmatter); the reason says so.
+    Skipped(String),
+    /// Could not be loaded; the diagnostics say why.
+    Failed,
+}
+
+/// The result of parsing one file: its outcome and every problem seen on the way.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub outcome: Outcome,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Parses `text` (the content of `file`, a root-relative path) as an agent named `name`.
+pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
+    let mut diags = Vec::new();
+    let split = match frontmatter::split(text) {
+        Ok(s) => s,
+        Err(SplitError::Missing) => {
+            return Parsed {
+                outcome: Outcome::Skipped("no frontmatter (not an agent definition)".into()),
+                diagnostics: diags,
+            }
+        }
+        Err(e @ SplitError::Unclosed { line }) => {
+            diags.push(
+                Diagnostic::new(
+                    Severity::Error,
+                    "agent/frontmatter-unclosed",
+                    file,
+                    e.to_string(),
+                )
+                .at_line_of(text, line, 1)
+                .help("add a line with `---` after the last frontmatter key"),
+            );
+            return failed(diags);
+        }
+    };
+    let yaml = &text[split.yaml.clone()];
+    let line_offset = split.yaml_line - 1;
+
+    let raw = match deserialize(yaml) {
+        Ok(raw) => raw,
+        Err(err) => match tolerate_unquoted_colons(yaml) {
+            Some((fixed, lines)) if deserialize(&fixed).is_ok() => {
+                for l in lines {
+                    diags.push(
+                        Diagnostic::new(
+                            Severity::Warning,
+                            "agent/unquoted-colon",
+                            file,
+                            "value contains `: ` but is not quoted; strict YAML rejects this line",
+                        )
+                        .at_line_of(text, l + line_offset, 1)
+                        .help("wrap the value in double quotes"),
+                    );
+                }
+                deserialize(&fixed).unwrap_or_default()
+            }
+            _ => {
+                let (line, col) = err
+                    .location()
+                    .map(|l| (l.line() as usize, l.column() as usize))
+                    .unwrap_or((1, 1));
+                diags.push(
+                    Diagnostic::new(
+                        Severity::Error,
+                        "agent/yaml",
+                        file,
+                        format!("invalid frontmatter: {}", yaml_message(&err)),
+                    )
+                    .at_line_of(text, line + line_offset, col)
+                    .help("fix the YAML; quote values that contain `: `, `#` or start with `*`, `&`, `[` or `{`"),
+                );
+                return failed(diags);
+            }
+        },
+    };
+
+    check_keys(yaml, text, file, line_offset, &mut diags);
+
+    let Some(description) = raw.description.as_ref().map(|d| d.value.trim().to_string()) else {
+        diags.push(
+            Diagnostic::new(
+                Severity::Error,
+                "agent/missing-description",
+                file,
+                "`description` is required",
+            )
+            .at_line_of(text, split.yaml_line.saturating_sub(1).max(1), 1)
+            .help("add `description: \"what this agent does and when to use it\"`"),
+        );
+        return failed(diags);
+    };
+    if description.is_empty() {
+        let l = raw
+            .description
+            .as_ref()
+            .map_or(1, |d| d.referenced.line() as usize);
+        diags.push(
+            Diagnostic::new(
+                Severity::Error,
+                "agent/missing-description",
+                file,
+                "`description` is empty",
+            )
+            .at_line_of(text, l + line_offset, 1),
+        );
+        return failed(diags);
+    }
+
+    let mut agent_name = name.to_string();
+    if let Some(n) = &raw.name {
+        if n.value != name {
+            diags.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    "agent/name-mismatch",
+                    file,
+                    format!(
+                        "frontmatter name `{}` differs from the file name `{name}`; `{}` is used",
+                        n.value, n.value
+                    ),
+                )
+                .at_line_of(
+                    text,
+                    n.referenced.line() as usize + line_offset,
+                    n.referenced.column() as usize,
+                )
+                .help("rename the file or drop the `name` key so the two agree"),
+            );
+            agent_name = n.value.clone();
+        }
+    }
+
+    let tools = raw
+        .tools
+        .as_ref()
+        .map(|t| ToolGrants::from_decl(&t.value))
+        .unwrap_or_default();
+    if let Some(t) = &raw.tools {
+        for unknown in tools.unknown_names() {
+            diags.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    "agent/unknown-tool",
+                    file,
+                    format!("unknown tool `{unknown}`"),
+                )
+                .at_line_of(text, t.referenced.line() as usize + line_offset, 1)
+                .help(
+                    match nearest(unknown, super::tools::BUILTIN_TOOLS.iter().copied()) {
+                        Some(s) => format!("did you mean `{s}`?"),
+                        None => format!(
+                            "switchboard provides: {}",
+                            super::tools::BUILTIN_TOOLS.join(", ")
+                        ),
+                    },
+                ),
+            );
+        }
+    }
+
+    let contract = match &raw.contract {
+        None => None,
+        Some(decl) => match Contract::resolve(&decl.value) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::new(
+                        Severity::Error,
+                        "agent/contract",
+                        file,
+                        format!("invalid contract: {e}"),
+                    )
+                    .at_line_of(
+                        text,
+                        decl.referenced.line() as usize + line_offset,
+                        decl.referenced.column() as usize,
+                    ),
+                );
+                return failed(diags);
+            }
+        },
+    };
+
+    let body = text[split.body.clone()].to_string();
+    let body_is_template = match render::parse_check(&body) {
+        Ok(()) => true,
+        Err(e) => {
+            let line = e
+                .line()
+                .map_or(split.body_line, |l| l + split.body_line - 1);
+            diags.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    "agent/template",
+                    file,
+                    format!("body is not a valid template ({}); it is used as plain text", e.kind()),
+                )
+                .at_line_of(text, line, 1)
+                .help("wrap literal `{{` or `{%` in `{% raw %}…{% endraw %}` to use template variables"),
+            );
+            false
+        }
+    };
+    let references = references::extract(&body, split.body_line);
+
+    let agent = Agent {
+        name: agent_name,
+        description,
+        mode: raw.mode.map(|m| m.value).unwrap_or_default(),
+        model: raw.model.map(|m| m.value),
+        temperature: raw.temperature,
+        top_p: raw.top_p,
+        tools,
+        permission: raw.permission.unwrap_or_else(Permission::default),
+        steps: raw.steps,
+        disable: raw.disable.unwrap_or(false),
+        hidden: raw.hidden.unwrap_or(false),
+        color: raw.color,
+        contract_decl: raw.contract.map(|c| c.value),
+        contract,
+        budget: raw.budget.map(Into::into).unwrap_or_default(),
+        file: file.to_string(),
+        body,
+        body_line: split.body_line,
+        body_is_template,
+        references,
+    };
+    Parsed {
+        outcome: Outcome::Loaded(Box::new(agent)),
+        diagnostics: diags,
+    }
+}
+
+fn failed(diagnostics: Vec<Diagnostic>) -> Parsed {
+    Parsed {
+        outcome: Outcome::Failed,
+        diagnostics,
+    }
+}
+
+fn deserialize(yaml: &str) -> Result<RawFrontmatter, serde_saphyr::Error> {
+    if yaml.trim().is_empty() {
+        return Ok(RawFrontmatter::default());
+    }
+    serde_saphyr::from_str(yaml)
+}
+
+/// serde-saphyr's message without its own snippet (we print the line ourselves).
+fn yaml_message(err: &serde_saphyr::Error) -> String {
+    let msg = err.without_snippet().to_string();
+    let first = msg.lines().next().unwrap_or("").trim();
+    // Drop a trailing " at line X column Y": the diagnostic carries the position.
+    match first.find(" at line ") {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
+    }
+}
+
+/// Top-level keys as `(key, 0-based line)`, read from block-style YAML.
+fn top_level_keys(yaml: &str) -> Vec<(&str, usize)> {
+    yaml.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let first = line.chars().next()?;
+            if first.is_whitespace() || first == '#' || first == '-' {
+                return None;
+            }
+            let colon = line.find(':')?;
+            let key = line[..colon].trim().trim_matches(|c| c == '"' || c == '\'');
+            let valid = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            valid.then_some((key, i))
+        })
+        .collect()
+}
+
+fn check_keys(yaml: &str, text: &str, file: &str, line_offset: usize, diags: &mut Vec<Diagnostic>) {
+    for (key, i) in top_level_keys(yaml) {
+        if KNOWN_KEYS.contains(&key) {
+            continue;
+        }
+        let line = i + 1 + line_offset;
+        let d = if FOREIGN_KEYS.contains(&key) {
+            Diagnostic::new(
+                Severity::Note,
+                "agent/foreign-key",
+                file,
+                format!("`{key}` belongs to another runtime and is ignored by switchboard"),
+            )
+        } else {
+            let d = Diagnostic::new(
+                Severity::Warning,
+                "agent/unknown-key",
+                file,
+                format!("unknown key `{key}`"),
+            );
+            match nearest(key, KNOWN_KEYS.iter().copied()) {
+                Some(s) => d.help(format!("did you mean `{s}`?")),
+                None => d.help(format!("known keys: {}", KNOWN_KEYS.join(", "))),
+            }
+        };
+        diags.push(d.at_line_of(text, line, 1));
+    }
+}
+
+/// Quotes top-level plain scalars that hold `: ` (as other runtimes tolerate), returning the
+/// rewritten YAML and the 1-based lines changed. Line count is unchanged, so positions hold.
+fn tolerate_unquoted_colons(yaml: &str) -> Option<(String, Vec<usize>)> {
+    let mut changed = Vec::new();
+    let mut out = String::with_capacity(yaml.len() + 16);
+    for (i, line) in yaml.split_inclusive('\n').enumerate() {
+        let (content, ending) = match line.strip_suffix("\r\n") {
+            Some(c) => (c, "\r\n"),
+            None => match line.strip_suffix('\n') {
+                Some(c) => (c, "\n"),
+                None => (line, ""),
+            },
+        };
+        let fixed = top_level_keys(content).first().and_then(|(key, _)| {
+            let colon = content.find(':')?;
+            let value = content[colon + 1..].trim();
+            let plain = !value.is_empty()
+                && !value.starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!']);
+            (plain && value.contains(": ")).then(|| {
+                let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+                format!("{key}: \"{escaped}\"")
+            })
+        });
+        match fixed {
+            Some(f) => {
+                changed.push(i + 1);
+                out.push_str(&f);
+            }
+            None => out.push_str(content),
+        }
+        out.push_str(ending);
+    }
+    (!changed.is_empty()).then_some((out, changed))
+}

@@ -1,0 +1,75 @@
+//! opencode's `permission:` block, normalised: per tool, either one action or patterns.
+//!
+//! switchboard runs unattended, so `ask` cannot be answered by a person: it is treated as a
+//! refusal that says approval was required. The `task` entry limits which subagents an agent may
+//! call (`task: {"*": deny, "thoughts-*": allow}`).
+
+use super::tools::glob_matches;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// One tool's permission as written: a single action, or pattern → action.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum PermissionRule {
+    Action(Action),
+    Patterns(BTreeMap<String, Action>),
+}
+
+/// `permission:` as written: tool → rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Permission(pub BTreeMap<String, PermissionRule>);
+
+impl Permission {
+    /// What `tool` may do with `subject` (a subagent name for `task`, a path or command for
+    /// others). Unmentioned tools and subjects are allowed; an exact pattern beats a glob, and a
+    /// longer glob beats a shorter one.
+    pub fn action(&self, tool: &str, subject: &str) -> Action {
+        match self.0.get(tool) {
+            None => Action::Allow,
+            Some(PermissionRule::Action(a)) => *a,
+            Some(PermissionRule::Patterns(map)) => {
+                if let Some(a) = map.get(subject) {
+                    return *a;
+                }
+                map.iter()
+                    .filter(|(p, _)| glob_matches(p, subject))
+                    .max_by_key(|(p, _)| p.len())
+                    .map_or(Action::Allow, |(_, a)| *a)
+            }
+        }
+    }
+
+    /// Whether this agent may delegate to `target`.
+    pub fn task(&self, target: &str) -> Action {
+        self.action("task", target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_patterns_most_specific_wins() {
+        let p: Permission = serde_json::from_value(serde_json::json!({
+            "task": {"*": "deny", "thoughts-*": "allow", "thoughts-secret": "ask"},
+            "edit": "deny"
+        }))
+        .unwrap();
+        assert_eq!(p.task("thoughts-locator"), Action::Allow);
+        assert_eq!(p.task("codebase-locator"), Action::Deny);
+        assert_eq!(p.task("thoughts-secret"), Action::Ask);
+        assert_eq!(p.action("edit", "x"), Action::Deny);
+        assert_eq!(p.action("read", "x"), Action::Allow);
+    }
+}

@@ -1,0 +1,172 @@
+//! Delegations an agent's prompt mentions: `task(...)` calls in code and "Delegate to `x`" prose.
+//!
+//! pulldown-cmark tells code from prose, so an example inside a fenced block counts as a call
+//! example and a word in a paragraph does not pretend to be one. Lint uses these to build the
+//! delegation graph; the runtime tells primaries which subagents exist from the same data.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use regex::Regex;
+use serde::Serialize;
+use std::sync::LazyLock;
+
+use crate::markdown::LineIndex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferenceKind {
+    /// `task({ subagent_type: "x", ... })` (JS-object form) in code.
+    TaskObject,
+    /// `task(subagent_type="x", ...)` (keyword form) in code.
+    TaskKeyword,
+    /// "Delegate to `x`" in prose.
+    Prose,
+}
+
+/// One mention of a delegation target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reference {
+    pub target: String,
+    pub kind: ReferenceKind,
+    /// 1-based line in the file the body came from.
+    pub line: usize,
+    pub column: usize,
+}
+
+static TASK_CALL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"task\s*\(\s*(\{)?[^)]*?\bsubagent_type\s*(:|=)\s*["']([A-Za-z0-9_./-]+)["']"#)
+        .expect("static regex")
+});
+
+static DELEGATE_TO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bdelegat\w*\s+(?:\w+\s+)?to\s*$").expect("static regex"));
+
+/// Separators allowed between names in "Delegate to `a` / `b` or `c`".
+fn is_separator(text: &str) -> bool {
+    let t = text.trim();
+    t.is_empty() || matches!(t, "/" | "," | "or" | "and" | ", or" | ", and" | "|")
+}
+
+/// Finds the references in `body`, whose first line is line `body_line` of its file.
+pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
+    let index = LineIndex::new(body);
+    let mut out = Vec::new();
+    let at = |offset: usize| {
+        let (line, col) = index.line_col(body, offset);
+        (line + body_line - 1, col)
+    };
+    let scan_code = |start: usize, code: &str, out: &mut Vec<Reference>| {
+        for cap in TASK_CALL.captures_iter(code) {
+            let (Some(sep), Some(name)) = (cap.get(2), cap.get(3)) else {
+                continue;
+            };
+            let kind = if cap.get(1).is_some() || sep.as_str() == ":" {
+                ReferenceKind::TaskObject
+            } else {
+                ReferenceKind::TaskKeyword
+            };
+            let (line, column) = at(start + name.start());
+            out.push(Reference {
+                target: name.as_str().to_string(),
+                kind,
+                line,
+                column,
+            });
+        }
+    };
+
+    // In prose: after text ending in "delegate to", collect the inline-code names that follow.
+    let mut after_delegate = false;
+    let mut in_code_block = false;
+    for (event, range) in Parser::new_ext(body, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => {
+                in_code_block = true;
+                // Scan the raw source so offsets stay exact even inside indented list items.
+                scan_code(range.start, &body[range.clone()], &mut out);
+            }
+            Event::End(TagEnd::CodeBlock) => in_code_block = false,
+            Event::Text(t) if !in_code_block => {
+                if DELEGATE_TO.is_match(&t) {
+                    after_delegate = true;
+                } else if !(after_delegate && is_separator(&t)) {
+                    after_delegate = false;
+                }
+            }
+            Event::Code(code) => {
+                if code.contains("task") && code.contains("subagent_type") {
+                    scan_code(range.start, &body[range.clone()], &mut out);
+                } else if after_delegate {
+                    let name = code.trim();
+                    if !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+                    {
+                        let (line, column) = at(range.start + 1);
+                        out.push(Reference {
+                            target: name.to_string(),
+                            kind: ReferenceKind::Prose,
+                            line,
+                            column,
+                        });
+                    }
+                }
+            }
+            Event::End(_) | Event::Start(_) | Event::SoftBreak | Event::HardBreak => {
+                if !matches!(event, Event::Start(Tag::Emphasis | Tag::Strong))
+                    && !matches!(event, Event::End(TagEnd::Emphasis | TagEnd::Strong))
+                {
+                    after_delegate = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_all_three_forms_with_lines() {
+        let body = concat!(
+            "intro\n",
+            "- **Find files**: Delegate to `codebase-locator` / `codebase-pattern-finder`.\n",
+            "\n",
+            "```\n",
+            "task({\n",
+            "  subagent_type: \"thoughts-locator\",\n",
+            "  prompt: \"x\"\n",
+            "})\n",
+            "```\n",
+            "\n",
+            "    task(subagent_type=\"web-search-researcher\", prompt=\"y\")\n",
+            "\n",
+            "Prose mentioning `thoughts-analyzer` is not a delegation.\n",
+        );
+        let refs = extract(body, 10);
+        let got: Vec<_> = refs
+            .iter()
+            .map(|r| (r.target.as_str(), r.kind, r.line))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("codebase-locator", ReferenceKind::Prose, 11),
+                ("codebase-pattern-finder", ReferenceKind::Prose, 11),
+                ("thoughts-locator", ReferenceKind::TaskObject, 15),
+                ("web-search-researcher", ReferenceKind::TaskKeyword, 20),
+            ]
+        );
+    }
+
+    #[test]
+    fn fenced_block_in_list_item_keeps_lines() {
+        let body = "1. Step\n   ```\n   task({ subagent_type: \"a\" })\n   ```\n";
+        let refs = extract(body, 1);
+        assert_eq!(refs.len(), 1);
+        assert_eq!((refs[0].line, refs[0].column), (3, 27));
+    }
+}

@@ -1,0 +1,188 @@
+//! Tool grants: opencode's `tools:` map and Claude Code's tool list, normalised to one model.
+//!
+//! opencode writes `tools: {read: true, "web*": false}` (glob keys, everything else allowed);
+//! Claude Code writes `tools: Read, Grep` or a list (only those allowed). Both become an ordered
+//! rule list with a default, so the runtime asks one question: `allows("grep")`.
+
+use globset::Glob;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The tools switchboard itself provides.
+pub const BUILTIN_TOOLS: &[&str] = &["read", "list", "glob", "grep", "write", "task"];
+
+/// Tool names other runtimes provide; accepted in grants (so their agent files load unchanged)
+/// but not provided here.
+pub const FOREIGN_TOOLS: &[&str] = &[
+    "bash",
+    "edit",
+    "patch",
+    "multiedit",
+    "webfetch",
+    "websearch",
+    "todowrite",
+    "todoread",
+    "notebookedit",
+    "notebookread",
+    "lsp",
+    "skill",
+];
+
+/// `tools:` as written.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ToolsDecl {
+    /// opencode: tool (or glob) → enabled.
+    Map(BTreeMap<String, bool>),
+    /// Claude Code: `Read, Grep, Glob`.
+    Csv(String),
+    /// Claude Code: `[Read, Grep]`.
+    List(Vec<String>),
+}
+
+/// One grant rule: a tool name or glob, and whether it is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolRule {
+    pub pattern: String,
+    pub allow: bool,
+}
+
+/// The normalised grants of one agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolGrants {
+    /// What a tool no rule names gets.
+    pub default_allow: bool,
+    pub rules: Vec<ToolRule>,
+}
+
+impl Default for ToolGrants {
+    /// No `tools:` key: every tool, as in both opencode and Claude Code.
+    fn default() -> Self {
+        ToolGrants {
+            default_allow: true,
+            rules: Vec::new(),
+        }
+    }
+}
+
+/// Maps Claude Code's capitalised names onto ours (`LS` → `list`, `Read` → `read`).
+pub fn canonical_tool_name(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase();
+    match lower.as_str() {
+        "ls" => "list".to_string(),
+        "agent" => "task".to_string(),
+        _ => lower,
+    }
+}
+
+impl ToolGrants {
+    pub fn from_decl(decl: &ToolsDecl) -> Self {
+        match decl {
+            ToolsDecl::Map(map) => ToolGrants {
+                default_allow: true,
+                rules: map
+                    .iter()
+                    .map(|(k, v)| ToolRule {
+                        pattern: canonical_tool_name(k),
+                        allow: *v,
+                    })
+                    .collect(),
+            },
+            ToolsDecl::Csv(s) => Self::only(s.split(',')),
+            ToolsDecl::List(list) => Self::only(list.iter().map(String::as_str)),
+        }
+    }
+
+    fn only<'a>(names: impl Iterator<Item = &'a str>) -> Self {
+        ToolGrants {
+            default_allow: false,
+            rules: names
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(|n| ToolRule {
+                    pattern: canonical_tool_name(n),
+                    allow: true,
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether `tool` is granted. An exact rule beats a glob; among globs the longest (most
+    /// specific) pattern wins, so `{"*": false, read: true}` means "only read".
+    pub fn allows(&self, tool: &str) -> bool {
+        let tool = canonical_tool_name(tool);
+        if let Some(rule) = self.rules.iter().find(|r| r.pattern == tool) {
+            return rule.allow;
+        }
+        self.rules
+            .iter()
+            .filter(|r| glob_matches(&r.pattern, &tool))
+            .max_by_key(|r| r.pattern.len())
+            .map_or(self.default_allow, |r| r.allow)
+    }
+
+    /// The built-in tools this agent may use, in a stable order.
+    pub fn granted_builtins(&self) -> Vec<&'static str> {
+        BUILTIN_TOOLS
+            .iter()
+            .copied()
+            .filter(|t| self.allows(t))
+            .collect()
+    }
+
+    /// Names in the rules that no runtime we know provides (typos, mostly).
+    pub fn unknown_names(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| r.pattern.as_str()).filter(|p| {
+            !p.contains(['*', '?', '['])
+                && !BUILTIN_TOOLS.contains(p)
+                && !FOREIGN_TOOLS.contains(p)
+                && !p.starts_with("mcp__")
+        })
+    }
+}
+
+/// Glob match for tool and agent names; an invalid glob matches only itself.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    if pattern == name {
+        return true;
+    }
+    if !pattern.contains(['*', '?', '[']) {
+        return false;
+    }
+    Glob::new(pattern)
+        .map(|g| g.compile_matcher().is_match(name))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opencode_map_with_globs() {
+        let mut map = BTreeMap::new();
+        map.insert("*".to_string(), false);
+        map.insert("read".to_string(), true);
+        map.insert("web*".to_string(), true);
+        let g = ToolGrants::from_decl(&ToolsDecl::Map(map));
+        assert!(g.allows("read"));
+        assert!(g.allows("webfetch"));
+        assert!(!g.allows("write"));
+        assert_eq!(g.granted_builtins(), vec!["read"]);
+    }
+
+    #[test]
+    fn claude_list_allows_only_listed() {
+        let g = ToolGrants::from_decl(&ToolsDecl::Csv("Read, Grep, LS".into()));
+        assert!(g.allows("read") && g.allows("grep") && g.allows("list"));
+        assert!(!g.allows("task"));
+        let none = ToolGrants::default();
+        assert!(none.allows("task"));
+    }
+
+    #[test]
+    fn unknown_names_are_reported() {
+        let g = ToolGrants::from_decl(&ToolsDecl::List(vec!["Reed".into(), "Bash".into()]));
+        assert_eq!(g.unknown_names().collect::<Vec<_>>(), vec!["reed"]);
+    }
+}

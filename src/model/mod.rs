@@ -1,0 +1,169 @@
+//! Models: the one trait the runtime talks to, and its request and response types.
+//!
+//! Providers see requests and responses only, never agent files or the event log, so a provider
+//! can be swapped (scripted for tests, offline by default, real APIs) without the runtime
+//! noticing. Anything a provider needs to know about the agent travels in the request.
+
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::contract::Contract;
+
+/// Who said a message in the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned id, echoed back on the result so parallel calls pair up.
+    pub id: String,
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// One turn of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: String,
+    /// Calls an assistant turn made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a tool turn answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// A tool turn that reports a refusal or failure rather than a result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            is_error: false,
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: None,
+            is_error: false,
+        }
+    }
+
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+            is_error,
+        }
+    }
+}
+
+/// A tool the model may call, described as a JSON schema (the shape both wire protocols use).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// The envelope the answer must honour, with the ids the runtime allocated for this hop.
+///
+/// Real providers may put it into the prompt or ignore it (the rendered system prompt already
+/// says the same in words); the offline provider builds its answer from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponseContract {
+    pub contract: Contract,
+    pub message_id: String,
+    pub correlation_id: String,
+    /// RFC 3339 UTC time the runtime stamped on the hop.
+    pub timestamp: String,
+}
+
+/// Everything a provider gets for one completion.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRequest {
+    /// The model name after the provider prefix (`offline/default` → `default`).
+    pub model: String,
+    /// The agent's name, for scripted providers that play per-agent scripts and for logs.
+    pub agent: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_contract: Option<ResponseContract>,
+}
+
+/// Token counts as the provider reported them (or estimated them, for local providers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// What a provider answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    pub content: String,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// Why a completion failed; the tier decides whether the runtime retries.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    /// Worth retrying: connection errors, timeouts, rate limits, 5xx.
+    #[error("transient model failure: {message}")]
+    Transient {
+        message: String,
+        /// Server-requested delay before the next attempt.
+        retry_after: Option<std::time::Duration>,
+    },
+    /// Not worth retrying: bad request, bad credentials, a body that is not the protocol, a
+    /// script that ran out.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A language model, as the runtime sees it.
+pub trait Model: Send + Sync {
+    /// The provider's name (`scripted`, `offline`, `openai`, `anthropic`), for events.
+    fn provider(&self) -> &str;
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+}
