@@ -6,6 +6,7 @@ pub mod agent;
 pub mod cli;
 pub mod contract;
 pub mod diagnostic;
+pub mod lint;
 pub mod markdown;
 pub mod model;
 pub mod project;

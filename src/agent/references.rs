@@ -112,12 +112,11 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
                     }
                 }
             }
+            // Emphasis around a name ("Delegate to **`x`**") keeps the run going.
+            Event::Start(Tag::Emphasis | Tag::Strong)
+            | Event::End(TagEnd::Emphasis | TagEnd::Strong) => {}
             Event::End(_) | Event::Start(_) | Event::SoftBreak | Event::HardBreak => {
-                if !matches!(event, Event::Start(Tag::Emphasis | Tag::Strong))
-                    && !matches!(event, Event::End(TagEnd::Emphasis | TagEnd::Strong))
-                {
-                    after_delegate = false;
-                }
+                after_delegate = false;
             }
             _ => {}
         }

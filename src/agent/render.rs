@@ -9,6 +9,9 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
 use super::definition::Agent;
+use super::discovery::AgentSet;
+use super::permission::Action;
+use crate::project::Project;
 
 /// The variables the runtime puts into every prompt's context.
 pub const RUNTIME_VARIABLES: &[&str] = &[
@@ -29,6 +32,64 @@ pub const RUNTIME_VARIABLES: &[&str] = &[
 pub struct SubagentInfo {
     pub name: String,
     pub description: String,
+}
+
+/// The context every prompt is rendered with; the field names are [`RUNTIME_VARIABLES`].
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptContext {
+    pub agent: String,
+    pub correlation_id: String,
+    pub message_id: String,
+    pub hop_id: String,
+    /// The calling agent's name; empty for the session's primary.
+    pub parent: String,
+    pub depth: u32,
+    pub now: String,
+    pub today: String,
+    pub project_root: String,
+    pub subagents: Vec<SubagentInfo>,
+}
+
+impl PromptContext {
+    /// The subagents `agent` may delegate to: it holds the `task` tool, the target can be
+    /// delegated to, and its `permission.task` allows the target. This is what the prompt lists
+    /// and what dispatch will accept, so the two cannot disagree.
+    pub fn callable_subagents(set: &AgentSet, agent: &Agent) -> Vec<SubagentInfo> {
+        if !agent.tools.allows("task") {
+            return Vec::new();
+        }
+        set.iter()
+            .filter(|t| t.name != agent.name && t.mode.can_be_delegated_to() && !t.disable)
+            .filter(|t| agent.permission.task(&t.name) == Action::Allow)
+            .map(|t| SubagentInfo {
+                name: t.name.clone(),
+                description: t.description.clone(),
+            })
+            .collect()
+    }
+
+    /// Placeholder ids for `switchboard render` and lint, shaped like the real ones so a prompt
+    /// renders exactly as it would in a session.
+    pub fn preview(project: &Project, set: &AgentSet, agent: &Agent) -> Self {
+        let now = chrono::Utc::now();
+        let today = now.format("%Y-%m-%d").to_string();
+        PromptContext {
+            agent: agent.name.clone(),
+            correlation_id: "preview-correlation".into(),
+            message_id: format!("{}-{today}-001", agent.message_id_prefix()),
+            hop_id: "00000000-0000-7000-8000-000000000000".into(),
+            parent: String::new(),
+            depth: 0,
+            now: now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            today,
+            project_root: project.root().display().to_string(),
+            subagents: Self::callable_subagents(set, agent),
+        }
+    }
+
+    pub fn into_json(self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
 }
 
 /// Why a body could not be rendered, located in the agent's file.

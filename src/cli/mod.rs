@@ -87,6 +87,35 @@ pub(crate) fn color_enabled() -> bool {
         && std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
+/// Opens the project and loads its agents; on failure the error is printed and the exit code
+/// returned.
+pub(crate) fn load_agents(
+    global: &Global,
+) -> Result<(crate::project::Project, crate::agent::AgentSet), u8> {
+    let project = open_project(global).map_err(report_error)?;
+    let options = crate::agent::LoadOptions {
+        extra_dirs: global.agent_dirs.clone(),
+        only_extra: global.only_agents,
+    };
+    let set = crate::agent::load(&project, &options);
+    Ok((project, set))
+}
+
+/// Prints diagnostics on stderr, most severe last so they stay on screen, with a summary line.
+pub(crate) fn print_diagnostics(diagnostics: &[crate::diagnostic::Diagnostic]) {
+    use crate::diagnostic::Severity;
+    let mut sorted: Vec<_> = diagnostics.iter().collect();
+    sorted.sort_by(|a, b| (a.severity, &a.file, a.line).cmp(&(b.severity, &b.file, b.line)));
+    for d in &sorted {
+        eprintln!("{d}\n");
+    }
+    let count = |s| diagnostics.iter().filter(|d| d.severity == s).count();
+    let (e, w) = (count(Severity::Error), count(Severity::Warning));
+    if e + w > 0 {
+        eprintln!("{e} error(s), {w} warning(s)");
+    }
+}
+
 /// Opens the project named by `--root`, or discovers it from the working directory.
 pub(crate) fn open_project(global: &Global) -> Result<crate::project::Project, miette::Report> {
     let start = global.root.clone().unwrap_or_else(|| PathBuf::from("."));

@@ -1,0 +1,224 @@
+//! Loading real-world agent folders: opencode and Claude Code layouts, and the ways files break.
+
+use std::path::{Path, PathBuf};
+use switchboard::agent::{self, Action, LoadOptions, Mode};
+use switchboard::diagnostic::Severity;
+use switchboard::project::Project;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/loader")
+        .join(name)
+}
+
+fn load(name: &str) -> agent::AgentSet {
+    let project = Project::open(fixture(name)).expect("fixture exists");
+    agent::load(&project, &LoadOptions::default())
+}
+
+fn codes(set: &agent::AgentSet, file: &str) -> Vec<(&'static str, usize, usize)> {
+    set.diagnostics_for(file)
+        .map(|d| (d.code, d.line, d.column))
+        .collect()
+}
+
+#[test]
+fn opencode_folder_loads_with_nested_names() {
+    let set = load("opencode");
+    let names: Vec<_> = set.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["reviewer", "team/helper", "team/lead"]);
+
+    let reviewer = set.get("reviewer").unwrap();
+    assert_eq!(reviewer.mode, Mode::Subagent);
+    assert!(!reviewer.tools.allows("write"));
+    assert!(reviewer.tools.allows("read"), "unlisted tools stay allowed");
+    assert_eq!(
+        reviewer.permission.action("bash", "git diff"),
+        Action::Allow
+    );
+    assert_eq!(reviewer.permission.action("bash", "rm -rf /"), Action::Ask);
+
+    let lead = set.get("team/lead").unwrap();
+    assert_eq!(lead.steps, Some(20), "maxSteps is an alias of steps");
+    assert_eq!(lead.tools.granted_builtins(), ["read", "task"]);
+    assert_eq!(lead.permission.task("team/helper"), Action::Allow);
+    assert_eq!(lead.permission.task("stranger"), Action::Deny);
+    let targets: Vec<_> = lead
+        .references
+        .iter()
+        .map(|r| (r.target.as_str(), r.line))
+        .collect();
+    assert_eq!(targets, [("reviewer", 15), ("team/helper", 18)]);
+
+    let readme = set
+        .files
+        .iter()
+        .find(|f| f.file.ends_with("README.md"))
+        .expect("README is reported, not dropped");
+    assert_eq!(readme.status, "skipped");
+    assert!(!set.has_errors(), "{:#?}", set.diagnostics);
+}
+
+#[test]
+fn claude_folder_loads_with_crlf_bom_and_name_override() {
+    let set = load("claude");
+    let reviewer = set.get("code-reviewer").unwrap();
+    assert_eq!(reviewer.tools.granted_builtins(), ["read", "glob", "grep"]);
+    assert!(
+        !reviewer.tools.allows("task"),
+        "a Claude list allows only what it names"
+    );
+    assert_eq!(reviewer.model.as_deref(), Some("inherit"));
+    assert_eq!(
+        codes(&set, ".claude/agents/code-reviewer.md"),
+        [("agent/foreign-key", 7, 1)]
+    );
+
+    let crlf = set.get("crlf").unwrap();
+    assert_eq!(crlf.description, "Written on Windows");
+    assert_eq!(crlf.body_line, 5);
+    assert!(crlf.body.starts_with("Body line one."));
+
+    let bom = set.get("bom").unwrap();
+    assert_eq!(bom.description, "Has a byte order mark");
+    assert_eq!(bom.body, "BOM body\n");
+
+    assert!(set.get("renamed").is_none());
+    let renamed = set.get("other-name").expect("frontmatter name wins");
+    assert_eq!(renamed.file, ".claude/agents/renamed.md");
+    assert_eq!(
+        codes(&set, ".claude/agents/renamed.md"),
+        [("agent/name-mismatch", 2, 7)]
+    );
+}
+
+#[test]
+fn one_name_in_two_files_is_an_error_naming_both() {
+    let set = load("conflict");
+    let d = set
+        .diagnostics
+        .iter()
+        .find(|d| d.code == "agent/duplicate-name")
+        .expect("conflict reported");
+    assert_eq!(d.severity, Severity::Error);
+    assert!(d.message.contains("agent/twin.md") && d.message.contains("agents/twin.md"));
+    assert_eq!(set.get("twin").unwrap().description, "First twin");
+}
+
+#[test]
+fn agents_flag_replaces_with_a_note() {
+    let project = Project::open(fixture("conflict")).unwrap();
+    let options = LoadOptions {
+        extra_dirs: vec![fixture("claude/.claude/agents")],
+        only_extra: false,
+    };
+    let set = agent::load(&project, &options);
+    assert!(
+        set.get("code-reviewer").is_some(),
+        "extra folder adds agents"
+    );
+    let only = agent::load(
+        &project,
+        &LoadOptions {
+            extra_dirs: vec![fixture("claude/.claude/agents")],
+            only_extra: true,
+        },
+    );
+    assert!(
+        only.get("twin").is_none(),
+        "--only-agents drops project folders"
+    );
+    assert!(!only.has_errors(), "{:#?}", only.diagnostics);
+}
+
+#[test]
+fn broken_files_report_exact_positions() {
+    let set = load("broken");
+    // mode: [primary  — an unclosed flow sequence; serde-saphyr points into line 3 of the file.
+    let yaml = codes(&set, "agent/bad-yaml.md");
+    assert_eq!(yaml.len(), 1, "{yaml:?}");
+    assert_eq!(yaml[0].0, "agent/yaml");
+    assert!(yaml[0].1 >= 3 && yaml[0].1 <= 5, "line {}", yaml[0].1);
+    let bad = set.diagnostics_for("agent/bad-yaml.md").next().unwrap();
+    assert!(bad.source_line.is_some(), "the offending line is shown");
+
+    assert_eq!(
+        codes(&set, "agent/colon.md"),
+        [("agent/unquoted-colon", 2, 1)]
+    );
+    assert_eq!(
+        set.get("colon").unwrap().description,
+        "Use this agent when: the user asks for a review"
+    );
+
+    let typo: Vec<_> = set.diagnostics_for("agent/typo.md").collect();
+    assert_eq!(typo.len(), 2);
+    assert_eq!((typo[0].code, typo[0].line), ("agent/unknown-key", 3));
+    assert_eq!(typo[0].help.as_deref(), Some("did you mean `permission`?"));
+    assert_eq!(typo[1].help.as_deref(), Some("did you mean `mode`?"));
+
+    assert_eq!(
+        codes(&set, "agent/unclosed.md"),
+        [("agent/frontmatter-unclosed", 1, 1)]
+    );
+
+    let mode = codes(&set, "agent/bad-mode.md");
+    assert_eq!(mode.len(), 1);
+    assert_eq!((mode[0].0, mode[0].1), ("agent/yaml", 3));
+
+    let literal = set
+        .get("literal-braces")
+        .expect("plain-text bodies still load");
+    assert!(!literal.body_is_template);
+    assert_eq!(
+        codes(&set, "agent/literal-braces.md")[0].0,
+        "agent/template"
+    );
+
+    assert_eq!(
+        codes(&set, "agent/no-description.md")[0].0,
+        "agent/missing-description"
+    );
+
+    // Every file is accounted for.
+    assert_eq!(set.files.len(), 8);
+    for f in &set.files {
+        assert!(matches!(f.status, "loaded" | "skipped" | "error"), "{f:?}");
+    }
+}
+
+#[test]
+fn lint_reports_missing_delegation_targets() {
+    let set = load("broken");
+    let findings = switchboard::lint::lint(&set);
+    let ghost: Vec<_> = findings
+        .iter()
+        .filter(|d| d.code == "delegation/missing-target")
+        .collect();
+    assert_eq!(ghost.len(), 1, "{ghost:#?}");
+    assert_eq!(ghost[0].file, "agent/ghost-ref.md");
+    assert_eq!((ghost[0].line, ghost[0].column), (8, 24));
+    assert_eq!(switchboard::lint::exit_code(&findings), 1);
+}
+
+#[test]
+fn project_agents_load_and_lint_clean() {
+    let project = Project::open(env!("CARGO_MANIFEST_DIR")).unwrap();
+    let set = agent::load(&project, &LoadOptions::default());
+    for name in [
+        "researcher",
+        "planner",
+        "thoughts-locator",
+        "thoughts-analyzer",
+        "codebase-locator",
+        "codebase-analyzer",
+        "codebase-pattern-finder",
+        "web-search-researcher",
+    ] {
+        let a = set.get(name).unwrap_or_else(|| panic!("{name} missing"));
+        let ctx = switchboard::agent::render::PromptContext::preview(&project, &set, a);
+        switchboard::agent::render::render(a, &ctx).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let findings = switchboard::lint::lint(&set);
+    assert!(findings.is_empty(), "{findings:#?}");
+}
