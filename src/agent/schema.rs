@@ -1,0 +1,104 @@
+//! A JSON Schema for agent frontmatter, so editors with a YAML language server validate agent
+//! files while they are typed. It mirrors `RawFrontmatter`; a test loads every key the schema
+//! names through the real loader, so the two cannot drift apart unnoticed.
+
+use serde_json::{json, Value};
+
+fn contract_spec() -> Value {
+    let field_rule = json!({
+        "oneOf": [
+            { "enum": ["string", "date", "timestamp", "path"] },
+            { "type": "object", "required": ["one_of"], "additionalProperties": false,
+              "properties": { "one_of": { "type": "array", "items": { "type": "string" } } } }
+        ]
+    });
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "extends": { "enum": crate::contract::spec::BUILTIN_NAMES, "description": "Built-in contract to start from" },
+            "name": { "type": "string" },
+            "format": { "enum": ["envelope"] },
+            "message_types": { "type": "array", "items": { "type": "string", "pattern": "^[A-Z][A-Z0-9_]*$" } },
+            "message_id_prefix": { "type": "string", "pattern": "^[a-z0-9-]+$" },
+            "fields": { "type": "object", "additionalProperties": field_rule },
+            "evidence": { "enum": ["required", "optional"] },
+            "excerpt_max_lines": { "type": "integer", "minimum": 1, "maximum": crate::contract::spec::MAX_EXCERPT_LINES },
+            "signal_headings": { "type": "array", "items": { "type": "string" } },
+            "required_sections": { "type": "array", "items": { "type": "string" } },
+            "on_violation": { "enum": ["fail", "mark"] },
+            "max_repairs": { "type": "integer", "minimum": 0 }
+        }
+    })
+}
+
+/// The schema for `agent/*.md` frontmatter.
+pub fn agent_schema() -> Value {
+    let action = json!({ "enum": ["allow", "ask", "deny"] });
+    let permission_rule = json!({
+        "oneOf": [ action, { "type": "object", "additionalProperties": action } ]
+    });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://switchboard.dev/schema/agent.json",
+        "title": "switchboard agent frontmatter",
+        "type": "object",
+        "required": ["description"],
+        "properties": {
+            "name": { "type": "string", "description": "Overrides the name taken from the file path" },
+            "description": { "type": "string", "minLength": 1, "description": "What the agent does and when to delegate to it" },
+            "mode": { "enum": ["primary", "subagent", "all"], "default": "all" },
+            "model": { "type": "string", "description": "provider/model, an alias from switchboard.toml, or `inherit`" },
+            "temperature": { "type": "number", "minimum": 0, "maximum": 2 },
+            "top_p": { "type": "number", "minimum": 0, "maximum": 1 },
+            "tools": {
+                "description": "opencode map of tool (or glob) to bool, or Claude Code's list",
+                "oneOf": [
+                    { "type": "object", "additionalProperties": { "type": "boolean" } },
+                    { "type": "string" },
+                    { "type": "array", "items": { "type": "string" } }
+                ]
+            },
+            "permission": { "type": "object", "additionalProperties": permission_rule },
+            "steps": { "type": "integer", "minimum": 1, "description": "Model turns per hop" },
+            "maxSteps": { "type": "integer", "minimum": 1, "description": "Alias of steps" },
+            "maxTurns": { "type": "integer", "minimum": 1, "description": "Alias of steps" },
+            "disable": { "type": "boolean" },
+            "hidden": { "type": "boolean" },
+            "color": { "type": "string" },
+            "contract": {
+                "description": "The envelope every answer must honour: a built-in name or an inline contract",
+                "oneOf": [ { "enum": crate::contract::spec::BUILTIN_NAMES }, contract_spec() ]
+            },
+            "budget": {
+                "oneOf": [
+                    { "type": "integer", "minimum": 1 },
+                    { "type": "object", "additionalProperties": false, "properties": {
+                        "tokens": { "type": "integer", "minimum": 1 },
+                        "wall_seconds": { "type": "integer", "minimum": 1 }
+                    } }
+                ]
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_exactly_the_known_keys() {
+        let schema = agent_schema();
+        let mut keys: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        let mut known = super::super::definition::KNOWN_KEYS.to_vec();
+        known.sort_unstable();
+        assert_eq!(keys, known);
+    }
+}

@@ -1,0 +1,26 @@
+//! `switchboard schema agent`: JSON Schema for editors.
+
+use super::Global;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    /// Agent frontmatter (agent/*.md)
+    Agent,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[arg(value_enum)]
+    which: Which,
+}
+
+pub fn run(_global: &Global, args: Args) -> u8 {
+    let schema = match args.which {
+        Which::Agent => crate::agent::schema::agent_schema(),
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&schema).unwrap_or_default()
+    );
+    0
+}

@@ -1,0 +1,217 @@
+//! Delegation-graph rules: who may call whom, and whether the graph holds together.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::agent::{Action, Agent, AgentSet, Reference};
+use crate::diagnostic::{nearest, Diagnostic, Severity};
+
+/// An edge of the delegation graph: `from` mentions `to` at `reference`.
+#[derive(Debug, Clone)]
+pub struct Edge<'a> {
+    pub from: &'a Agent,
+    pub to: &'a str,
+    pub reference: &'a Reference,
+}
+
+/// Every delegation reference, as edges (duplicates of one pair kept: each has its own line).
+pub fn edges(set: &AgentSet) -> Vec<Edge<'_>> {
+    set.iter()
+        .flat_map(|a| {
+            a.references.iter().map(move |r| Edge {
+                from: a,
+                to: r.target.as_str(),
+                reference: r,
+            })
+        })
+        .collect()
+}
+
+fn at(agent: &Agent, r: &Reference, d: Diagnostic) -> Diagnostic {
+    let mut d = d.at(r.line, r.column);
+    d.source_line = agent
+        .body
+        .lines()
+        .nth(r.line.saturating_sub(agent.body_line))
+        .map(|l| l.trim_end_matches('\r').to_string());
+    d
+}
+
+pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+    let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
+    let mut reported_tool: BTreeSet<&str> = BTreeSet::new();
+    for e in edges(set) {
+        let (from, r) = (e.from, e.reference);
+        let Some(target) = set.get(e.to) else {
+            let d = Diagnostic::new(
+                Severity::Error,
+                "delegation/missing-target",
+                &from.file,
+                format!(
+                    "`{}` delegates to `{}`, which is not an agent",
+                    from.name, e.to
+                ),
+            );
+            let d = match nearest(e.to, names.iter().copied()) {
+                Some(n) => d.help(format!("did you mean `{n}`?")),
+                None => d.help(format!("known agents: {}", names.join(", "))),
+            };
+            out.push(at(from, r, d));
+            continue;
+        };
+        if !target.mode.can_be_delegated_to() {
+            out.push(at(
+                from,
+                r,
+                Diagnostic::new(
+                    Severity::Error,
+                    "delegation/primary-target",
+                    &from.file,
+                    format!("`{}` is a primary agent and cannot be delegated to", e.to),
+                )
+                .help(format!(
+                    "set `mode: subagent` or `mode: all` in {}",
+                    target.file
+                )),
+            ));
+        }
+        if !from.tools.allows("task") && reported_tool.insert(from.name.as_str()) {
+            out.push(at(
+                from,
+                r,
+                Diagnostic::new(
+                    Severity::Error,
+                    "delegation/no-task-tool",
+                    &from.file,
+                    format!(
+                        "`{}` delegates but is not granted the `task` tool",
+                        from.name
+                    ),
+                )
+                .help("add `task: true` under `tools:`, or remove the delegation"),
+            ));
+        }
+        match from.permission.task(e.to) {
+            Action::Allow => {}
+            action => out.push(at(
+                from,
+                r,
+                Diagnostic::new(
+                    Severity::Error,
+                    "delegation/permission-denied",
+                    &from.file,
+                    format!(
+                        "`{}` delegates to `{}`, but its `permission.task` says {}",
+                        from.name,
+                        e.to,
+                        if action == Action::Ask {
+                            "ask (refused: sessions run unattended)"
+                        } else {
+                            "deny"
+                        }
+                    ),
+                )
+                .help(format!("allow `{}` under `permission: task:`", e.to)),
+            )),
+        }
+    }
+    cycles(set, out);
+    reachability(set, out);
+}
+
+/// `delegation/cycle`: an agent that can reach itself through delegations.
+fn cycles(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+    let graph = adjacency(set);
+    let mut reported: BTreeSet<Vec<&str>> = BTreeSet::new();
+    for start in graph.keys().copied() {
+        // Depth-first search for a path back to `start`.
+        let mut stack: Vec<(&str, Vec<&str>)> = vec![(start, vec![start])];
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        while let Some((node, path)) = stack.pop() {
+            for &next in graph.get(node).map(Vec::as_slice).unwrap_or(&[]) {
+                if next == start {
+                    let mut key = path.clone();
+                    key.sort_unstable();
+                    if reported.insert(key) {
+                        let agent = set.get(start);
+                        let mut cycle = path.clone();
+                        cycle.push(start);
+                        let file = agent.map_or(String::new(), |a| a.file.clone());
+                        let mut d = Diagnostic::new(
+                            Severity::Error,
+                            "delegation/cycle",
+                            file,
+                            format!("delegation cycle: {}", cycle.join(" → ")),
+                        )
+                        .help("the runtime refuses a call to an agent already in its chain; break the cycle");
+                        if let Some(r) = agent.and_then(|a| {
+                            a.references
+                                .iter()
+                                .find(|r| r.target == path.get(1).copied().unwrap_or(start))
+                        }) {
+                            d = d.at(r.line, r.column);
+                        }
+                        out.push(d);
+                    }
+                } else if seen.insert(next) {
+                    let mut p = path.clone();
+                    p.push(next);
+                    stack.push((next, p));
+                }
+            }
+        }
+    }
+}
+
+/// `delegation/orphan` and `delegation/unreachable`: subagents nothing calls, and agents no
+/// primary can reach.
+fn reachability(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+    let graph = adjacency(set);
+    let called: BTreeSet<&str> = graph.values().flatten().copied().collect();
+    let mut reachable: BTreeSet<&str> = BTreeSet::new();
+    let mut stack: Vec<&str> = set
+        .iter()
+        .filter(|a| a.mode.can_be_primary() && !a.disable)
+        .map(|a| a.name.as_str())
+        .collect();
+    while let Some(n) = stack.pop() {
+        if reachable.insert(n) {
+            stack.extend(graph.get(n).into_iter().flatten().copied());
+        }
+    }
+    for a in set.iter().filter(|a| !a.disable) {
+        if a.mode == crate::agent::Mode::Subagent && !called.contains(a.name.as_str()) {
+            out.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    "delegation/orphan",
+                    &a.file,
+                    format!("subagent `{}` is never delegated to", a.name),
+                )
+                .help("mention it in a primary's delegation list or task() example, or remove it"),
+            );
+        } else if !reachable.contains(a.name.as_str()) {
+            out.push(Diagnostic::new(
+                Severity::Warning,
+                "delegation/unreachable",
+                &a.file,
+                format!("`{}` cannot be reached from any primary agent", a.name),
+            ));
+        }
+    }
+}
+
+/// name → names it may delegate to (existing targets only).
+pub fn adjacency(set: &AgentSet) -> BTreeMap<&str, Vec<&str>> {
+    let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for a in set.iter() {
+        let entry = graph.entry(a.name.as_str()).or_default();
+        for r in &a.references {
+            if let Some(t) = set.get(&r.target) {
+                if !entry.contains(&t.name.as_str()) {
+                    entry.push(t.name.as_str());
+                }
+            }
+        }
+    }
+    graph
+}

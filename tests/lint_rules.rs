@@ -1,0 +1,265 @@
+//! One positive and one negative case per lint rule, each over a small agent folder built in a
+//! temporary directory, plus the project's own agents, which must lint clean.
+
+use switchboard::agent::{self, LoadOptions};
+use switchboard::diagnostic::Diagnostic;
+use switchboard::project::Project;
+
+/// Builds a project whose `agent/` holds `files` (name → content) and lints it.
+fn lint(files: &[(&str, &str)]) -> Vec<Diagnostic> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        let path = dir.path().join("agent").join(format!("{name}.md"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let project = Project::open(dir.path()).unwrap();
+    let set = agent::load(&project, &LoadOptions::default());
+    switchboard::lint::lint_project(&project, &set)
+}
+
+fn codes(findings: &[Diagnostic]) -> Vec<&'static str> {
+    findings.iter().map(|d| d.code).collect()
+}
+
+const ENVELOPE_TEMPLATE: &str = "```\n---\nmessage_id: {{ message_id }}\ncorrelation_id: {{ correlation_id }}\ntimestamp: {{ now }}\nmessage_type: HELP_RESPONSE\n---\n<thinking>\n</thinking>\n<answer>\n</answer>\n```\n";
+
+fn primary(body: &str, extra: &str) -> String {
+    format!("---\ndescription: \"lead\"\nmode: primary\n{extra}---\n{body}")
+}
+
+fn helper() -> String {
+    format!(
+        "---\ndescription: \"helps\"\nmode: subagent\ncontract:\n  message_types: [HELP_RESPONSE]\n---\n{ENVELOPE_TEMPLATE}"
+    )
+}
+
+#[test]
+fn clean_pair_has_no_findings() {
+    let f = lint(&[
+        ("lead", &primary("Delegate to `helper`.\n", "")),
+        ("helper", &helper()),
+    ]);
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn missing_target() {
+    let f = lint(&[
+        ("lead", &primary("Delegate to `helpr`.\n", "")),
+        ("helper", &helper()),
+    ]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "delegation/missing-target")
+        .expect("reported");
+    assert_eq!(
+        (d.file.as_str(), d.line, d.column),
+        ("agent/lead.md", 5, 14)
+    );
+    assert_eq!(d.help.as_deref(), Some("did you mean `helper`?"));
+}
+
+#[test]
+fn orphan_and_unreachable() {
+    let f = lint(&[
+        ("lead", &primary("Works alone.\n", "")),
+        ("helper", &helper()),
+        (
+            "middle",
+            "---\ndescription: \"both\"\nmode: all\ncontract: envelope\n---\n"
+                .to_string()
+                .as_str(),
+        ),
+    ]);
+    assert!(codes(&f).contains(&"delegation/orphan"), "{f:#?}");
+    // `middle` (mode all) is a primary itself, so it is reachable; only the orphan is reported.
+    assert!(!codes(&f).contains(&"delegation/unreachable"));
+}
+
+#[test]
+fn unreachable_from_any_primary() {
+    let lonely =
+        "---\ndescription: \"x\"\nmode: subagent\ncontract: envelope\n---\nDelegate to `helper`.\n";
+    let f = lint(&[
+        ("lead", &primary("Alone.\n", "")),
+        ("lonely", lonely),
+        ("helper", &helper()),
+    ]);
+    let unreachable: Vec<_> = f
+        .iter()
+        .filter(|d| d.code == "delegation/unreachable")
+        .collect();
+    assert_eq!(unreachable.len(), 1, "{f:#?}");
+    assert_eq!(unreachable[0].file, "agent/helper.md");
+}
+
+#[test]
+fn delegation_to_primary() {
+    let other = primary("Alone.\n", "");
+    let f = lint(&[
+        ("lead", &primary("Delegate to `other`.\n", "")),
+        ("other", &other),
+    ]);
+    assert!(codes(&f).contains(&"delegation/primary-target"), "{f:#?}");
+}
+
+#[test]
+fn delegating_without_task_tool() {
+    let f = lint(&[
+        (
+            "lead",
+            &primary(
+                "Delegate to `helper`.\n",
+                "tools: {read: true, task: false}\n",
+            ),
+        ),
+        ("helper", &helper()),
+    ]);
+    assert!(codes(&f).contains(&"delegation/no-task-tool"), "{f:#?}");
+}
+
+#[test]
+fn permission_denies_target() {
+    let f = lint(&[
+        (
+            "lead",
+            &primary(
+                "Delegate to `helper`.\n",
+                "permission:\n  task:\n    \"*\": deny\n",
+            ),
+        ),
+        ("helper", &helper()),
+    ]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "delegation/permission-denied")
+        .expect("reported");
+    assert!(d.message.contains("deny"));
+    let allowed = lint(&[
+        (
+            "lead",
+            &primary(
+                "Delegate to `helper`.\n",
+                "permission:\n  task:\n    \"*\": deny\n    \"help*\": allow\n",
+            ),
+        ),
+        ("helper", &helper()),
+    ]);
+    assert!(!codes(&allowed).contains(&"delegation/permission-denied"));
+}
+
+#[test]
+fn cycles_are_reported_once() {
+    let a = "---\ndescription: \"a\"\nmode: all\ncontract: envelope\n---\nDelegate to `b`.\n";
+    let b = "---\ndescription: \"b\"\nmode: all\ncontract: envelope\n---\nDelegate to `a`.\n";
+    let f = lint(&[("a", a), ("b", b)]);
+    let cycles: Vec<_> = f.iter().filter(|d| d.code == "delegation/cycle").collect();
+    assert_eq!(cycles.len(), 1, "{f:#?}");
+    assert!(cycles[0].message.contains("a → b → a"));
+}
+
+#[test]
+fn template_variable_the_runtime_lacks() {
+    let f = lint(&[(
+        "lead",
+        &primary("Hello {{ user_name }} and {{ correlation_id }}.\n", ""),
+    )]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "template/unknown-variable")
+        .expect("reported");
+    assert_eq!((d.line, d.column), (5, 10));
+    let ok = lint(&[("lead", &primary("Hello {{ correlation_id }}.\n", ""))]);
+    assert!(!codes(&ok).contains(&"template/unknown-variable"));
+}
+
+#[test]
+fn contract_template_missing_parts() {
+    let sub =
+        "---\ndescription: \"x\"\nmode: subagent\ncontract: document-analysis\n---\nJust answer.\n";
+    let f = lint(&[("lead", &primary("Delegate to `sub`.\n", "")), ("sub", sub)]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "contract/template-missing")
+        .expect("reported");
+    for part in [
+        "message_id",
+        "<thinking>",
+        "**Evidence**",
+        "source_document",
+        "DOCUMENT_ANALYSIS_RESPONSE",
+    ] {
+        assert!(
+            d.message.contains(part),
+            "{part} missing from: {}",
+            d.message
+        );
+    }
+}
+
+#[test]
+fn subagent_without_contract_gets_a_note() {
+    let sub = "---\ndescription: \"x\"\nmode: subagent\n---\nAnswer.\n";
+    let f = lint(&[("lead", &primary("Delegate to `sub`.\n", "")), ("sub", sub)]);
+    assert!(codes(&f).contains(&"contract/none"));
+    assert_eq!(
+        switchboard::lint::exit_code(&f),
+        0,
+        "a note does not fail lint"
+    );
+}
+
+#[test]
+fn consumer_expects_evidence_the_producer_does_not_owe() {
+    let body = "Delegate to `helper`.\n\n## What helper returns\n\n`message_type: HELP_RESPONSE` with\n- **Evidence**: `path:1-2`\n";
+    let f = lint(&[("lead", &primary(body, "")), ("helper", &helper())]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "contract/evidence-not-required")
+        .expect("reported");
+    assert_eq!(d.line, 9);
+    let strict = helper().replace(
+        "message_types: [HELP_RESPONSE]",
+        "message_types: [HELP_RESPONSE]\n  evidence: required",
+    );
+    let strict = strict.replace(
+        "<answer>\n",
+        "<answer>\n- **Evidence**: x\n- **Excerpt**: y\n",
+    );
+    let ok = lint(&[("lead", &primary(body, "")), ("helper", &strict)]);
+    assert!(
+        !codes(&ok).contains(&"contract/evidence-not-required"),
+        "{ok:#?}"
+    );
+    let unknown = lint(&[
+        (
+            "lead",
+            &primary(&body.replace("HELP_RESPONSE", "NOPE_RESPONSE"), ""),
+        ),
+        ("helper", &helper()),
+    ]);
+    assert!(codes(&unknown).contains(&"contract/unknown-message-type"));
+}
+
+#[test]
+fn sarif_has_rule_ids_and_regions() {
+    let f = lint(&[("lead", &primary("Delegate to `ghost`.\n", ""))]);
+    let sarif = switchboard::lint::sarif::to_sarif(&f);
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "delegation/missing-target");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"]["startLine"],
+        5
+    );
+    assert_eq!(sarif["version"], "2.1.0");
+}
+
+#[test]
+fn diff_reports_added_and_fixed() {
+    let before = lint(&[("lead", &primary("Delegate to `ghost`.\n", ""))]);
+    let after = lint(&[("lead", &primary("Delegate to `phantom`.\n", ""))]);
+    let (added, fixed) = switchboard::lint::diff(&before, &after);
+    assert_eq!((added.len(), fixed.len()), (1, 1));
+    assert!(added[0].message.contains("phantom") && fixed[0].message.contains("ghost"));
+}
