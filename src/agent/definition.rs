@@ -35,16 +35,51 @@ impl Mode {
 }
 
 /// `budget:` as written: a token count, or a mapping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum BudgetDecl {
     Tokens(u64),
     Detailed {
-        #[serde(default)]
         tokens: Option<u64>,
-        #[serde(default)]
         wall_seconds: Option<u64>,
     },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DetailedBudget {
+    #[serde(default)]
+    tokens: Option<u64>,
+    #[serde(default)]
+    wall_seconds: Option<u64>,
+}
+
+/// Shape-directed (see `ToolsDecl`): an integer is a token count, a mapping has named limits.
+impl<'de> Deserialize<'de> for BudgetDecl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = BudgetDecl;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a token count, or {tokens, wall_seconds}")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<BudgetDecl, E> {
+                Ok(BudgetDecl::Tokens(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<BudgetDecl, A::Error> {
+                let b =
+                    DetailedBudget::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(BudgetDecl::Detailed {
+                    tokens: b.tokens,
+                    wall_seconds: b.wall_seconds,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The agent's resource limits: the token budget drives the 60 % wrap-up nudge and the 100 %
@@ -169,6 +204,8 @@ pub struct Agent {
     pub body_line: usize,
     /// False when the body is not a valid minijinja template and is used as plain text.
     pub body_is_template: bool,
+    /// Variables the body reads that the runtime does not provide (found while parsing).
+    pub unknown_variables: Vec<String>,
     /// Delegations the body mentions.
     pub references: Vec<Reference>,
 }

@@ -200,8 +200,8 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
     };
 
     let body = text[split.body.clone()].to_string();
-    let body_is_template = match render::parse_check(&body) {
-        Ok(()) => true,
+    let (body_is_template, unknown_variables) = match render::parse_check(&body) {
+        Ok(vars) => (true, vars),
         Err(e) => {
             let line = e
                 .line()
@@ -216,7 +216,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                 .at_line_of(text, line, 1)
                 .help("wrap literal `{{` or `{%` in `{% raw %}…{% endraw %}` to use template variables"),
             );
-            false
+            (false, Vec::new())
         }
     };
     let references = references::extract(&body, split.body_line);
@@ -241,6 +241,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         body,
         body_line: split.body_line,
         body_is_template,
+        unknown_variables,
         references,
     };
     Parsed {

@@ -17,11 +17,36 @@ pub enum Action {
 }
 
 /// One tool's permission as written: a single action, or pattern → action.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum PermissionRule {
     Action(Action),
     Patterns(BTreeMap<String, Action>),
+}
+
+/// Shape-directed, like `ToolsDecl`: a scalar is one action, a mapping holds patterns.
+impl<'de> Deserialize<'de> for PermissionRule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = PermissionRule;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("allow, ask or deny, or a map of pattern to allow/ask/deny")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PermissionRule, E> {
+                Action::deserialize(serde::de::value::StrDeserializer::new(v))
+                    .map(PermissionRule::Action)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<PermissionRule, A::Error> {
+                Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(PermissionRule::Patterns)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `permission:` as written: tool → rule.

@@ -48,6 +48,10 @@ fn is_separator(text: &str) -> bool {
 
 /// Finds the references in `body`, whose first line is line `body_line` of its file.
 pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
+    // Most bodies delegate nothing; skip the markdown parse when no form can match.
+    if !body.contains("subagent_type") && !contains_ascii_ci(body, "delegat") {
+        return Vec::new();
+    }
     let index = LineIndex::new(body);
     let mut out = Vec::new();
     let at = |offset: usize| {
@@ -122,6 +126,14 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
         }
     }
     out
+}
+
+/// Case-insensitive ASCII substring test without allocating a lowercased copy.
+fn contains_ascii_ci(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 #[cfg(test)]

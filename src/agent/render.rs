@@ -113,24 +113,18 @@ fn environment() -> Environment<'static> {
     env
 }
 
-/// Checks that `body` parses as a template; the error carries the template's own line.
-pub fn parse_check(body: &str) -> Result<(), minijinja::Error> {
-    environment().template_from_str(body).map(|_| ())
-}
-
-/// Variables the template reads that the runtime does not provide (lint's concern).
-pub fn unknown_variables(body: &str, extra: &[String]) -> Vec<String> {
+/// Parses `body` as a template and returns the variables it reads that the runtime does not
+/// provide (lint's concern), sorted. One parse serves both the validity check and lint.
+pub fn parse_check(body: &str) -> Result<Vec<String>, minijinja::Error> {
     let env = environment();
-    let Ok(template) = env.template_from_str(body) else {
-        return Vec::new();
-    };
+    let template = env.template_from_str(body)?;
     let mut vars: Vec<String> = template
         .undeclared_variables(false)
         .into_iter()
-        .filter(|v| !RUNTIME_VARIABLES.contains(&v.as_str()) && !extra.contains(v))
+        .filter(|v| !RUNTIME_VARIABLES.contains(&v.as_str()))
         .collect();
     vars.sort();
-    vars
+    Ok(vars)
 }
 
 /// Renders the agent's body with `context`; plain-text bodies come back unchanged.

@@ -13,13 +13,38 @@ pub const MAX_EXCERPT_LINES: u32 = 6;
 pub const DEFAULT_MAX_REPAIRS: u32 = 2;
 
 /// What an agent's frontmatter says under `contract:`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ContractDecl {
     /// The name of a built-in contract.
     Named(String),
     /// An inline contract, optionally extending a built-in.
     Inline(ContractSpec),
+}
+
+/// Shape-directed rather than `untagged`: a string names a built-in, a mapping is inline. Errors
+/// inside an inline contract (an unknown key, a bad value) keep their own message and position.
+impl<'de> Deserialize<'de> for ContractDecl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ContractDecl;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a built-in contract name or an inline contract mapping")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ContractDecl, E> {
+                Ok(ContractDecl::Named(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ContractDecl, A::Error> {
+                ContractSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ContractDecl::Inline)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The answer's shape. Only `envelope` exists today; `json` (a schema-validated JSON object, the

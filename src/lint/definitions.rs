@@ -6,7 +6,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 
 pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
     for agent in set.iter().filter(|a| a.body_is_template) {
-        for var in render::unknown_variables(&agent.body, &[]) {
+        for var in &agent.unknown_variables {
             let needle = var.as_str();
             let found = agent.body.lines().enumerate().find(|(_, l)| {
                 l.contains("{{") && l.contains(needle) || l.contains("{%") && l.contains(needle)
