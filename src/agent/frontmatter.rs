@@ -5,6 +5,8 @@
 
 use std::ops::Range;
 
+use crate::markdown;
+
 /// Where the parts of a file are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
@@ -28,54 +30,27 @@ pub enum SplitError {
     Unclosed { line: usize },
 }
 
-/// Splits `text`. A UTF-8 BOM and blank lines before the opening fence are allowed; both LF and
-/// CRLF line endings are; the closing fence may be `---` or `...`.
+/// Splits `text` with the splitter the contract checker shares ([`markdown::split_frontmatter`])
+/// and adds the line numbers the loader reports against.
 pub fn split(text: &str) -> Result<Split, SplitError> {
-    let mut pos = if text.starts_with('\u{feff}') { 3 } else { 0 };
-    let mut line = 1;
-    // Skip blank lines before the opening fence.
-    loop {
-        let (content, next) = next_line(text, pos);
-        if content.trim().is_empty() && next > pos && next < text.len() {
-            pos = next;
-            line += 1;
-            continue;
-        }
-        if content.trim_end() != "---" {
-            return Err(SplitError::Missing);
-        }
-        pos = next;
-        break;
-    }
-    let open_line = line;
-    let yaml_start = pos;
-    line += 1;
-    while pos < text.len() {
-        let (content, next) = next_line(text, pos);
-        let trimmed = content.trim_end();
-        if trimmed == "---" || trimmed == "..." {
-            return Ok(Split {
-                yaml: yaml_start..pos,
-                body: next..text.len(),
-                yaml_line: open_line + 1,
-                body_line: line + 1,
-            });
-        }
-        pos = next;
-        line += 1;
-    }
-    Err(SplitError::Unclosed { line: open_line })
-}
-
-/// The line starting at `pos` without its ending, and where the next line starts.
-fn next_line(text: &str, pos: usize) -> (&str, usize) {
-    let rest = &text[pos..];
-    match rest.find('\n') {
-        Some(i) => {
-            let l = &rest[..i];
-            (l.strip_suffix('\r').unwrap_or(l), pos + i + 1)
-        }
-        None => (rest, text.len()),
+    let line_of = |offset: usize| {
+        text.as_bytes()[..offset.min(text.len())]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    };
+    match markdown::split_frontmatter(text) {
+        Ok(fm) => Ok(Split {
+            yaml_line: line_of(fm.yaml.start),
+            body_line: line_of(fm.body.start),
+            yaml: fm.yaml,
+            body: fm.body,
+        }),
+        Err(markdown::SplitError::Missing { .. }) => Err(SplitError::Missing),
+        Err(markdown::SplitError::Unclosed { open }) => Err(SplitError::Unclosed {
+            line: line_of(open.start),
+        }),
     }
 }
 
