@@ -4,7 +4,7 @@
 //! repair prompt to send back. Keeping the call here means the checker's API can change without
 //! touching the loop.
 
-use crate::contract::Contract;
+use crate::contract::{self, CheckContext, Contract, FileCache};
 use crate::project::Project;
 
 use super::events::ViolationRecord;
@@ -26,54 +26,24 @@ pub fn check_answer(
     correlation_id: &str,
     message_id: &str,
 ) -> CheckOutcome {
-    // Minimal interim checker until the `contract` branch's `contract::check` is merged: the
-    // envelope's ids and its answer block.
-    let _ = (contract, project);
-    let mut violations = Vec::new();
-    let mut expect = |key: &str, value: &str| {
-        let found = text.lines().any(|l| {
-            l.strip_prefix(key)
-                .and_then(|r| r.strip_prefix(':'))
-                .is_some_and(|v| v.trim() == value)
-        });
-        if !found {
-            violations.push(ViolationRecord {
-                rule: format!("envelope/{key}"),
-                message: format!("frontmatter must carry `{key}: {value}`"),
-                line: 0,
-                column: 0,
-            });
-        }
-    };
-    expect("message_id", message_id);
-    expect("correlation_id", correlation_id);
-    if !(text.contains("<answer>") && text.contains("</answer>")) {
-        violations.push(ViolationRecord {
-            rule: "envelope/answer".into(),
-            message: "the message needs one <answer> block".into(),
-            line: 0,
-            column: 0,
-        });
-    }
-    let repair_prompt = repair_prompt(&violations);
+    // A fresh cache per check: agents may write files during a session, and a check must see
+    // the project as it is when the answer arrives.
+    let files = FileCache::new();
+    let ctx = CheckContext::new(project, &files)
+        .with_correlation_id(correlation_id)
+        .with_message_id(message_id);
+    let report = contract::check(text, contract, &ctx);
     CheckOutcome {
-        conformant: violations.is_empty(),
-        violations,
-        repair_prompt,
+        conformant: report.is_conformant(),
+        violations: report
+            .errors()
+            .map(|v| ViolationRecord {
+                rule: v.rule.code().to_string(),
+                message: v.message.clone(),
+                line: v.line,
+                column: v.column,
+            })
+            .collect(),
+        repair_prompt: report.repair_prompt(),
     }
-}
-
-fn repair_prompt(violations: &[ViolationRecord]) -> String {
-    let mut s = String::from(
-        "Your answer does not follow the required envelope contract. Fix these problems and send \
-         the whole corrected answer again:\n",
-    );
-    for v in violations {
-        if v.line > 0 {
-            s.push_str(&format!("- line {}: [{}] {}\n", v.line, v.rule, v.message));
-        } else {
-            s.push_str(&format!("- [{}] {}\n", v.rule, v.message));
-        }
-    }
-    s
 }
