@@ -13,7 +13,11 @@ mod check;
 mod graph;
 mod lint;
 mod render;
+mod resume;
+mod run;
 mod schema;
+mod sessions;
+mod trace;
 
 /// Exit code for "ran, and found problems".
 pub const EXIT_FINDINGS: u8 = 1;
@@ -58,6 +62,14 @@ pub enum Command {
     Check(check::Args),
     /// Report problems in agent definitions, delegations, contracts and cited evidence
     Lint(lint::Args),
+    /// Run a primary agent on a task
+    Run(run::Args),
+    /// List the project's sessions
+    Sessions(sessions::Args),
+    /// Show a session's hop tree
+    Trace(trace::Args),
+    /// Continue a session whose process died
+    Resume(resume::Args),
     /// Draw the delegation graph (mermaid, dot or JSON)
     Graph(graph::Args),
     /// Print a JSON Schema (for editors' YAML language servers)
@@ -77,6 +89,10 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render::run(&cli.global, args),
         Command::Check(args) => check::run(&cli.global, args),
         Command::Lint(args) => lint::run(&cli.global, args),
+        Command::Run(args) => run::run(&cli.global, args),
+        Command::Sessions(args) => sessions::run(&cli.global, args),
+        Command::Trace(args) => trace::run(&cli.global, args),
+        Command::Resume(args) => resume::run(&cli.global, args),
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
     };
