@@ -75,6 +75,20 @@ impl AgentSet {
             .any(|d| d.severity == Severity::Error)
     }
 
+    /// The agents `caller` may delegate to by mode and `permission.task` (not by its `task`
+    /// grant: dispatch reports a missing grant separately). One definition serves the prompt's
+    /// `subagents` list and dispatch's error messages, so they cannot disagree.
+    pub fn delegable_from<'a>(&'a self, caller: &Agent) -> Vec<&'a Agent> {
+        self.iter()
+            .filter(|a| {
+                a.name != caller.name
+                    && !a.disable
+                    && a.mode.can_be_delegated_to()
+                    && caller.permission.task(&a.name) == crate::agent::Action::Allow
+            })
+            .collect()
+    }
+
     /// Diagnostics for one file.
     pub fn diagnostics_for<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a Diagnostic> {
         self.diagnostics.iter().filter(move |d| d.file == file)

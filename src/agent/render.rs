@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use super::definition::Agent;
 use super::discovery::AgentSet;
-use super::permission::Action;
 use crate::project::Project;
 
 /// The variables the runtime puts into every prompt's context.
@@ -51,16 +50,15 @@ pub struct PromptContext {
 }
 
 impl PromptContext {
-    /// The subagents `agent` may delegate to: it holds the `task` tool, the target can be
-    /// delegated to, and its `permission.task` allows the target. This is what the prompt lists
-    /// and what dispatch will accept, so the two cannot disagree.
+    /// The subagents `agent` may delegate to: it holds the `task` tool and
+    /// [`AgentSet::delegable_from`] allows the target. What the prompt lists is what dispatch
+    /// accepts.
     pub fn callable_subagents(set: &AgentSet, agent: &Agent) -> Vec<SubagentInfo> {
         if !agent.tools.allows("task") {
             return Vec::new();
         }
-        set.iter()
-            .filter(|t| t.name != agent.name && t.mode.can_be_delegated_to() && !t.disable)
-            .filter(|t| agent.permission.task(&t.name) == Action::Allow)
+        set.delegable_from(agent)
+            .into_iter()
             .map(|t| SubagentInfo {
                 name: t.name.clone(),
                 description: t.description.clone(),

@@ -67,17 +67,9 @@ impl TaskCall {
     }
 }
 
-/// The agents `caller` may delegate to (for the prompt's `subagents` and for error messages).
+/// The agents `caller` may delegate to (for error messages).
 pub fn callable<'a>(caller: &Agent, agents: &'a AgentSet) -> Vec<&'a Agent> {
-    agents
-        .iter()
-        .filter(|a| {
-            a.name != caller.name
-                && !a.disable
-                && a.mode.can_be_delegated_to()
-                && caller.permission.task(&a.name) == Action::Allow
-        })
-        .collect()
+    agents.delegable_from(caller)
 }
 
 /// Checks a call. `chain` is the agents from the session's primary down to `caller` (inclusive);

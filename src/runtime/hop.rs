@@ -17,7 +17,7 @@ use super::check::check_answer;
 use super::dispatch::{self, TaskCall};
 use super::events::{timestamp, EventKind, HopStatus, ViolationRecord};
 use super::session::Shared;
-use crate::agent::render::{render, SubagentInfo};
+use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::contract::OnViolation;
 use crate::model::{
@@ -337,50 +337,24 @@ struct HopState {
     written: Vec<String>,
 }
 
-/// The template context: exactly `render::RUNTIME_VARIABLES`.
-#[derive(Serialize)]
-struct PromptContext<'a> {
-    agent: &'a str,
-    correlation_id: &'a str,
-    message_id: &'a str,
-    hop_id: &'a str,
-    parent: &'a str,
-    depth: u32,
-    now: String,
-    today: String,
-    project_root: String,
-    subagents: Vec<SubagentInfo>,
-}
-
 impl HopState {
     async fn run(&mut self) -> Ending {
         let shared = self.ctx.shared.clone();
-        let subagents = if self.agent.tools.allows("task") {
-            dispatch::callable(&self.agent, &shared.agents)
-                .into_iter()
-                .map(|a| SubagentInfo {
-                    name: a.name.clone(),
-                    description: a.description.clone(),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
         let context = PromptContext {
-            agent: &self.agent.name,
-            correlation_id: &shared.correlation_id,
-            message_id: &self.message_id,
-            hop_id: &self.ctx.hop_id,
+            agent: self.agent.name.clone(),
+            correlation_id: shared.correlation_id.clone(),
+            message_id: self.message_id.clone(),
+            hop_id: self.ctx.hop_id.clone(),
             parent: self
                 .req
                 .parent
                 .as_ref()
-                .map_or("user", |p| p.agent.as_str()),
+                .map_or(String::new(), |p| p.agent.clone()),
             depth: self.req.depth,
             now: timestamp(self.started),
             today: self.started.format("%Y-%m-%d").to_string(),
             project_root: shared.project.root().display().to_string(),
-            subagents,
+            subagents: PromptContext::callable_subagents(&shared.agents, &self.agent),
         };
         self.system = match render(&self.agent, &context) {
             Ok(s) => s,
