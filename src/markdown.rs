@@ -223,6 +223,34 @@ fn is_fence(line: &str) -> bool {
         .is_some_and(|rest| rest.bytes().all(|b| b == b' ' || b == b'\t' || b == b'\r'))
 }
 
+/// Every `*.md` file under `dir`, recursively, sorted so results are deterministic. A symlink to a
+/// file is listed (dotfile setups link agent files in); a symlinked folder is not entered, so a
+/// walk cannot loop or wander out of the tree. A missing `dir` is empty.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(t)
+                    if (t.is_file() || (t.is_symlink() && path.is_file()))
+                        && path.extension().is_some_and(|e| e == "md") =>
+                {
+                    out.push(path)
+                }
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,7 +127,7 @@ pub fn load(project: &Project, options: &LoadOptions) -> AgentSet {
             ));
             continue;
         }
-        for path in markdown_files(&folder) {
+        for path in crate::markdown::files_under(&folder) {
             let file = display_path(project, &path);
             let name = agent_name(&folder, &path);
             let text = match std::fs::read_to_string(&path) {
@@ -228,28 +228,4 @@ fn display_path(project: &Project, path: &Path) -> String {
     } else {
         path.display().to_string()
     }
-}
-
-/// Every `*.md` under `dir`, recursively, sorted so loading is deterministic.
-fn markdown_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
 }

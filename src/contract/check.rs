@@ -80,6 +80,29 @@ pub fn check_envelope(
     }
 }
 
+/// Re-verifies only the Evidence + Excerpt pairs of any markdown `text` (a plan or research
+/// report under `thoughts/`, which is no envelope): the same rules the checker applies to
+/// answers, so a citation that was true when written and went stale reads the same way.
+/// Structural problems of an envelope are not reported.
+pub fn verify_evidence(text: &str, ctx: &CheckContext) -> Vec<Violation> {
+    let env = crate::contract::envelope::parse_document(text);
+    let mut out: Vec<Violation> = env
+        .problems
+        .iter()
+        .filter(|p| {
+            let code = p.rule.code();
+            code.starts_with("evidence/") || code.starts_with("excerpt/")
+        })
+        .cloned()
+        .collect();
+    let mut own = Vec::new();
+    check_evidence(&env, &Contract::envelope(), ctx, &mut own);
+    locate(text, &mut own);
+    out.extend(own);
+    out.sort_by_key(|v| (v.span.start, v.rule));
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // Frontmatter fields
 

@@ -861,6 +861,35 @@ fn parse_body(text: &str, env: &mut Envelope) {
     env.answer = scan.answer;
 }
 
+/// Reads the Evidence + Excerpt pairs of a markdown document that is not an envelope (a plan or
+/// report under `thoughts/`): the optional frontmatter is skipped and the whole body is walked as
+/// an answer would be, so citations are recognised exactly as in answers.
+pub fn parse_document(text: &str) -> Envelope {
+    let mut env = Envelope {
+        body: 0..text.len(),
+        ..Default::default()
+    };
+    if let Ok(fm) = split_frontmatter(text) {
+        env.body = fm.body.clone();
+    }
+    let body = env.body.clone();
+    let Some(slice) = text.get(body.clone()) else {
+        return env;
+    };
+    let events: Vec<(Event, Range<usize>)> = Parser::new_ext(slice, Options::empty())
+        .into_offset_iter()
+        .map(|(e, r)| (e, r.start + body.start..r.end + body.start))
+        .collect();
+    let mut walker = AnswerWalker::new(text, slice, body.start, &mut env);
+    for (event, range) in &events {
+        walker.event(event, range);
+    }
+    walker.finish();
+    env.problems.sort_by_key(|v| (v.span.start, v.rule));
+    locate(text, &mut env.problems);
+    env
+}
+
 /// Where an `**Excerpt**:` label waits for its code block.
 #[derive(Debug, Clone)]
 enum ExcerptTarget {

@@ -27,10 +27,12 @@ mod report;
 mod rule;
 pub mod spec;
 
-pub use check::{check, check_envelope, is_date, is_token, parse_message_id, CheckContext};
+pub use check::{
+    check, check_envelope, is_date, is_token, parse_message_id, verify_evidence, CheckContext,
+};
 pub use envelope::{
-    parse, parse_reference, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Field, FieldValue,
-    Heading, Label, Reference, TagBlock,
+    parse, parse_document, parse_reference, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Field,
+    FieldValue, Heading, Label, Reference, TagBlock,
 };
 pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
 pub use report::{assert_conforms, Report};

@@ -5,6 +5,7 @@
 
 pub mod contracts;
 pub mod definitions;
+pub mod evidence;
 pub mod graph;
 pub mod sarif;
 
@@ -26,8 +27,9 @@ pub fn lint(set: &AgentSet) -> Vec<Diagnostic> {
 
 /// Every finding for the project: the agent rules plus stale evidence under `thoughts/`.
 pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Diagnostic> {
-    let _ = project;
-    lint(set)
+    let mut out = lint(set);
+    evidence::check(project, &mut out);
+    out
 }
 
 /// What changed between two lint passes: findings that are new, and ones that went away.
