@@ -190,8 +190,14 @@ async fn researcher_locator_three_analyzers_report() {
     ] {
         assert!(!of_type(&events, ty).is_empty(), "{ty}");
     }
-    let hops_dir = outcome.events.parent().unwrap().join("hops");
-    assert_eq!(std::fs::read_dir(hops_dir).unwrap().count(), 5);
+    let transcripts = outcome.events.parent().unwrap().join("transcripts.jsonl");
+    assert_eq!(
+        std::fs::read_to_string(transcripts)
+            .unwrap()
+            .lines()
+            .count(),
+        5
+    );
 }
 
 fn researcher_calls(calls: &str, then: &str) -> String {

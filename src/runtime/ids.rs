@@ -5,11 +5,15 @@
 //! (`.switchboard/ids/<prefix>-<date>`) and each allocation holds an exclusive lock on that file
 //! while it reads, increments and writes the number. The counter is not fsynced: uniqueness between
 //! processes only needs the shared page cache; after a power loss a counter could step back, which
-//! the lock cannot prevent and the event log would show.
+//! the lock cannot prevent and the event log would show. Counter files stay open and are
+//! rewritten in place at a fixed width: opening, truncating and resizing a file are journaled
+//! metadata operations that cost hundreds of microseconds while the event log is being synced.
 
 use chrono::{DateTime, Utc};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// A new time-ordered id (UUID v7), as text.
 pub fn new_id() -> String {
@@ -20,37 +24,63 @@ pub fn new_id() -> String {
 #[derive(Debug, Clone)]
 pub struct MessageIds {
     dir: PathBuf,
+    /// Counter files already open, by file name.
+    open: Arc<Mutex<HashMap<String, Arc<std::fs::File>>>>,
 }
+
+/// Digits the counter is stored with, so every write has the same size.
+const WIDTH: usize = 20;
 
 impl MessageIds {
     /// Counters under `<project_root>/.switchboard/ids/`.
     pub fn for_project(root: &Path) -> Self {
         MessageIds {
             dir: root.join(".switchboard").join("ids"),
+            open: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    fn file(&self, name: &str) -> std::io::Result<Arc<std::fs::File>> {
+        let mut open = self
+            .open
+            .lock()
+            .map_err(|_| std::io::Error::other("id allocator lock poisoned"))?;
+        if let Some(f) = open.get(name) {
+            return Ok(f.clone());
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let file = Arc::new(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(self.dir.join(name))?,
+        );
+        // One handle per day and prefix; yesterday's are dropped when the map grows.
+        if open.len() > 64 {
+            open.clear();
+        }
+        open.insert(name.to_string(), file.clone());
+        Ok(file)
     }
 
     /// The next id for `prefix` on `now`'s UTC day: `thoughts-2026-11-21-001`, `-002`, ...
     /// (more than 999 in a day keeps counting with more digits).
     pub fn allocate(&self, prefix: &str, now: DateTime<Utc>) -> std::io::Result<String> {
         let day = now.format("%Y-%m-%d").to_string();
-        std::fs::create_dir_all(&self.dir)?;
-        let path = self.dir.join(format!("{prefix}-{day}"));
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)?;
+        let name = format!("{prefix}-{day}");
+        let file = self.file(&name)?;
         file.lock()?;
         let result = (|| -> std::io::Result<u64> {
-            let mut text = String::new();
-            file.read_to_string(&mut text)?;
-            let last: u64 = text.trim().parse().unwrap_or(0);
+            let mut buf = [0u8; 64];
+            let n = file.read_at(&mut buf, 0)?;
+            let last: u64 = std::str::from_utf8(&buf[..n])
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0);
             let next = last + 1;
-            file.seek(SeekFrom::Start(0))?;
-            file.set_len(0)?;
-            file.write_all(next.to_string().as_bytes())?;
+            file.write_all_at(format!("{next:0WIDTH$}").as_bytes(), 0)?;
             Ok(next)
         })();
         let unlocked = file.unlock();

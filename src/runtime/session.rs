@@ -95,6 +95,8 @@ pub(crate) struct Shared {
     pub log: EventLog,
     pub ids: MessageIds,
     pub semaphore: Arc<Semaphore>,
+    /// `transcripts.jsonl`, appended once per hop.
+    transcripts: Mutex<Option<std::fs::File>>,
     written: Mutex<Vec<String>>,
     /// Tokens of every hop of the session.
     usage: Mutex<Usage>,
@@ -220,24 +222,29 @@ impl Shared {
         }
     }
 
-    /// Saves a hop's conversation beside the log (`hops/<hop_id>.json`).
+    /// Appends a hop's conversation to `transcripts.jsonl` beside the log (one line per hop).
+    ///
+    /// One open file rather than a file per hop: creating files is a journaled metadata operation
+    /// that stalls behind the event log's fsync.
     pub fn write_transcript(&self, hop_id: &str, system: &str, messages: &[Message]) {
         #[derive(Serialize)]
         struct Transcript<'a> {
             hop_id: &'a str,
-            system: &'a str,
+            agent_system_prompt: &'a str,
             messages: &'a [Message],
         }
-        let dir = self.dir.join("hops");
-        if std::fs::create_dir_all(&dir).is_err() {
-            return;
-        }
-        if let Ok(bytes) = serde_json::to_vec(&Transcript {
+        let Ok(mut line) = serde_json::to_vec(&Transcript {
             hop_id,
-            system,
+            agent_system_prompt: system,
             messages,
-        }) {
-            let _ = std::fs::write(dir.join(format!("{hop_id}.json")), bytes);
+        }) else {
+            return;
+        };
+        line.push(b'\n');
+        if let Ok(mut f) = self.transcripts.lock() {
+            if let Some(f) = f.as_mut() {
+                let _ = std::io::Write::write_all(f, &line);
+            }
         }
     }
 }
@@ -339,6 +346,11 @@ impl Session {
         let log = EventLog::open(&dir, options.fsync, options.observer.clone())
             .map_err(|e| RuntimeError::Log(format!("{}: {e}", dir.display())))?;
         let ids = MessageIds::for_project(project.root());
+        let transcripts = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("transcripts.jsonl"))
+            .ok();
         let semaphore = Arc::new(Semaphore::new(options.max_parallel.max(1)));
         Ok(Session {
             shared: Arc::new(Shared {
@@ -353,6 +365,7 @@ impl Session {
                 log,
                 ids,
                 semaphore,
+                transcripts: Mutex::new(transcripts),
                 written: Mutex::new(Vec::new()),
                 usage: Mutex::new(Usage::default()),
                 occurrences: Mutex::new(HashMap::new()),
