@@ -282,6 +282,8 @@ pub struct Ranker {
     term_index: HashMap<String, usize>,
     /// Per document: weighted term frequency per query term.
     docs: BTreeMap<String, Vec<f64>>,
+    /// Lower bounds on document frequencies known from outside the added text.
+    df_floor: Vec<f64>,
 }
 
 /// A ranked document.
@@ -303,9 +305,17 @@ impl Ranker {
             .map(|(i, t)| (t.clone(), i))
             .collect();
         Ranker {
+            df_floor: vec![0.0; terms.len()],
             terms,
             term_index,
             docs: BTreeMap::new(),
+        }
+    }
+
+    /// Declares that term `i` occurs in at least `df` documents (for a sampled term).
+    pub fn set_df_floor(&mut self, i: usize, df: f64) {
+        if let Some(f) = self.df_floor.get_mut(i) {
+            *f = df;
         }
     }
 
@@ -347,7 +357,11 @@ impl Ranker {
         }
         let idf: Vec<f64> = df
             .iter()
-            .map(|&d| (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln())
+            .zip(&self.df_floor)
+            .map(|(&d, &floor)| {
+                let d = (d as f64).max(floor).min(n);
+                (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
+            })
             .collect();
         let total: f64 = idf.iter().sum();
         let mut out: Vec<Scored> = self

@@ -43,9 +43,41 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         if terms.is_empty() {
             return answer(request, &query_text, &scope, &terms, &[], "no search terms");
         }
-        return Turn::Calls(search_calls(request, &terms, &scope));
+        let calls = search_calls(request, &terms, &scope);
+        if calls.is_empty() {
+            return answer(
+                request,
+                &query_text,
+                &scope,
+                &terms,
+                &[],
+                "no search tool available",
+            );
+        }
+        return Turn::Calls(calls);
     }
-    let ranked = rank(&terms, &search);
+    let refine = history.step("refine");
+    if refine.is_empty() && has_tool(request, "grep") {
+        if let Some(plan) = refine_plan(&terms, &search) {
+            let mut calls = vec![call(
+                "refine",
+                0,
+                "grep",
+                json!({"pattern": headings_pattern(&terms), "path": scope}),
+            )];
+            if !plan.kept.is_empty() && plan.kept.len() < terms.len() {
+                calls.push(call(
+                    "refine",
+                    1,
+                    "grep",
+                    json!({"pattern": terms_pattern(&plan.kept), "path": scope}),
+                ));
+            }
+            return Turn::Calls(calls);
+        }
+    }
+    let searched: Vec<super::Exchange> = search.iter().chain(refine.iter()).copied().collect();
+    let ranked = rank(&terms, &searched);
     let kept = keep(&ranked);
     let meta = history.step("meta");
     if meta.is_empty() && !kept.is_empty() && has_tool(request, "grep") {
@@ -70,7 +102,7 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
             ..Default::default()
         })
         .collect();
-    fill_meta(&mut listed, &search, &meta);
+    fill_meta(&mut listed, &searched, &meta);
     let note = format!(
         "{} candidate files scored, {} kept",
         ranked.len(),
@@ -167,9 +199,84 @@ fn name_words(path: &str) -> String {
     stem.replace(['-', '_'], " ")
 }
 
-/// Scores every file the search step saw.
+/// Result lines a search grep returned at most, when it says more were not shown.
+fn truncation(output: &str) -> Option<usize> {
+    output.lines().rev().take(3).find_map(|l| {
+        let t = l.trim();
+        if !(t.starts_with('(') && t.contains("more")) {
+            return None;
+        }
+        t.trim_start_matches('(')
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+    })
+}
+
+/// How the search continues when the first grep was cut off by the tool's result limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefinePlan {
+    /// The rarer terms, whose lines fit in one more grep.
+    pub kept: Vec<String>,
+    /// Estimated document frequency of each term left out (index into the terms).
+    pub df_floor: Vec<(usize, f64)>,
+}
+
+/// Result lines a refined grep aims to stay under.
+const REFINE_BUDGET: f64 = 400.0;
+
+/// When the search grep was truncated: keep the terms whose estimated line count fits the
+/// budget (rarest first), and estimate the document frequency of the common ones from the sample.
+pub fn refine_plan(terms: &[String], search: &[super::Exchange]) -> Option<RefinePlan> {
+    let grep = search.iter().find(|e| e.call.name == "grep")?;
+    let out = grep.ok()?;
+    let more = truncation(out)?;
+    let hits: Vec<parse::GrepLine> = parse::grep_lines(out).collect();
+    let shown = hits.len().max(1) as f64;
+    let scale = (shown + more as f64) / shown;
+    let mut lines = vec![0usize; terms.len()];
+    let mut docs: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); terms.len()];
+    for hit in &hits {
+        let tokens = bm25::tokenize(hit.text);
+        for (i, t) in terms.iter().enumerate() {
+            if tokens.contains(t) {
+                lines[i] += 1;
+                docs[i].insert(hit.path);
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..terms.len()).collect();
+    order.sort_by_key(|&i| (lines[i], i));
+    let mut kept_idx = Vec::new();
+    let mut estimate = 0.0;
+    for i in order {
+        let est = lines[i] as f64 * scale;
+        if estimate + est <= REFINE_BUDGET {
+            estimate += est;
+            kept_idx.push(i);
+        }
+    }
+    kept_idx.sort();
+    let kept = kept_idx.iter().map(|&i| terms[i].clone()).collect();
+    let df_floor = (0..terms.len())
+        .filter(|i| !kept_idx.contains(i))
+        .map(|i| (i, docs[i].len() as f64 * scale))
+        .collect();
+    Some(RefinePlan { kept, df_floor })
+}
+
+/// Heading, title, topic and tags lines that hold a query term (few, even in a large corpus).
+pub fn headings_pattern(terms: &[String]) -> String {
+    let inner = terms_pattern(terms);
+    let alternatives = inner.trim_start_matches("(?i)");
+    format!("(?i)^(?:#{{1,6}} |topic:|title:|tags:).*{alternatives}")
+}
+
+/// Scores every file the search saw: names from glob, lines from every search grep (each
+/// `path:line` counted once), document frequencies corrected for a truncated first grep.
 pub fn rank(terms: &[String], search: &[super::Exchange]) -> Vec<bm25::Scored> {
     let mut ranker = Ranker::new(terms.to_vec());
+    let mut seen: std::collections::HashSet<(&str, usize)> = std::collections::HashSet::new();
     for ex in search {
         let Some(out) = ex.ok() else { continue };
         match ex.call.name.as_str() {
@@ -183,10 +290,17 @@ pub fn rank(terms: &[String], search: &[super::Exchange]) -> Vec<bm25::Scored> {
             }
             "grep" => {
                 for hit in parse::grep_lines(out) {
-                    ranker.add(hit.path, bm25::field_of_line(hit.text), hit.text);
+                    if seen.insert((hit.path, hit.line)) {
+                        ranker.add(hit.path, bm25::field_of_line(hit.text), hit.text);
+                    }
                 }
             }
             _ => {}
+        }
+    }
+    if let Some(plan) = refine_plan(terms, search) {
+        for (i, df) in plan.df_floor {
+            ranker.set_df_floor(i, df);
         }
     }
     ranker.rank()

@@ -60,7 +60,7 @@ pub enum Turn {
 /// The response to `request`, computed synchronously (the async trait method wraps this).
 pub fn respond(request: &ModelRequest) -> ModelResponse {
     let history = History::new(&request.messages);
-    let turn = match role::infer(request) {
+    let turn = match role::infer(request, &history) {
         role::Role::Primary => primary::turn(request, &history),
         role::Role::Analyzer => analyzer::turn(request, &history),
         role::Role::Locator => locator::turn(request, &history),

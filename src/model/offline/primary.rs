@@ -11,6 +11,7 @@ use serde_json::json;
 use std::sync::LazyLock;
 
 use super::envelope::fence_for;
+use super::role::has_tool;
 use super::{bm25, call, first_line, parse, strip_boilerplate, Exchange, History, Turn};
 use crate::markdown::CodeMap;
 use crate::model::ModelRequest;
@@ -157,8 +158,10 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
     if history.did("write") {
         return Turn::Answer(final_answer(history));
     }
-    if history.did("analyze") || (history.did("locate") && located(history).is_empty()) {
-        return Turn::Calls(vec![write_call(&wf, &question, history)]);
+    let can_task = has_tool(request, "task");
+    if !can_task || history.did("analyze") || (history.did("locate") && located(history).is_empty())
+    {
+        return write_turn(request, &wf, &question, history);
     }
     let named: Vec<String> = parse::paths_in(&question)
         .into_iter()
@@ -206,8 +209,20 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
                 })
                 .collect(),
         ),
-        _ => Turn::Calls(vec![write_call(&wf, &question, history)]),
+        _ => write_turn(request, &wf, &question, history),
     }
+}
+
+/// Writes the report, or (with no `write` tool, e.g. on the last step) answers with it.
+fn write_turn(request: &ModelRequest, wf: &Workflow, question: &str, history: &History) -> Turn {
+    if has_tool(request, "write") {
+        return Turn::Calls(vec![write_call(wf, question, history)]);
+    }
+    let content = report(wf, question, history);
+    let fence = fence_for(content.lines());
+    Turn::Answer(format!(
+        "The report could not be written (no `write` tool on this turn); here it is.\n\n{fence}markdown\n{content}{fence}\n"
+    ))
 }
 
 fn analyze_prompt(wf: &Workflow, path: &str) -> String {

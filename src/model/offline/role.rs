@@ -1,6 +1,7 @@
 //! Which part the offline model plays, from what the agent declares: its tools, its contract and
 //! the structure of its prompt. Never from its name.
 
+use super::History;
 use crate::contract::EvidencePolicy;
 use crate::model::ModelRequest;
 
@@ -20,8 +21,23 @@ pub fn has_tool(request: &ModelRequest, name: &str) -> bool {
     request.tools.iter().any(|t| t.name == name)
 }
 
-/// Chooses the role for `request`.
-pub fn infer(request: &ModelRequest) -> Role {
+/// Chooses the role for `request`. On a turn where the runtime withdrew the tools (the last
+/// step), the steps already taken say which role this conversation has been playing.
+pub fn infer(request: &ModelRequest, history: &History) -> Role {
+    if request.tools.is_empty() {
+        if ["locate", "analyze", "write"]
+            .iter()
+            .any(|s| history.did(s))
+        {
+            return Role::Primary;
+        }
+        if history.did("read") {
+            return Role::Analyzer;
+        }
+        if history.did("search") || history.did("meta") {
+            return Role::Locator;
+        }
+    }
     let evidence_required = request.response_contract.as_ref().is_some_and(|rc| {
         rc.contract.evidence == EvidencePolicy::Required || !rc.contract.signal_headings.is_empty()
     });
