@@ -388,3 +388,40 @@ fn researcher_end_to_end_writes_verified_and_honest_reports() {
     }
     let _ = Arc::new(());
 }
+
+#[test]
+fn locator_finds_the_planted_document_among_1000() {
+    let root = corpus_root();
+    let agents_dir = root.join("agent");
+    if !agents_dir.join("thoughts-locator.md").exists() {
+        eprintln!(
+            "SKIPPED: no agent/thoughts-locator.md under {}",
+            root.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&agents_dir, &dir.path().join("agent"));
+    let planted = switchboard::model::offline::synth::generate(dir.path(), 1000).unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let agents = load(&project, &LoadOptions::default());
+    let f = Fixture {
+        _dir: dir,
+        project,
+        agents,
+        questions: Vec::new(),
+    };
+    let locator = f.agents.get("thoughts-locator").unwrap();
+    let prompt = format!(
+        "Find every document about: {}\nCorrelation: {CORRELATION}",
+        planted.question
+    );
+    let (answer, id) = run_agent(&f, locator, &prompt, 1);
+    assert_conformant(&f, locator, &answer, &id);
+    let got = listed(&answer);
+    assert_eq!(got.first(), Some(&planted.path), "{answer}");
+    // A question about nothing in the corpus still finds nothing, even among 1000 documents.
+    let prompt = format!("Find every document about: Which fonts does the billing dashboard use?\nCorrelation: {CORRELATION}");
+    let (answer, _) = run_agent(&f, locator, &prompt, 2);
+    assert!(listed(&answer).is_empty(), "{answer}");
+}

@@ -15,6 +15,7 @@ pub mod locator;
 pub mod parse;
 pub mod primary;
 pub mod role;
+pub mod synth;
 
 use serde_json::Value;
 
