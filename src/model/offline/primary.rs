@@ -435,9 +435,36 @@ fn gather(history: &History) -> Gathered {
     g
 }
 
+/// Findings a report keeps at most.
+pub const MAX_FINDINGS: usize = 8;
+
+/// Keeps the findings that speak to the question, most relevant first (ties keep the order
+/// the analyzers gave, which follows the locator's ranking); the first few when none does.
+fn relevant(findings: Vec<Finding>, question: &str) -> Vec<Finding> {
+    let terms = bm25::query_terms(question);
+    let mut scored: Vec<(usize, usize, Finding)> = findings
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let tokens = bm25::tokenize(&format!("{} {}", f.title, f.block));
+            let score = terms.iter().filter(|t| tokens.contains(t)).count();
+            (score, i, f)
+        })
+        .collect();
+    let any = scored.iter().any(|(s, _, _)| *s > 0);
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .filter(|(s, _, _)| !any || *s > 0)
+        .take(if any { MAX_FINDINGS } else { 3 })
+        .map(|(_, _, f)| f)
+        .collect()
+}
+
 /// The report, filled into the prompt's template headings (or the research layout).
 pub fn report(wf: &Workflow, question: &str, history: &History) -> String {
-    let g = gather(history);
+    let mut g = gather(history);
+    g.findings = relevant(std::mem::take(&mut g.findings), question);
     let template = wf.template.clone().unwrap_or_default();
     let status_default = template
         .lines()
@@ -547,7 +574,7 @@ fn summary(g: &Gathered) -> String {
         return "Nothing found. No document under `thoughts/` answers this question with a decision, constraint or spec, so this report makes no claim.".into();
     }
     let mut s = format!(
-        "{} document(s) were analyzed; they hold {} item(s) with verified evidence.",
+        "{} document(s) were analyzed; the {} item(s) below bear most on the question, each with verified evidence.",
         g.documents.len(),
         g.findings.len()
     );
