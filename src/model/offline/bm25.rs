@@ -190,11 +190,10 @@ pub fn stem(word: &str) -> String {
     } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
         w.pop();
     }
-    if w.len() > 6 && w.ends_with("ation") {
-        w.truncate(w.len() - 3);
-    } else if w.len() > 5 && w.ends_with("tion") {
-        w.truncate(w.len() - 3);
-    } else if w.len() > 5 && w.ends_with("ing") {
+    // `ation` → `at`, `tion` → `t`, `ing` → ``: each drops three letters.
+    let drop_three = (w.len() > 6 && w.ends_with("ation"))
+        || (w.len() > 5 && (w.ends_with("tion") || w.ends_with("ing")));
+    if drop_three {
         w.truncate(w.len() - 3);
     } else if w.len() > 4 && w.ends_with("ed") {
         w.truncate(w.len() - 2);

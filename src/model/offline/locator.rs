@@ -323,8 +323,9 @@ pub fn keep(ranked: &[bm25::Scored]) -> Vec<bm25::Scored> {
 }
 
 fn fill_meta(listed: &mut [Listed], search: &[super::Exchange], meta: &[super::Exchange]) {
-    let mut seen: BTreeMap<&str, (Option<String>, Option<String>, Option<String>)> =
-        BTreeMap::new();
+    /// Title, date and status of one document, as far as grep showed them.
+    type Meta = (Option<String>, Option<String>, Option<String>);
+    let mut seen: BTreeMap<&str, Meta> = BTreeMap::new();
     let sources = search
         .iter()
         .chain(meta.iter())

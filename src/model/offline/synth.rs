@@ -156,7 +156,7 @@ pub struct Planted {
 
 /// Writes `n` documents under `root/thoughts/shared/<kind>/` and returns the planted one.
 pub fn generate(root: &Path, n: usize) -> std::io::Result<Planted> {
-    let mut rng = Lcg(0x5eed_0ff1_1e);
+    let mut rng = Lcg(0x005e_ed0f_f11e);
     let planted_at = n / 2;
     let mut planted = None;
     for i in 0..n {
