@@ -10,6 +10,10 @@ use std::pin::Pin;
 
 use crate::contract::Contract;
 
+pub mod offline;
+
+pub use offline::OfflineModel;
+
 /// Who said a message in the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

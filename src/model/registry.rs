@@ -81,9 +81,14 @@ impl Registry {
                     })
             }),
         );
-        // PROVIDER HOOK (offline): register "offline" here once `src/model/offline/` is merged:
-        //   r.register("offline", Arc::new(|ctx, _name| Ok(Arc::new(
-        //       super::offline::OfflineModel::new(ctx.project_root.clone())) as Arc<dyn Model>)));
+        // The offline provider needs nothing from the context: it reaches files only through
+        // tool calls, and every model name (`offline/default`, `offline/anything`) is the same.
+        r.register(
+            "offline",
+            Arc::new(|_ctx: &ProviderContext, _name: &str| {
+                Ok(Arc::new(super::offline::OfflineModel::new()) as Arc<dyn Model>)
+            }),
+        );
         // PROVIDER HOOK (openai, anthropic): register their factories here; they read their
         // settings from `ctx.providers["openai"]` / `ctx.providers["anthropic"]`.
         r

@@ -1,0 +1,276 @@
+//! The `offline` provider: a deterministic model that needs no network, no weights and no key,
+//! and is the default when nothing else is configured.
+//!
+//! It plays a role from what the agent declares (see [`role`]): a primary follows the
+//! delegation workflow its prompt documents, a locator ranks the documents its search tools
+//! return, an analyzer reads a document and quotes it. It is stateless: each call works out the
+//! step from the tool calls it made earlier in `request.messages` (their ids say which step
+//! they belong to) and the results that came back. It never reads files itself; everything it
+//! knows arrived through tool results.
+
+pub mod analyzer;
+pub mod bm25;
+pub mod envelope;
+pub mod locator;
+pub mod parse;
+pub mod primary;
+pub mod role;
+pub mod synth;
+
+use serde_json::Value;
+
+use super::{
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role as MsgRole, ToolCall,
+    Usage,
+};
+
+/// The offline provider. Holds no state; one value serves any number of sessions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OfflineModel {
+    _private: (),
+}
+
+impl OfflineModel {
+    pub fn new() -> Self {
+        OfflineModel { _private: () }
+    }
+}
+
+impl Model for OfflineModel {
+    fn provider(&self) -> &str {
+        "offline"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async move { Ok(respond(request)) })
+    }
+}
+
+/// What one role decided for this turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    /// Call these tools (in one turn, so they may run in parallel).
+    Calls(Vec<ToolCall>),
+    /// The final answer.
+    Answer(String),
+}
+
+/// The response to `request`, computed synchronously (the async trait method wraps this).
+pub fn respond(request: &ModelRequest) -> ModelResponse {
+    let history = History::new(&request.messages);
+    let turn = match role::infer(request, &history) {
+        role::Role::Primary => primary::turn(request, &history),
+        role::Role::Analyzer => analyzer::turn(request, &history),
+        role::Role::Locator => locator::turn(request, &history),
+        role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
+    };
+    let (content, tool_calls) = match turn {
+        Turn::Calls(calls) => (String::new(), calls),
+        Turn::Answer(text) => (text, Vec::new()),
+    };
+    let input_chars = request.system.len()
+        + request
+            .messages
+            .iter()
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.to_string().len())
+                        .sum::<usize>()
+            })
+            .sum::<usize>();
+    let output_chars = content.len()
+        + tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.to_string().len())
+            .sum::<usize>();
+    ModelResponse {
+        content,
+        tool_calls,
+        usage: Usage {
+            input_tokens: input_chars.div_ceil(4) as u64,
+            output_tokens: output_chars.div_ceil(4) as u64,
+        },
+    }
+}
+
+fn plain_answer(request: &ModelRequest, history: &History) -> String {
+    let env = envelope::Envelope {
+        fields: Vec::new(),
+        thinking: "The offline model has no tool it can use for this agent's role.".into(),
+        answer: format!(
+            "The offline model cannot answer this without search or read tools.\n\nRequest: {}",
+            first_line(history.task)
+        ),
+    };
+    env.render(request.response_contract.as_ref())
+}
+
+/// One tool call this provider made earlier, with the result that came back for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Exchange<'a> {
+    pub call: &'a ToolCall,
+    pub result: Option<&'a Message>,
+}
+
+impl<'a> Exchange<'a> {
+    /// The result text when the tool succeeded.
+    pub fn ok(&self) -> Option<&'a str> {
+        self.result
+            .filter(|m| !m.is_error)
+            .map(|m| m.content.as_str())
+    }
+
+    pub fn arg(&self, key: &str) -> Option<&'a str> {
+        self.call.arguments.get(key).and_then(Value::as_str)
+    }
+}
+
+/// The conversation so far, as the offline provider reads it.
+#[derive(Debug, Clone)]
+pub struct History<'a> {
+    /// The first user message: the question or the delegated task.
+    pub task: &'a str,
+    pub exchanges: Vec<Exchange<'a>>,
+}
+
+impl<'a> History<'a> {
+    pub fn new(messages: &'a [Message]) -> Self {
+        let task = messages
+            .iter()
+            .find(|m| m.role == MsgRole::User)
+            .map(|m| m.content.as_str())
+            .unwrap_or("");
+        let mut exchanges = Vec::new();
+        for m in messages.iter().filter(|m| m.role == MsgRole::Assistant) {
+            for call in &m.tool_calls {
+                let result = messages.iter().find(|r| {
+                    r.role == MsgRole::Tool && r.tool_call_id.as_deref() == Some(call.id.as_str())
+                });
+                exchanges.push(Exchange { call, result });
+            }
+        }
+        History { task, exchanges }
+    }
+
+    /// The calls made for `step`, in call order.
+    pub fn step(&self, step: &str) -> Vec<Exchange<'a>> {
+        let prefix = format!("offline-{step}-");
+        self.exchanges
+            .iter()
+            .filter(|e| e.call.id.starts_with(&prefix))
+            .copied()
+            .collect()
+    }
+
+    pub fn did(&self, step: &str) -> bool {
+        !self.step(step).is_empty()
+    }
+}
+
+/// A tool call for `step`; the id carries the step so a later turn knows where it is.
+pub fn call(step: &str, index: usize, name: &str, arguments: Value) -> ToolCall {
+    ToolCall {
+        id: format!("offline-{step}-{index}"),
+        name: name.to_string(),
+        arguments,
+    }
+}
+
+/// The task text without the runtime's boilerplate (`Correlation: …` lines and suffixes).
+pub fn strip_boilerplate(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let cut = match line.find("Correlation:") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        out.push_str(cut.trim_end());
+        out.push('\n');
+    }
+    out.trim().to_string()
+}
+
+pub fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// The `YYYY-MM-DD` of an RFC 3339 timestamp, else today's UTC date.
+pub fn date_of(timestamp: Option<&str>) -> String {
+    timestamp
+        .and_then(|t| t.get(..10))
+        .filter(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| chrono::Utc::now().format("%Y-%m-%d").to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers for building requests and playing tool results in unit tests.
+
+    use super::*;
+    use crate::contract::Contract;
+    use crate::model::{ResponseContract, ToolSpec};
+
+    pub fn tools(names: &[&str]) -> Vec<ToolSpec> {
+        names
+            .iter()
+            .map(|n| ToolSpec {
+                name: n.to_string(),
+                description: String::new(),
+                parameters: serde_json::json!({"type": "object"}),
+            })
+            .collect()
+    }
+
+    pub fn request(
+        system: &str,
+        tools_: &[&str],
+        contract: Option<Contract>,
+        messages: Vec<Message>,
+    ) -> ModelRequest {
+        ModelRequest {
+            model: "default".into(),
+            agent: "renamed-agent".into(),
+            system: system.into(),
+            messages,
+            tools: tools(tools_),
+            temperature: None,
+            top_p: None,
+            response_contract: contract.map(|contract| ResponseContract {
+                message_id: format!(
+                    "{}-2026-11-21-001",
+                    contract.message_id_prefix.clone().unwrap_or("agent".into())
+                ),
+                contract,
+                correlation_id: "corr-test-1".into(),
+                timestamp: "2026-11-21T09:30:00Z".into(),
+            }),
+        }
+    }
+
+    /// Appends the assistant turn of `response` and one tool result per call from `run`.
+    pub fn play(
+        messages: &mut Vec<Message>,
+        response: &ModelResponse,
+        mut run: impl FnMut(&ToolCall) -> Result<String, String>,
+    ) {
+        messages.push(Message::assistant(
+            response.content.clone(),
+            response.tool_calls.clone(),
+        ));
+        for c in &response.tool_calls {
+            match run(c) {
+                Ok(out) => messages.push(Message::tool(c.id.clone(), out, false)),
+                Err(out) => messages.push(Message::tool(c.id.clone(), out, true)),
+            }
+        }
+    }
+}

@@ -1,0 +1,677 @@
+//! The primary role: follow the two-step workflow the prompt documents (locate, then analyze the
+//! located documents in parallel), write the report the prompt asks for, and reply with its path.
+//!
+//! Which subagent locates and which analyzes comes from the prompt's `task(...)` examples: the
+//! example whose prompt names a document is the analyze step, the nearest example before it that
+//! names none is the locate step (or, failing that, the other agent the prompt's "Delegate to"
+//! line pairs with the analyzer). Names are read, never assumed.
+
+use regex::Regex;
+use serde_json::json;
+use std::sync::LazyLock;
+
+use super::envelope::fence_for;
+use super::role::has_tool;
+use super::{bm25, call, first_line, parse, strip_boilerplate, Exchange, History, Turn};
+use crate::markdown::CodeMap;
+use crate::model::ModelRequest;
+
+/// Documents analyzed at most (one task each, all in one turn).
+pub const MAX_ANALYZE: usize = 4;
+
+/// A `task(...)` example in the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    pub subagent: String,
+    pub prompt: String,
+}
+
+/// What the prompt documents about the workflow and the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workflow {
+    pub locator: Option<String>,
+    pub analyzer: Option<String>,
+    /// The analyze example's prompt, whose path is replaced by each located document.
+    pub analyze_example: Option<Example>,
+    /// The folder reports go to, e.g. `thoughts/shared/research/`.
+    pub report_dir: String,
+    pub today: String,
+    pub correlation_id: String,
+    /// The report template (a fenced markdown block with frontmatter), if the prompt has one.
+    pub template: Option<String>,
+}
+
+static SUBAGENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"subagent_type\s*[:=]\s*["']([A-Za-z0-9_./-]+)["']"#).expect("static regex")
+});
+static PROMPT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"\bprompt\s*[:=]\s*"((?:[^"\\]|\\.)*)""#).expect("static regex"));
+static REPORT_TARGET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"`([A-Za-z0-9_./-]+/)(\d{4}-\d{2}-\d{2})?-?(?:\{\{\s*today\s*\}\}-)?<slug>\.md`")
+        .expect("static regex")
+});
+static CORRELATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)correlation[ _]id(?: is)?:?\s*`?([A-Za-z0-9._:-]+)`?").expect("static regex")
+});
+static BACKTICK_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"`([a-z0-9][a-z0-9_-]*)`").expect("static regex"));
+
+/// The `task(...)` examples in the prompt's code blocks, in order.
+pub fn examples(system: &str) -> Vec<Example> {
+    let mut out = Vec::new();
+    for block in CodeMap::new(system).blocks {
+        let content = &block.content;
+        for cap in SUBAGENT.captures_iter(content) {
+            let Some(m) = cap.get(1) else { continue };
+            // The prompt that follows this subagent_type, before the next example.
+            let rest = &content[m.end()..];
+            let next = SUBAGENT.find(rest).map_or(rest.len(), |n| n.start());
+            let prompt = PROMPT
+                .captures(&rest[..next])
+                .and_then(|c| c.get(1))
+                .map(|p| p.as_str().replace("\\\"", "\""))
+                .unwrap_or_default();
+            out.push(Example {
+                subagent: m.as_str().to_string(),
+                prompt,
+            });
+        }
+    }
+    out
+}
+
+impl Workflow {
+    pub fn from_prompt(system: &str) -> Self {
+        let examples = examples(system);
+        let analyze_at = examples
+            .iter()
+            .position(|e| !parse::paths_in(&e.prompt).is_empty());
+        let analyze_example = analyze_at.map(|i| examples[i].clone());
+        let analyzer = analyze_example.as_ref().map(|e| e.subagent.clone());
+        let mut locator = analyze_at.and_then(|i| {
+            examples[..i]
+                .iter()
+                .rev()
+                .find(|e| {
+                    parse::paths_in(&e.prompt).is_empty() && Some(&e.subagent) != analyzer.as_ref()
+                })
+                .map(|e| e.subagent.clone())
+        });
+        if locator.is_none() {
+            if let Some(a) = &analyzer {
+                locator = companion(system, a);
+            }
+        }
+        let (report_dir, today) = match REPORT_TARGET.captures(system) {
+            Some(c) => (
+                c.get(1)
+                    .map_or("thoughts/shared/research/", |m| m.as_str())
+                    .to_string(),
+                c.get(2).map(|m| m.as_str().to_string()),
+            ),
+            None => ("thoughts/shared/research/".to_string(), None),
+        };
+        let today = today.unwrap_or_else(|| super::date_of(None));
+        let correlation_id = CORRELATION
+            .captures(system)
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().trim_end_matches(['.', ':']).to_string())
+            .filter(|s| !s.is_empty() && !s.contains('{'))
+            .unwrap_or_else(|| "offline".to_string());
+        Workflow {
+            locator,
+            analyzer,
+            analyze_example,
+            report_dir,
+            today,
+            correlation_id,
+            template: template(system),
+        }
+    }
+}
+
+/// Another agent named on a delegation line that names `analyzer`.
+fn companion(system: &str, analyzer: &str) -> Option<String> {
+    let needle = format!("`{analyzer}`");
+    system
+        .lines()
+        .filter(|l| l.contains(&needle) && l.to_lowercase().contains("delegat"))
+        .flat_map(|l| BACKTICK_NAME.captures_iter(l).filter_map(|c| c.get(1)))
+        .map(|m| m.as_str().to_string())
+        .find(|n| n != analyzer && n.contains('-'))
+}
+
+/// The report template: the fenced block whose text has frontmatter with `correlation_id`.
+fn template(system: &str) -> Option<String> {
+    CodeMap::new(system)
+        .blocks
+        .into_iter()
+        .map(|b| b.content)
+        .find(|c| {
+            c.trim_start().starts_with("---") && c.contains("correlation_id") && c.contains("\n## ")
+        })
+}
+
+pub fn turn(request: &ModelRequest, history: &History) -> Turn {
+    let wf = Workflow::from_prompt(&request.system);
+    let question = strip_boilerplate(history.task);
+    if history.did("write") {
+        return Turn::Answer(final_answer(history));
+    }
+    let can_task = has_tool(request, "task");
+    if !can_task || history.did("analyze") || (history.did("locate") && located(history).is_empty())
+    {
+        return write_turn(request, &wf, &question, history);
+    }
+    let named: Vec<String> = parse::paths_in(&question)
+        .into_iter()
+        .filter(|p| p.ends_with(".md"))
+        .collect();
+    let to_analyze = if history.did("locate") {
+        located(history)
+    } else if !named.is_empty() {
+        named
+    } else if let Some(locator) = &wf.locator {
+        let prompt = format!(
+            "Find every document about: {question}\nCorrelation: {}",
+            wf.correlation_id
+        );
+        return Turn::Calls(vec![call(
+            "locate",
+            0,
+            "task",
+            json!({
+                "subagent_type": locator,
+                "description": format!("Find documents: {}", short(&question, 8)),
+                "prompt": prompt,
+            }),
+        )]);
+    } else {
+        Vec::new()
+    };
+    match (&wf.analyzer, to_analyze.is_empty()) {
+        (Some(analyzer), false) => Turn::Calls(
+            to_analyze
+                .iter()
+                .take(MAX_ANALYZE)
+                .enumerate()
+                .map(|(i, path)| {
+                    call(
+                        "analyze",
+                        i,
+                        "task",
+                        json!({
+                            "subagent_type": analyzer,
+                            "description": format!("Analyze {}", path.rsplit('/').next().unwrap_or(path)),
+                            "prompt": analyze_prompt(&wf, path),
+                        }),
+                    )
+                })
+                .collect(),
+        ),
+        _ => write_turn(request, &wf, &question, history),
+    }
+}
+
+/// Writes the report, or (with no `write` tool, e.g. on the last step) answers with it.
+fn write_turn(request: &ModelRequest, wf: &Workflow, question: &str, history: &History) -> Turn {
+    if has_tool(request, "write") {
+        return Turn::Calls(vec![write_call(wf, question, history)]);
+    }
+    let content = report(wf, question, history);
+    let fence = fence_for(content.lines());
+    Turn::Answer(format!(
+        "The report could not be written (no `write` tool on this turn); here it is.\n\n{fence}markdown\n{content}{fence}\n"
+    ))
+}
+
+fn analyze_prompt(wf: &Workflow, path: &str) -> String {
+    match &wf.analyze_example {
+        Some(ex) => {
+            let mut p = ex.prompt.clone();
+            if let Some(old) = parse::paths_in(&ex.prompt).first() {
+                p = p.replacen(old.as_str(), path, 1);
+            }
+            // The example's correlation id was rendered into the prompt already; keep it.
+            if !p.contains("Correlation:") {
+                p.push_str(&format!(" Correlation: {}", wf.correlation_id));
+            }
+            p
+        }
+        None => format!(
+            "Extract the decisions, constraints and specs in {path}. Correlation: {}",
+            wf.correlation_id
+        ),
+    }
+}
+
+fn short(text: &str, words: usize) -> String {
+    first_line(text)
+        .split_whitespace()
+        .take(words)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `<answer>` part of an envelope (or the whole text when there is none).
+fn answer_part(text: &str) -> &str {
+    match (text.find("<answer>"), text.rfind("</answer>")) {
+        (Some(s), Some(e)) if s + 8 <= e => &text[s + 8..e],
+        _ => text,
+    }
+}
+
+/// The paths the locator returned: its suggestions first, then the rest of its list.
+pub fn located(history: &History) -> Vec<String> {
+    let Some(out) = history.step("locate").first().and_then(Exchange::ok) else {
+        return Vec::new();
+    };
+    let answer = answer_part(out);
+    let mut paths: Vec<String> = Vec::new();
+    let suggested = answer
+        .lines()
+        .filter(|l| l.to_lowercase().contains("suggested"))
+        .flat_map(parse::paths_in);
+    let listed = answer
+        .lines()
+        .filter(|l| l.trim_start().starts_with("- "))
+        .flat_map(parse::paths_in);
+    for p in suggested.chain(listed) {
+        if !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    paths
+}
+
+/// One signal item from an analyzer answer, copied verbatim.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub kind: String,
+    pub title: String,
+    /// The Evidence line through the Excerpt's closing fence, exactly as the analyzer wrote them.
+    pub block: String,
+    pub source: String,
+    pub document: String,
+    pub status: String,
+    pub reliability: String,
+}
+
+fn fm_value(text: &str, key: &str) -> Option<String> {
+    let body = text.strip_prefix("---\n")?;
+    let end = body.find("\n---")?;
+    body[..end].lines().find_map(|l| {
+        l.strip_prefix(key)
+            .and_then(|r| r.strip_prefix(':'))
+            .map(|v| v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// The signal items of one analyzer answer (items without Evidence are dropped).
+pub fn findings(answer_text: &str) -> Vec<Finding> {
+    let source = fm_value(answer_text, "message_id").unwrap_or_default();
+    let document = fm_value(answer_text, "source_document").unwrap_or_default();
+    let status = fm_value(answer_text, "document_status").unwrap_or_default();
+    let reliability = fm_value(answer_text, "reliability").unwrap_or_default();
+    let mut out = Vec::new();
+    let mut current: Option<(String, String, Vec<&str>)> = None;
+    let mut in_fence: Option<String> = None;
+    let flush = |cur: Option<(String, String, Vec<&str>)>, out: &mut Vec<Finding>| {
+        if let Some((kind, title, mut lines)) = cur {
+            while lines.last().is_some_and(|l| l.trim().is_empty()) {
+                lines.pop();
+            }
+            if lines.iter().any(|l| l.contains("**Evidence**")) {
+                out.push(Finding {
+                    kind,
+                    title,
+                    block: lines.join("\n"),
+                    source: source.clone(),
+                    document: document.clone(),
+                    status: status.clone(),
+                    reliability: reliability.clone(),
+                });
+            }
+        }
+    };
+    for line in answer_part(answer_text).lines() {
+        let t = line.trim_start();
+        if let Some(f) = &in_fence {
+            if t.starts_with(f.as_str()) && t.trim_end().trim_start_matches('`').is_empty() {
+                in_fence = None;
+            }
+            if let Some(c) = current.as_mut() {
+                c.2.push(line);
+            }
+            continue;
+        }
+        if t.starts_with("```") {
+            let ticks = t.len() - t.trim_start_matches('`').len();
+            in_fence = Some("`".repeat(ticks));
+            if let Some(c) = current.as_mut() {
+                c.2.push(line);
+            }
+            continue;
+        }
+        if let Some(h) = t.strip_prefix("#### ") {
+            flush(current.take(), &mut out);
+            let (kind, title) = h.split_once(':').unwrap_or(("Finding", h));
+            current = Some((
+                kind.trim().to_string(),
+                title.trim().to_string(),
+                Vec::new(),
+            ));
+        } else if t.starts_with("#") {
+            flush(current.take(), &mut out);
+        } else if let Some(c) = current.as_mut() {
+            c.2.push(line);
+        }
+    }
+    flush(current, &mut out);
+    out
+}
+
+/// Words of the question for a file name: lowercase, stopwords dropped, at most six.
+pub fn slug(question: &str) -> String {
+    let words: Vec<String> = first_line(question)
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .filter(|w| !bm25::is_stopword(w))
+        .take(6)
+        .collect();
+    if words.is_empty() {
+        "question".into()
+    } else {
+        words.join("-")
+    }
+}
+
+struct Gathered {
+    findings: Vec<Finding>,
+    documents: Vec<(String, String, String)>,
+    open: Vec<String>,
+}
+
+fn gather(history: &History) -> Gathered {
+    let mut g = Gathered {
+        findings: Vec::new(),
+        documents: Vec::new(),
+        open: Vec::new(),
+    };
+    if let Some(loc) = history.step("locate").first() {
+        if loc.ok().is_none() {
+            let why = loc.result.map_or("no result", |m| first_line(&m.content));
+            g.open.push(format!(
+                "The locator failed ({why}); which documents bear on the question is unknown."
+            ));
+        }
+    }
+    for ex in history.step("analyze") {
+        let asked = ex
+            .arg("prompt")
+            .and_then(|p| parse::paths_in(p).into_iter().next())
+            .unwrap_or_default();
+        match ex.ok() {
+            Some(text) => {
+                let f = findings(text);
+                let status = fm_value(text, "document_status").unwrap_or_default();
+                let rel = fm_value(text, "reliability").unwrap_or_default();
+                if f.is_empty() {
+                    g.open.push(format!("`{asked}` was analyzed and holds no decision, constraint or spec on this question."));
+                }
+                g.documents.push((asked, status, rel));
+                g.findings.extend(f);
+            }
+            None => {
+                let why = ex.result.map_or("no result", |m| first_line(&m.content));
+                g.open.push(format!(
+                    "The analysis of `{asked}` failed ({}); its content is unverified.",
+                    why.replace(['<', '>'], "")
+                ));
+            }
+        }
+    }
+    g
+}
+
+/// Findings a report keeps at most.
+pub const MAX_FINDINGS: usize = 8;
+
+/// Keeps the findings that speak to the question, most relevant first (ties keep the order
+/// the analyzers gave, which follows the locator's ranking); the first few when none does.
+fn relevant(findings: Vec<Finding>, question: &str) -> Vec<Finding> {
+    let terms = bm25::query_terms(question);
+    let mut scored: Vec<(usize, usize, Finding)> = findings
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let tokens = bm25::tokenize(&format!("{} {}", f.title, f.block));
+            let score = terms.iter().filter(|t| tokens.contains(t)).count();
+            (score, i, f)
+        })
+        .collect();
+    let any = scored.iter().any(|(s, _, _)| *s > 0);
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .filter(|(s, _, _)| !any || *s > 0)
+        .take(if any { MAX_FINDINGS } else { 3 })
+        .map(|(_, _, f)| f)
+        .collect()
+}
+
+/// The report, filled into the prompt's template headings (or the research layout).
+pub fn report(wf: &Workflow, question: &str, history: &History) -> String {
+    let mut g = gather(history);
+    g.findings = relevant(std::mem::take(&mut g.findings), question);
+    let template = wf.template.clone().unwrap_or_default();
+    let status_default = template
+        .lines()
+        .find_map(|l| l.strip_prefix("status:"))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty() && !s.contains('<'))
+        .unwrap_or_else(|| "active".into());
+    let failed = g.open.iter().any(|o| o.contains("failed"));
+    let status = if failed {
+        "draft".to_string()
+    } else {
+        status_default
+    };
+    let kind_tag = template
+        .lines()
+        .find_map(|l| l.strip_prefix("tags:"))
+        .and_then(|t| {
+            t.trim()
+                .trim_start_matches('[')
+                .split(',')
+                .next()
+                .map(|s| s.trim().to_string())
+        })
+        .filter(|s| !s.is_empty() && !s.contains('<'))
+        .unwrap_or_else(|| "research".into());
+    let mut headings: Vec<String> = template
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|h| h.trim().to_string())
+        .collect();
+    if headings.is_empty() {
+        headings = ["Question", "Summary", "Findings", "Open Questions"]
+            .map(String::from)
+            .to_vec();
+    }
+    let topic_words: Vec<String> = slug(question)
+        .split('-')
+        .take(3)
+        .map(String::from)
+        .collect();
+    let one_line = first_line(question).replace('"', "'");
+    let mut out = format!(
+        "---\ndate: {}\nstatus: {status}\ntopic: {}\ntags: [{kind_tag}, {}]\ncorrelation_id: {}\n---\n\n",
+        wf.today,
+        serde_json::to_string(&one_line).unwrap_or_default(),
+        topic_words.join(", "),
+        wf.correlation_id
+    );
+    let mut title_kind = kind_tag.clone();
+    if let Some(f) = title_kind.get(..1) {
+        title_kind = f.to_uppercase() + title_kind.get(1..).unwrap_or("");
+    }
+    out.push_str(&format!(
+        "# {title_kind}: {}\n\n",
+        one_line.trim_end_matches('?')
+    ));
+    for h in headings {
+        let l = h.to_lowercase();
+        out.push_str(&format!("## {h}\n"));
+        if l.contains("question") && !l.contains("open") {
+            out.push_str(&format!("{}\n\n", question.trim()));
+        } else if l.contains("input") {
+            out.push_str(&format!("- The request: {one_line}\n"));
+            for (doc, status, _) in &g.documents {
+                out.push_str(&format!("- `{doc}` ({status})\n"));
+            }
+            out.push('\n');
+        } else if l.contains("summary") {
+            out.push_str(&summary(&g));
+            out.push_str("\n\n");
+        } else if l.contains("finding") || l.contains("current state") || l.contains("evidence") {
+            if g.findings.is_empty() {
+                out.push_str(
+                    "None: no document under `thoughts/` gave evidence on this question.\n\n",
+                );
+            }
+            for f in &g.findings {
+                let doc = f.document.rsplit('/').next().unwrap_or(&f.document);
+                out.push_str(&format!(
+                    "### {}: {} ({doc})\n{}\n",
+                    f.kind, f.title, f.block
+                ));
+                if !f.source.is_empty() {
+                    out.push_str(&format!("- **Source**: {}\n", f.source));
+                }
+                out.push('\n');
+            }
+        } else if l.contains("open") {
+            let mut open = g.open.clone();
+            if g.findings.is_empty() {
+                open.push(format!("Nothing found for: {one_line} — the project's documents do not record it; ask the maintainers or search the code."));
+            }
+            open.push("Nothing here was checked against the code; the offline model reports what the documents say.".into());
+            for o in open {
+                out.push_str(&format!("- {o}\n"));
+            }
+            out.push('\n');
+        } else {
+            out.push_str("Not determined by the offline model: it gathers and quotes evidence only. This section needs a person or a real model.\n\n");
+        }
+    }
+    out
+}
+
+fn summary(g: &Gathered) -> String {
+    if g.findings.is_empty() {
+        return "Nothing found. No document under `thoughts/` answers this question with a decision, constraint or spec, so this report makes no claim.".into();
+    }
+    let mut s = format!(
+        "{} document(s) were analyzed; the {} item(s) below bear most on the question, each with verified evidence.",
+        g.documents.len(),
+        g.findings.len()
+    );
+    let mut ordered: Vec<&Finding> = g.findings.iter().collect();
+    ordered.sort_by_key(|f| match f.reliability.as_str() {
+        "High" => 0,
+        "Medium" => 1,
+        _ => 2,
+    });
+    for f in ordered.iter().take(5) {
+        let doc = f.document.rsplit('/').next().unwrap_or(&f.document);
+        let note = if f.reliability == "Low" {
+            " (low reliability: history, not current policy)"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            " {} in `{doc}` ({}): {}{note}.",
+            f.kind,
+            f.status,
+            f.title.trim_end_matches(['.', '…'])
+        ));
+    }
+    s
+}
+
+fn write_call(wf: &Workflow, question: &str, history: &History) -> crate::model::ToolCall {
+    let path = format!("{}{}-{}.md", wf.report_dir, wf.today, slug(question));
+    call(
+        "write",
+        0,
+        "write",
+        json!({"path": path, "content": report(wf, question, history)}),
+    )
+}
+
+fn final_answer(history: &History) -> String {
+    let Some(w) = history.step("write").into_iter().next() else {
+        return "No report was written.".into();
+    };
+    let path = w.arg("path").unwrap_or("");
+    let content = w.arg("content").unwrap_or("");
+    let summary = content
+        .split("\n## Summary\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or("")
+        .trim();
+    match w.ok() {
+        Some(_) => format!("Report written to `{path}`.\n\n{summary}\n"),
+        None => {
+            let why = w.result.map_or("no result", |m| first_line(&m.content));
+            let fence = fence_for(content.lines());
+            format!("Could not write `{path}` ({why}). The report follows.\n\n{fence}markdown\n{content}{fence}\n")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SYSTEM: &str = "# R\n\n## Tools\n\n- **Historical Context**: Delegate to `thoughts-locator` / `thoughts-analyzer`.\n\nCorrelation id is `corr-9`.\n\n```\ntask({\n  subagent_type: \"codebase-analyzer\",\n  prompt: \"Read the files. Correlation: corr-9\"\n})\n```\n\n```\ntask({\n  subagent_type: \"finder\",\n  description: \"d\",\n  prompt: \"Find every document about the event log. Correlation: corr-9\"\n})\n```\n\n```\ntask({\n  subagent_type: \"reader\",\n  prompt: \"Extract the decisions in thoughts/shared/specs/x.md. Correlation: corr-9\"\n})\n```\n\nWrite it with `write` to `thoughts/shared/research/2026-11-21-<slug>.md`, where\n\n````markdown\n---\ndate: 2026-11-21\nstatus: active\ntags: [research, <w>]\ncorrelation_id: corr-9\n---\n\n## Question\n## Summary\n## Findings\n## Open Questions\n````\n";
+
+    #[test]
+    fn workflow_comes_from_the_examples() {
+        let wf = Workflow::from_prompt(SYSTEM);
+        assert_eq!(wf.locator.as_deref(), Some("finder"));
+        assert_eq!(wf.analyzer.as_deref(), Some("reader"));
+        assert_eq!(wf.report_dir, "thoughts/shared/research/");
+        assert_eq!(wf.today, "2026-11-21");
+        assert_eq!(wf.correlation_id, "corr-9");
+        assert!(wf.template.is_some());
+        assert_eq!(
+            analyze_prompt(&wf, "thoughts/a.md"),
+            "Extract the decisions in thoughts/a.md. Correlation: corr-9"
+        );
+    }
+
+    #[test]
+    fn companion_from_the_delegation_line() {
+        let system = "- Delegate to `reader` (and `finder-x` when unsure).\n```\ntask({ subagent_type: \"reader\", prompt: \"Extract thoughts/a.md\" })\n```\n";
+        let wf = Workflow::from_prompt(system);
+        assert_eq!(wf.locator.as_deref(), Some("finder-x"));
+    }
+
+    #[test]
+    fn slugs_and_findings() {
+        assert_eq!(
+            slug("How are message IDs allocated?"),
+            "message-ids-allocated"
+        );
+        let answer = "---\nmessage_id: thoughts-2026-11-21-002\nsource_document: a.md\ndocument_status: accepted\nreliability: High\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n## Analysis: a.md\n\n### Extracted Signal\n\n#### Decision: Use X\n- **Evidence**: `a.md:3-3`\n- **Excerpt**:\n  ```markdown\n  #### not a heading\n  ```\n\n#### Spec: no evidence\nprose\n\n### Verification Notes\n- n\n</answer>\n";
+        let f = findings(answer);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].title, "Use X");
+        assert_eq!(f[0].source, "thoughts-2026-11-21-002");
+        assert!(f[0].block.ends_with("  #### not a heading\n  ```"));
+    }
+}
