@@ -8,7 +8,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::Deserialize;
 use switchboard::agent::render::{render, SubagentInfo};
@@ -51,20 +50,19 @@ struct Fixture {
     questions: Vec<Question>,
 }
 
-/// The project's agents and thoughts in a temp project, or `None` (with a note) when this
-/// checkout does not have them yet.
-fn fixture() -> Option<Fixture> {
+/// The project's agents and thoughts in a temp project. They are part of the repository, so a
+/// checkout without them is a failure, never a skip.
+fn fixture() -> Fixture {
     let root = corpus_root();
     let questions = root.join("tests/offline_questions.yaml");
     let thoughts = root.join("thoughts");
     let agents_dir = root.join("agent");
-    if !questions.exists() || !thoughts.exists() || !agents_dir.join("thoughts-locator.md").exists()
-    {
-        eprintln!(
-            "SKIPPED: {} has no tests/offline_questions.yaml, thoughts/ or agent/thoughts-locator.md",
-            root.display()
-        );
-        return None;
+    for needed in [
+        &questions,
+        &thoughts,
+        &agents_dir.join("thoughts-locator.md"),
+    ] {
+        assert!(needed.exists(), "{} is missing", needed.display());
     }
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&thoughts, &dir.path().join("thoughts"));
@@ -73,12 +71,12 @@ fn fixture() -> Option<Fixture> {
     let agents = load(&project, &LoadOptions::default());
     let text = std::fs::read_to_string(&questions).unwrap();
     let questions: Vec<Question> = serde_saphyr::from_str(&text).unwrap();
-    Some(Fixture {
+    Fixture {
         _dir: dir,
         project,
         agents,
         questions,
-    })
+    }
 }
 
 const CORRELATION: &str = "offline-quality";
@@ -196,7 +194,7 @@ fn listed(answer: &str) -> Vec<String> {
 
 #[test]
 fn locator_recall_at_5_and_nothing_found() {
-    let Some(f) = fixture() else { return };
+    let f = fixture();
     let locator = f.agents.get("thoughts-locator").unwrap();
     let mut recall_sum = 0.0;
     let mut answerable = 0;
@@ -250,7 +248,7 @@ fn locator_recall_at_5_and_nothing_found() {
 
 #[test]
 fn every_analyzer_answer_conforms_and_every_excerpt_verifies() {
-    let Some(f) = fixture() else { return };
+    let f = fixture();
     let analyzer = f.agents.get("thoughts-analyzer").unwrap();
     let mut docs: BTreeSet<String> = BTreeSet::new();
     for entry in walk(&f.project.root().join("thoughts")) {
@@ -276,7 +274,7 @@ fn every_analyzer_answer_conforms_and_every_excerpt_verifies() {
 
 #[test]
 fn analyzer_is_honest_about_missing_and_outside_documents() {
-    let Some(f) = fixture() else { return };
+    let f = fixture();
     let analyzer = f.agents.get("thoughts-analyzer").unwrap();
     for (i, doc) in [
         "thoughts/shared/decisions/2099-01-01-nope.md",
@@ -345,7 +343,7 @@ fn verify_report_evidence(root: &Path, report: &str) -> usize {
 
 #[test]
 fn researcher_end_to_end_writes_verified_and_honest_reports() {
-    let Some(f) = fixture() else { return };
+    let f = fixture();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -386,20 +384,17 @@ fn researcher_end_to_end_writes_verified_and_honest_reports() {
             assert!(report.contains("Nothing found"), "{report}");
         }
     }
-    let _ = Arc::new(());
 }
 
 #[test]
 fn locator_finds_the_planted_document_among_1000() {
     let root = corpus_root();
     let agents_dir = root.join("agent");
-    if !agents_dir.join("thoughts-locator.md").exists() {
-        eprintln!(
-            "SKIPPED: no agent/thoughts-locator.md under {}",
-            root.display()
-        );
-        return;
-    }
+    assert!(
+        agents_dir.join("thoughts-locator.md").exists(),
+        "no agent/thoughts-locator.md under {}",
+        root.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&agents_dir, &dir.path().join("agent"));
     let planted = switchboard::model::offline::synth::generate(dir.path(), 1000).unwrap();
