@@ -187,6 +187,22 @@ impl Anthropic {
         acc.into_response(&self.http)
     }
 
+    /// Parses a whole SSE stream held in memory (tests and benches; the client streams).
+    pub fn parse_sse(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
+        let mut parser = SseParser::new();
+        let mut acc = StreamAccumulator::default();
+        let mut events = Vec::new();
+        parser.push(bytes, &mut events);
+        events.extend(parser.finish());
+        for event in &events {
+            acc.event(event, &self.http)?;
+        }
+        if !acc.stopped {
+            return Err(self.http.stream_ended_early());
+        }
+        acc.into_response(&self.http)
+    }
+
     /// Parses a non-streamed Messages body.
     pub fn parse_body(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
         let parsed: WireMessage = serde_json::from_slice(bytes).map_err(|e| {

@@ -860,23 +860,35 @@ impl SseParser {
             if let Some(stripped) = line.strip_suffix(b"\r") {
                 line = stripped;
             }
-            let line = String::from_utf8_lossy(line).into_owned();
+            let line = String::from_utf8_lossy(line);
+            Self::line(
+                &mut self.event,
+                &mut self.data,
+                &mut self.has_data,
+                &line,
+                out,
+            );
             start = end + 1;
-            self.line(&line, out);
         }
         self.buf.drain(..start);
     }
 
-    fn line(&mut self, line: &str, out: &mut Vec<SseEvent>) {
+    fn line(
+        event: &mut String,
+        data: &mut String,
+        has_data: &mut bool,
+        line: &str,
+        out: &mut Vec<SseEvent>,
+    ) {
         if line.is_empty() {
-            if self.has_data {
+            if *has_data {
                 out.push(SseEvent {
-                    event: std::mem::take(&mut self.event),
-                    data: std::mem::take(&mut self.data),
+                    event: std::mem::take(event),
+                    data: std::mem::take(data),
                 });
             }
-            self.event.clear();
-            self.has_data = false;
+            event.clear();
+            *has_data = false;
             return;
         }
         if line.starts_with(':') {
@@ -887,13 +899,13 @@ impl SseParser {
             None => (line, ""),
         };
         match field {
-            "event" => self.event = value.to_string(),
+            "event" => *event = value.to_string(),
             "data" => {
-                if self.has_data {
-                    self.data.push('\n');
+                if *has_data {
+                    data.push('\n');
                 }
-                self.data.push_str(value);
-                self.has_data = true;
+                data.push_str(value);
+                *has_data = true;
             }
             _ => {}
         }

@@ -134,6 +134,22 @@ impl OpenAi {
         Ok(acc.into_response())
     }
 
+    /// Parses a whole SSE stream held in memory (tests and benches; the client streams).
+    pub fn parse_sse(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
+        let mut parser = SseParser::new();
+        let mut acc = StreamAccumulator::default();
+        let mut events = Vec::new();
+        parser.push(bytes, &mut events);
+        events.extend(parser.finish());
+        for event in &events {
+            acc.event(event, &self.http)?;
+        }
+        if !acc.done && acc.finish_reason.is_none() {
+            return Err(self.http.stream_ended_early());
+        }
+        Ok(acc.into_response())
+    }
+
     /// Parses a non-streamed Chat Completions body.
     pub fn parse_body(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
         let parsed: Completion = serde_json::from_slice(bytes).map_err(|e| {

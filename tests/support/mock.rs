@@ -351,8 +351,14 @@ fn pieces(s: &str, n: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// The SSE text of an answer.
+/// The SSE text of an answer, its text in 16 deltas.
 pub fn answer_sse(reply: &Reply, proto: Proto) -> String {
+    answer_sse_with(reply, proto, 16)
+}
+
+/// The SSE text of an answer, its text in `deltas` deltas (a real server sends about one per
+/// token).
+pub fn answer_sse_with(reply: &Reply, proto: Proto, deltas: usize) -> String {
     let (text, calls, input, output) = parts(reply);
     let mut out = String::new();
     let mut data = |event: Option<&str>, v: Value| {
@@ -375,7 +381,7 @@ pub fn answer_sse(reply: &Reply, proto: Proto) -> String {
                 None,
                 chunk(json!({"role": "assistant", "content": ""}), Value::Null),
             );
-            for p in pieces(text, 16) {
+            for p in pieces(text, deltas) {
                 data(None, chunk(json!({"content": p}), Value::Null));
             }
             for (i, c) in calls.iter().enumerate() {
@@ -426,7 +432,7 @@ pub fn answer_sse(reply: &Reply, proto: Proto) -> String {
                     json!({"type": "content_block_start", "index": index,
                            "content_block": {"type": "text", "text": ""}}),
                 );
-                for p in pieces(text, 16) {
+                for p in pieces(text, deltas) {
                     data(
                         Some("content_block_delta"),
                         json!({"type": "content_block_delta", "index": index,
