@@ -4,8 +4,11 @@
 
 pub mod agent;
 pub mod cli;
+pub mod config;
 pub mod contract;
 pub mod diagnostic;
 pub mod markdown;
 pub mod model;
 pub mod project;
+pub mod runtime;
+pub mod tools;

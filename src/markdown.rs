@@ -133,6 +133,96 @@ impl CodeMap {
     }
 }
 
+/// Where a document's YAML frontmatter and body are.
+///
+/// All ranges are byte offsets into the text given to [`split_frontmatter`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frontmatter {
+    /// The opening `---` line, without its line ending.
+    pub open: Range<usize>,
+    /// The YAML between the two `---` lines (may be empty).
+    pub yaml: Range<usize>,
+    /// The closing `---` line, without its line ending.
+    pub close: Range<usize>,
+    /// Everything after the closing line's line ending.
+    pub body: Range<usize>,
+}
+
+/// Why a text has no usable frontmatter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    /// The first non-blank line is not `---`; `at` is where that line starts (or the text's end).
+    #[error("the text does not start with a `---` frontmatter line")]
+    Missing { at: usize },
+    /// An opening `---` with no closing `---` line after it.
+    #[error("the frontmatter opened by `---` is never closed by another `---` line")]
+    Unclosed { open: Range<usize> },
+}
+
+/// Splits YAML frontmatter from the body.
+///
+/// Accepted: an optional UTF-8 byte-order mark, blank (whitespace-only) lines, then a line that is
+/// exactly `---` (trailing spaces allowed), the YAML, and a closing `---` line. Both LF and CRLF
+/// line endings work. This is the one splitter the agent loader and the contract checker share.
+pub fn split_frontmatter(text: &str) -> Result<Frontmatter, SplitError> {
+    let mut pos = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    // Skip blank lines.
+    let open = loop {
+        let (line, next) = next_line(text, pos);
+        if line.start >= text.len() {
+            return Err(SplitError::Missing { at: text.len() });
+        }
+        let content = &text[line.clone()];
+        if content.trim().is_empty() {
+            pos = next;
+            continue;
+        }
+        if !is_fence(content) {
+            return Err(SplitError::Missing { at: line.start });
+        }
+        break line;
+    };
+    let (_, mut pos) = next_line(text, open.start);
+    let yaml_start = pos;
+    while pos < text.len() {
+        let (line, next) = next_line(text, pos);
+        if is_fence(&text[line.clone()]) {
+            return Ok(Frontmatter {
+                open: open.start..open.start + 3,
+                yaml: yaml_start..line.start,
+                close: line.start..line.start + 3,
+                body: next..text.len(),
+            });
+        }
+        pos = next;
+    }
+    Err(SplitError::Unclosed {
+        open: open.start..open.start + 3,
+    })
+}
+
+/// The line starting at `pos` without its line ending, and where the next line starts.
+fn next_line(text: &str, pos: usize) -> (Range<usize>, usize) {
+    let rest = text.get(pos..).unwrap_or("");
+    match rest.find('\n') {
+        Some(i) => {
+            let end = if i > 0 && rest.as_bytes()[i - 1] == b'\r' {
+                pos + i - 1
+            } else {
+                pos + i
+            };
+            (pos..end, pos + i + 1)
+        }
+        None => (pos..text.len(), text.len()),
+    }
+}
+
+/// A `---` line: three dashes, then only spaces or tabs.
+fn is_fence(line: &str) -> bool {
+    line.strip_prefix("---")
+        .is_some_and(|rest| rest.bytes().all(|b| b == b' ' || b == b'\t' || b == b'\r'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +250,39 @@ mod tests {
         assert_eq!(map.blocks[1].content, "in list\n");
         assert!(map.in_code(text.find("<answer>").unwrap()));
         assert!(!map.in_code(0));
+    }
+
+    #[test]
+    fn frontmatter_splits_with_bom_blank_lines_and_crlf() {
+        let text = "\u{feff}\n  \r\n---\r\na: 1\r\n---  \r\nbody\r\n";
+        let fm = split_frontmatter(text).unwrap();
+        assert_eq!(&text[fm.open.clone()], "---");
+        assert_eq!(&text[fm.yaml.clone()], "a: 1\r\n");
+        assert_eq!(&text[fm.close.clone()], "---");
+        assert_eq!(&text[fm.body.clone()], "body\r\n");
+
+        let fm = split_frontmatter("---\n---").unwrap();
+        assert!(fm.yaml.is_empty() && fm.body.is_empty());
+    }
+
+    #[test]
+    fn frontmatter_errors() {
+        assert_eq!(
+            split_frontmatter("\n\nhello\n"),
+            Err(SplitError::Missing { at: 2 })
+        );
+        assert_eq!(split_frontmatter(""), Err(SplitError::Missing { at: 0 }));
+        assert_eq!(
+            split_frontmatter("----\n"),
+            Err(SplitError::Missing { at: 0 })
+        );
+        assert_eq!(
+            split_frontmatter("\n---\na: 1\n"),
+            Err(SplitError::Unclosed { open: 1..4 })
+        );
+        assert_eq!(
+            split_frontmatter("---"),
+            Err(SplitError::Unclosed { open: 0..3 })
+        );
     }
 }

@@ -1,9 +1,284 @@
-//! `switchboard check` (not implemented yet).
+//! `switchboard check`: subagent answers against the envelope contract.
+//!
+//! Exit codes: 0 every file conforms, 1 some file violates its contract, 2 could not run
+//! (unreadable file, unknown contract, bad arguments).
+
+use crate::contract::{
+    check_envelope, CheckContext, Contract, ContractDecl, Envelope, FileCache, Report, Rule,
+    Violation,
+};
+use serde::Serialize;
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Compiler-style diagnostics
+    Human,
+    /// One JSON object with `files` and `violations`
+    Json,
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Answer files to check; `-` reads standard input
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+    /// Check against the contract this agent declares in its frontmatter
+    #[arg(long, value_name = "NAME", conflicts_with = "contract")]
+    pub agent: Option<String>,
+    /// Check against a built-in contract (`envelope`, `document-analysis`) or a contract YAML file;
+    /// without it (and without --agent) the contract is chosen by each answer's `message_type`
+    #[arg(long, value_name = "NAME")]
+    pub contract: Option<String>,
+    /// The correlation id the answers must carry
+    #[arg(long, value_name = "ID")]
+    pub correlation_id: Option<String>,
+    /// The message id the answers must carry
+    #[arg(long, value_name = "ID")]
+    pub message_id: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
 
-pub fn run(_global: &super::Global, _args: Args) -> u8 {
-    eprintln!("switchboard check: not implemented yet");
-    super::EXIT_ERROR
+pub fn run(global: &super::Global, args: Args) -> u8 {
+    if let Some(agent) = &args.agent {
+        return super::report_error(miette::miette!(
+            help = "use `--contract NAME` (a built-in or a contract YAML file) until agent \
+                    loading lands",
+            "`--agent {agent}` is not available yet: this build cannot load agent files"
+        ));
+    }
+    let project = match super::open_project(global) {
+        Ok(p) => p,
+        Err(e) => return super::report_error(e),
+    };
+    let fixed = match args.contract.as_deref().map(load_contract).transpose() {
+        Ok(c) => c,
+        Err(e) => return super::report_error(e),
+    };
+
+    let files = FileCache::new();
+    let mut ctx = CheckContext::new(&project, &files);
+    ctx.correlation_id = args.correlation_id.as_deref();
+    ctx.message_id = args.message_id.as_deref();
+
+    let color = args.format == Format::Human
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stdout().is_terminal();
+    let mut out = std::io::stdout().lock();
+    let mut json = JsonOutput::default();
+    let (mut failed, mut unreadable, mut errors, mut warnings) = (0usize, 0usize, 0usize, 0usize);
+
+    for name in &args.files {
+        let shown = if name == "-" {
+            "<stdin>"
+        } else {
+            name.as_str()
+        };
+        let bytes = match read_input(name) {
+            Ok(b) => b,
+            Err(e) => {
+                unreadable += 1;
+                let message = format!("cannot read {shown}: {e}");
+                match args.format {
+                    Format::Human => eprintln!("error: {message}"),
+                    Format::Json => json.files.push(JsonFile {
+                        file: shown.to_string(),
+                        contract: None,
+                        conformant: None,
+                        errors: 0,
+                        warnings: 0,
+                        error: Some(message),
+                    }),
+                }
+                continue;
+            }
+        };
+        let (text, report) = check_bytes(&bytes, fixed.as_ref(), &ctx);
+        let (e, w) = (report.errors().count(), report.warnings().count());
+        errors += e;
+        warnings += w;
+        if !report.is_conformant() {
+            failed += 1;
+        }
+        match args.format {
+            Format::Human => {
+                let _ = out.write_all(report.render(shown, &text, color).as_bytes());
+            }
+            Format::Json => {
+                json.files.push(JsonFile {
+                    file: shown.to_string(),
+                    contract: Some(report.contract.clone()),
+                    conformant: Some(report.is_conformant()),
+                    errors: e,
+                    warnings: w,
+                    error: None,
+                });
+                let index = crate::markdown::LineIndex::new(&text);
+                for v in &report.violations {
+                    let (end_line, end_column) = index.line_col(&text, v.span.end);
+                    json.violations.push(JsonViolation {
+                        file: shown.to_string(),
+                        line: v.line,
+                        column: v.column,
+                        end_line,
+                        end_column,
+                        rule: v.rule.code(),
+                        severity: v.severity.as_str(),
+                        message: v.message.clone(),
+                        help: v.help.clone(),
+                        actual: v.actual.clone(),
+                        actual_from: v.actual_from.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    let checked = args.files.len() - unreadable;
+    match args.format {
+        Format::Human => {
+            let plural =
+                |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+            let mut summary = format!(
+                "checked {}: {} conform",
+                plural(checked, "file"),
+                checked - failed
+            );
+            if failed > 0 {
+                summary.push_str(&format!(
+                    ", {failed} do{} not ({}{})",
+                    if failed == 1 { "es" } else { "" },
+                    plural(errors, "error"),
+                    if warnings > 0 {
+                        format!(", {}", plural(warnings, "warning"))
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            if unreadable > 0 {
+                summary.push_str(&format!(
+                    "; {} could not be read",
+                    plural(unreadable, "file")
+                ));
+            }
+            let _ = writeln!(out, "{summary}");
+        }
+        Format::Json => {
+            let _ = serde_json::to_writer_pretty(&mut out, &json);
+            let _ = writeln!(out);
+        }
+    }
+    let _ = out.flush();
+    if unreadable > 0 {
+        super::EXIT_ERROR
+    } else if failed > 0 {
+        super::EXIT_FINDINGS
+    } else {
+        0
+    }
+}
+
+/// Checks raw bytes: invalid UTF-8 is itself a violation, reported at the first bad byte.
+fn check_bytes(bytes: &[u8], fixed: Option<&Contract>, ctx: &CheckContext) -> (String, Report) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            let env = Envelope::parse_lenient(text);
+            let auto;
+            let contract = match fixed {
+                Some(c) => c,
+                None => {
+                    auto = Contract::for_message_type(env.message_type().unwrap_or(""));
+                    &auto
+                }
+            };
+            let report = check_envelope(text, &env, contract, ctx);
+            (text.to_string(), report)
+        }
+        Err(e) => {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let at = e.valid_up_to();
+            let violation = Violation::error(
+                Rule::Encoding,
+                at..at + 1,
+                format!("the answer is not valid UTF-8 (bad byte at offset {at})"),
+            );
+            let contract = fixed.map_or_else(|| "envelope".to_string(), |c| c.name.clone());
+            let report = Report::new(&text, contract, vec![violation]);
+            (text, report)
+        }
+    }
+}
+
+fn read_input(name: &str) -> std::io::Result<Vec<u8>> {
+    if name == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut buf)?;
+        Ok(buf)
+    } else {
+        std::fs::read(name)
+    }
+}
+
+/// A built-in contract by name, or a contract declaration in a YAML file.
+fn load_contract(name: &str) -> Result<Contract, miette::Report> {
+    if let Some(c) = Contract::builtin(name) {
+        return Ok(c);
+    }
+    let path = Path::new(name);
+    if !path.is_file() {
+        return Err(miette::miette!(
+            help = format!(
+                "built-ins are: {}; or pass a YAML file holding a contract declaration",
+                crate::contract::spec::BUILTIN_NAMES.join(", ")
+            ),
+            "unknown contract `{name}`"
+        ));
+    }
+    let yaml = std::fs::read_to_string(path)
+        .map_err(|e| miette::miette!("cannot read contract file {name}: {e}"))?;
+    let decl: ContractDecl = serde_saphyr::from_str(&yaml)
+        .map_err(|e| miette::miette!("contract file {name} is not a contract declaration: {e}"))?;
+    Contract::resolve(&decl).map_err(|e| miette::miette!("contract file {name}: {e}"))
+}
+
+#[derive(Debug, Default, Serialize)]
+struct JsonOutput {
+    files: Vec<JsonFile>,
+    violations: Vec<JsonViolation>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonFile {
+    file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contract: Option<String>,
+    /// `None` when the file could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conformant: Option<bool>,
+    errors: usize,
+    warnings: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct JsonViolation {
+    file: String,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    rule: &'static str,
+    severity: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    help: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    actual: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    actual_from: Option<String>,
 }

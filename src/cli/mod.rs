@@ -12,6 +12,10 @@ mod agents;
 mod check;
 mod lint;
 mod render;
+mod resume;
+mod run;
+mod sessions;
+mod trace;
 
 /// Exit code for "ran, and found problems".
 pub const EXIT_FINDINGS: u8 = 1;
@@ -56,6 +60,14 @@ pub enum Command {
     Check(check::Args),
     /// Report problems in agent definitions and delegations
     Lint(lint::Args),
+    /// Run a primary agent on a task
+    Run(run::Args),
+    /// List the project's sessions
+    Sessions(sessions::Args),
+    /// Show a session's hop tree
+    Trace(trace::Args),
+    /// Continue a session whose process died
+    Resume(resume::Args),
 }
 
 /// Parses arguments and runs the command; errors were already printed when this returns.
@@ -71,6 +83,10 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render::run(&cli.global, args),
         Command::Check(args) => check::run(&cli.global, args),
         Command::Lint(args) => lint::run(&cli.global, args),
+        Command::Run(args) => run::run(&cli.global, args),
+        Command::Sessions(args) => sessions::run(&cli.global, args),
+        Command::Trace(args) => trace::run(&cli.global, args),
+        Command::Resume(args) => resume::run(&cli.global, args),
     };
     ExitCode::from(code)
 }

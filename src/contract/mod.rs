@@ -2,9 +2,39 @@
 //!
 //! This module knows nothing of the runtime: text, contract and context in, report out. The
 //! runtime, `switchboard check`, lint and the tests all share it.
+//!
+//! ```no_run
+//! use switchboard::contract::{check, CheckContext, Contract, FileCache};
+//! use switchboard::project::Project;
+//!
+//! let project = Project::open(".").unwrap();
+//! let files = FileCache::new(); // one per run: each cited file is read once
+//! let ctx = CheckContext::new(&project, &files).with_correlation_id("research-auth");
+//! let answer = std::fs::read_to_string("answer.md").unwrap();
+//! let report = check(&answer, &Contract::document_analysis(), &ctx);
+//! if !report.is_conformant() {
+//!     eprintln!("{}", report.render("answer.md", &answer, false));
+//!     let _next_turn = report.repair_prompt();
+//! }
+//! ```
+//!
+//! The rules and their codes are written down in `docs/envelope.md`.
 
+mod check;
+mod envelope;
+mod files;
+mod report;
+mod rule;
 pub mod spec;
 
+pub use check::{check, check_envelope, is_date, is_token, parse_message_id, CheckContext};
+pub use envelope::{
+    parse, parse_reference, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Field, FieldValue,
+    Heading, Label, Reference, TagBlock,
+};
+pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
+pub use report::{assert_conforms, Report};
+pub use rule::{Rule, Severity, Violation};
 pub use spec::{
     Contract, ContractDecl, ContractError, ContractFormat, ContractSpec, EvidencePolicy, FieldKind,
     FieldRule, OnViolation,

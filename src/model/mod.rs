@@ -172,3 +172,9 @@ pub trait Model: Send + Sync {
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
 }
+
+pub mod registry;
+pub mod scripted;
+
+pub use registry::{ProviderContext, ProviderFactory, Registry, RegistryError};
+pub use scripted::ScriptedModel;

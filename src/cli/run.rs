@@ -1,0 +1,156 @@
+//! `switchboard run AGENT "PROMPT"`: runs a session and shows its hop tree, or prints one JSON
+//! object with `--json`.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use crate::agent::{load, AgentSet, LoadOptions};
+use crate::config::Config;
+use crate::model::Registry;
+use crate::project::Project;
+use crate::runtime::view::View;
+use crate::runtime::{registry_for, RunOptions, Session, SessionOutcome};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The primary agent to run
+    pub agent: String,
+    /// The task
+    pub prompt: String,
+    /// Model for every hop, as provider/model (e.g. scripted/tests/script.yaml)
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Correlation id shared by every hop (default: generated)
+    #[arg(long, value_name = "ID")]
+    pub correlation_id: Option<String>,
+    /// Subagents running at once
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_parallel: usize,
+    /// Deepest delegation allowed (the primary is depth 0)
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_depth: u32,
+    /// Print one JSON object (session_id, correlation_id, status, answer, written, events)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What every session command needs: the project, its agents, its config and the models.
+pub(crate) struct Context {
+    pub project: Project,
+    pub agents: Arc<AgentSet>,
+    pub config: Config,
+    pub models: Arc<Registry>,
+}
+
+pub(crate) fn context(global: &super::Global) -> Result<Context, miette::Report> {
+    let project = super::open_project(global)?;
+    let config = Config::load(&project).map_err(|e| miette::miette!("{e}"))?;
+    let agents = load(
+        &project,
+        &LoadOptions {
+            extra_dirs: global.agent_dirs.clone(),
+            only_extra: global.only_agents,
+        },
+    );
+    let models = Arc::new(registry_for(&project, &config));
+    Ok(Context {
+        project,
+        agents: Arc::new(agents),
+        config,
+        models,
+    })
+}
+
+pub fn run(global: &super::Global, args: Args) -> u8 {
+    let ctx = match context(global) {
+        Ok(c) => c,
+        Err(e) => return super::report_error(e),
+    };
+    let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
+    let options = RunOptions {
+        model: args.model,
+        correlation_id: args.correlation_id,
+        max_parallel: args.max_parallel.max(1),
+        max_depth: args.max_depth,
+        observer: view.as_ref().map(|v| v.observer()),
+        ..RunOptions::default()
+    };
+    let session = match Session::new(
+        ctx.project,
+        ctx.agents,
+        ctx.config,
+        ctx.models,
+        options,
+        &args.agent,
+        &args.prompt,
+    ) {
+        Ok(s) => s,
+        Err(e) => return super::report_error(miette::miette!("{e}")),
+    };
+    drive(&session, view, args.json)
+}
+
+/// Runs (or resumes) a session on a tokio runtime, ending it cleanly on Ctrl-C, and prints.
+pub(crate) fn drive(session: &Session, view: Option<Arc<View>>, json: bool) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            return super::report_error(miette::miette!("cannot start the async runtime: {e}"))
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let ticker = view.clone().map(|v| {
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(std::time::Duration::from_millis(250));
+                loop {
+                    every.tick().await;
+                    v.tick();
+                }
+            })
+        });
+        let outcome = tokio::select! {
+            outcome = session.run() => outcome,
+            _ = tokio::signal::ctrl_c() => session.interrupt(),
+        };
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        outcome
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    print_outcome(&outcome, json);
+    if outcome.status == "completed" {
+        0
+    } else {
+        super::EXIT_FINDINGS
+    }
+}
+
+fn print_outcome(outcome: &SessionOutcome, json: bool) {
+    if json {
+        match serde_json::to_string_pretty(outcome) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("cannot serialize the outcome: {e}"),
+        }
+        return;
+    }
+    println!();
+    println!(
+        "session {} ({}), correlation {}",
+        outcome.session_id, outcome.status, outcome.correlation_id
+    );
+    if let Some(e) = &outcome.error {
+        println!("error: {e}");
+    }
+    for w in &outcome.written {
+        println!("wrote {w}");
+    }
+    println!("log {}", outcome.events.display());
+    if !outcome.answer.is_empty() {
+        println!();
+        println!("{}", outcome.answer);
+    }
+}

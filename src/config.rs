@@ -1,0 +1,143 @@
+//! `switchboard.toml`: project-wide settings, today the model choice.
+//!
+//! ```toml
+//! [model]
+//! default = "offline/default"
+//!
+//! [agents.thoughts-analyzer]
+//! model = "anthropic/claude-haiku-4-5"
+//!
+//! [aliases]
+//! sonnet = "anthropic/claude-sonnet-4-5"
+//!
+//! [providers.anthropic]   # free-form; read by the provider itself
+//! api_key_env = "ANTHROPIC_API_KEY"
+//! ```
+//!
+//! A missing file means defaults; a file that does not parse is an error located at file:line:col,
+//! never silently ignored.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use crate::project::Project;
+
+/// The model used when neither the command line, the agent nor the config names one.
+pub const BUILTIN_DEFAULT_MODEL: &str = "offline/default";
+/// The config file name, at the project root.
+pub const CONFIG_FILE: &str = "switchboard.toml";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub model: ModelSection,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentSection>,
+    /// Short model names (`sonnet`) → `provider/model`.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+    /// Provider settings, kept as free tables so providers own their own keys.
+    #[serde(default)]
+    pub providers: BTreeMap<String, toml::Table>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    pub model: Option<String>,
+}
+
+/// A config file that could not be read or parsed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl Config {
+    /// Loads `switchboard.toml` from the project root; absent means defaults.
+    pub fn load(project: &Project) -> Result<Self, ConfigError> {
+        let path = project.root().join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, CONFIG_FILE),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(ConfigError {
+                file: CONFIG_FILE.into(),
+                line: 0,
+                column: 0,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Parses config text; `file` only names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
+            ConfigError {
+                file: file.to_string(),
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })
+    }
+
+    /// The model the config names for `agent`, else its default.
+    pub fn model_for(&self, agent: &str) -> Option<&str> {
+        self.agents
+            .get(agent)
+            .and_then(|a| a.model.as_deref())
+            .or(self.model.default.as_deref())
+    }
+
+    /// Expands an alias (`sonnet`) to `provider/model`; other names come back unchanged.
+    pub fn expand_alias<'a>(&'a self, name: &'a str) -> &'a str {
+        self.aliases.get(name).map_or(name, String::as_str)
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sections_and_aliases() {
+        let c = Config::parse(
+            "[model]\ndefault = \"offline/default\"\n[agents.a]\nmodel = \"sonnet\"\n\
+             [aliases]\nsonnet = \"anthropic/claude-sonnet-4-5\"\n[providers.openai]\nbase_url = \"x\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap();
+        assert_eq!(c.model_for("a"), Some("sonnet"));
+        assert_eq!(c.model_for("b"), Some("offline/default"));
+        assert_eq!(c.expand_alias("sonnet"), "anthropic/claude-sonnet-4-5");
+        assert!(c.providers.contains_key("openai"));
+    }
+
+    #[test]
+    fn errors_are_located() {
+        let e = Config::parse("[model]\ndefault = \n", CONFIG_FILE).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        let e = Config::parse("[modle]\n", CONFIG_FILE).unwrap_err();
+        assert_eq!((e.line, e.column), (1, 2), "{e}");
+    }
+}

@@ -1,0 +1,153 @@
+//! Turning a `provider/model` name into a model instance.
+//!
+//! The runtime asks the registry for `scripted/tests/script.yaml` or `anthropic/claude-sonnet-4-5`
+//! and gets an `Arc<dyn Model>`; instances are cached per name for the registry's lifetime, so a
+//! scripted model's state (which hop scripts were claimed) is shared by every hop of a session.
+//! Providers plug in with [`Registry::register`]; tests and benches inject ready instances with
+//! [`Registry::insert`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::scripted::ScriptedModel;
+use super::Model;
+
+/// What a provider factory may look at when building a model.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderContext {
+    pub project_root: PathBuf,
+    /// `[providers.NAME]` tables from `switchboard.toml`.
+    pub providers: BTreeMap<String, toml::Table>,
+}
+
+/// Builds a model from the part of the name after `provider/`.
+pub type ProviderFactory =
+    Arc<dyn Fn(&ProviderContext, &str) -> Result<Arc<dyn Model>, RegistryError> + Send + Sync>;
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryError {
+    #[error("model `{0}` is not `provider/model` (e.g. `scripted/path/to/script.yaml`, `offline/default`)")]
+    Malformed(String),
+    #[error("unknown model provider `{provider}` in `{spec}`; known providers: {known}")]
+    UnknownProvider {
+        provider: String,
+        spec: String,
+        known: String,
+    },
+    #[error("cannot build model `{spec}`: {reason}")]
+    Build { spec: String, reason: String },
+}
+
+/// Splits `provider/model`; the model part may itself contain `/` (a script path).
+pub fn parse_spec(spec: &str) -> Result<(&str, &str), RegistryError> {
+    match spec.split_once('/') {
+        Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
+        _ => Err(RegistryError::Malformed(spec.to_string())),
+    }
+}
+
+/// Provider factories and the models built so far.
+pub struct Registry {
+    context: ProviderContext,
+    factories: BTreeMap<String, ProviderFactory>,
+    cache: Mutex<HashMap<String, Arc<dyn Model>>>,
+}
+
+impl Registry {
+    /// A registry with the providers this build ships.
+    pub fn with_builtins(context: ProviderContext) -> Self {
+        let mut r = Registry {
+            context,
+            factories: BTreeMap::new(),
+            cache: Mutex::new(HashMap::new()),
+        };
+        r.register(
+            "scripted",
+            Arc::new(|ctx: &ProviderContext, name: &str| {
+                // Script paths are the user's own files (like --agents folders), relative to the
+                // working directory or the project root.
+                let path = PathBuf::from(name);
+                let path = if path.exists() || path.is_absolute() {
+                    path
+                } else {
+                    ctx.project_root.join(name)
+                };
+                ScriptedModel::from_path(&path)
+                    .map(|m| Arc::new(m) as Arc<dyn Model>)
+                    .map_err(|e| RegistryError::Build {
+                        spec: format!("scripted/{name}"),
+                        reason: e.to_string(),
+                    })
+            }),
+        );
+        // PROVIDER HOOK (offline): register "offline" here once `src/model/offline/` is merged:
+        //   r.register("offline", Arc::new(|ctx, _name| Ok(Arc::new(
+        //       super::offline::OfflineModel::new(ctx.project_root.clone())) as Arc<dyn Model>)));
+        // PROVIDER HOOK (openai, anthropic): register their factories here; they read their
+        // settings from `ctx.providers["openai"]` / `ctx.providers["anthropic"]`.
+        r
+    }
+
+    /// Adds (or replaces) a provider.
+    pub fn register(&mut self, provider: &str, factory: ProviderFactory) {
+        self.factories.insert(provider.to_string(), factory);
+    }
+
+    /// Puts a ready model under a full name (`scripted/bench`), for tests and benches.
+    pub fn insert(&self, spec: &str, model: Arc<dyn Model>) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(spec.to_string(), model);
+        }
+    }
+
+    /// The model for `provider/model`, built on first use, plus the model part of the name.
+    pub fn get(&self, spec: &str) -> Result<(Arc<dyn Model>, String), RegistryError> {
+        let (provider, name) = parse_spec(spec)?;
+        if let Some(m) = self.cache.lock().ok().and_then(|c| c.get(spec).cloned()) {
+            return Ok((m, name.to_string()));
+        }
+        let factory =
+            self.factories
+                .get(provider)
+                .ok_or_else(|| RegistryError::UnknownProvider {
+                    provider: provider.to_string(),
+                    spec: spec.to_string(),
+                    known: self
+                        .factories
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+        let model = factory(&self.context, name)?;
+        if let Ok(mut cache) = self.cache.lock() {
+            cache
+                .entry(spec.to_string())
+                .or_insert_with(|| model.clone());
+        }
+        Ok((model, name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_unknown_providers_are_named() {
+        assert_eq!(
+            parse_spec("scripted/a/b.yaml").unwrap(),
+            ("scripted", "a/b.yaml")
+        );
+        assert!(parse_spec("sonnet").is_err());
+        let r = Registry::with_builtins(ProviderContext::default());
+        let e = r.get("nope/x").err().unwrap();
+        assert!(
+            e.to_string().contains("unknown model provider `nope`"),
+            "{e}"
+        );
+        let e = r.get("scripted/does/not/exist.yaml").err().unwrap();
+        assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+}

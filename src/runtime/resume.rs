@@ -1,0 +1,153 @@
+//! Resuming a session whose process died, from its event log.
+//!
+//! The session runs again from its primary hop with the same ids, but a hop whose `hop.completed`
+//! is in the log does not run: its recorded answer is handed to its caller as if it had just
+//! finished (logged as `hop.reused`). A hop is recognised by its parent hop, agent, prompt and
+//! occurrence (the Nth identical call of that parent); hops that had started but not completed run
+//! again under their old hop id and message id, with `attempt` one higher. Because an unfinished
+//! hop keeps its id, its children recognise their parent in the log too.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::events::{read_log, EventKind, HopStatus};
+use super::hop::HopResult;
+use super::session::SESSIONS_DIR;
+use crate::model::Usage;
+use crate::project::Project;
+
+/// What the log says about one hop.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub hop_id: String,
+    pub message_id: String,
+    pub attempt: u32,
+    /// Set when the hop completed (a `hop.failed` hop runs again).
+    pub completed: Option<HopResult>,
+}
+
+/// Everything needed to continue a session.
+#[derive(Debug, Clone)]
+pub struct ResumePlan {
+    pub session_id: String,
+    pub correlation_id: String,
+    pub agent: String,
+    pub prompt: String,
+    pub model: Option<String>,
+    pub max_parallel: usize,
+    pub max_depth: u32,
+    pub root_hop_id: String,
+    /// (parent hop id or "", agent, prompt, occurrence) → the hop.
+    pub hops: HashMap<(String, String, String, u32), Recorded>,
+    /// Hops that will be reused.
+    pub completed_hops: usize,
+}
+
+/// Reads `SESSION`'s log into a plan; refuses a session that already completed.
+pub fn plan(project: &Project, session_id: &str) -> Result<ResumePlan, String> {
+    let rel = format!("{SESSIONS_DIR}/{session_id}/events.jsonl");
+    let path = project
+        .resolve(&rel)
+        .map_err(|e| format!("no session `{session_id}`: {e}"))?;
+    plan_from_log(&path)
+}
+
+pub fn plan_from_log(path: &Path) -> Result<ResumePlan, String> {
+    let events = read_log(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let first = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
+        .ok_or_else(|| format!("{} has no session.started event", path.display()))?;
+    let EventKind::SessionStarted {
+        prompt,
+        model,
+        max_parallel,
+        max_depth,
+        ..
+    } = &first.kind
+    else {
+        return Err("unreachable".into());
+    };
+    if let Some(last) = events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::SessionCompleted { status, .. } => Some(status.clone()),
+        _ => None,
+    }) {
+        if last != "interrupted" {
+            return Err(format!(
+                "session {} already ended ({last}); nothing to resume",
+                first.session_id
+            ));
+        }
+    }
+    let mut hops: HashMap<(String, String, String, u32), Recorded> = HashMap::new();
+    // hop id → key, to attach completions to their start.
+    let mut keys: HashMap<String, (String, String, String, u32)> = HashMap::new();
+    for e in &events {
+        let (Some(hop_id), Some(agent)) = (&e.hop_id, &e.agent) else {
+            continue;
+        };
+        match &e.kind {
+            EventKind::HopStarted {
+                attempt,
+                message_id,
+                prompt,
+                occurrence,
+                ..
+            } => {
+                let key = (
+                    e.parent_hop_id.clone().unwrap_or_default(),
+                    agent.clone(),
+                    prompt.clone(),
+                    *occurrence,
+                );
+                keys.insert(hop_id.clone(), key.clone());
+                let entry = hops.entry(key).or_insert_with(|| Recorded {
+                    hop_id: hop_id.clone(),
+                    message_id: message_id.clone(),
+                    attempt: 0,
+                    completed: None,
+                });
+                entry.attempt = entry.attempt.max(*attempt);
+            }
+            EventKind::HopCompleted {
+                status,
+                message_id,
+                answer,
+                usage,
+                violations,
+                written,
+                ..
+            } => {
+                if let Some(r) = keys.get(hop_id).and_then(|k| hops.get_mut(k)) {
+                    r.completed = Some(HopResult {
+                        hop_id: hop_id.clone(),
+                        agent: agent.clone(),
+                        message_id: message_id.clone(),
+                        status: *status,
+                        answer: answer.clone(),
+                        error: None,
+                        usage: *usage,
+                        violations: violations.clone(),
+                        written: written.clone(),
+                        reused: false,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    let completed_hops = hops.values().filter(|r| r.completed.is_some()).count();
+    let _ = (HopStatus::Completed, Usage::default());
+    Ok(ResumePlan {
+        session_id: first.session_id.clone(),
+        correlation_id: first.correlation_id.clone(),
+        agent: first.agent.clone().unwrap_or_default(),
+        prompt: prompt.clone(),
+        model: model.clone(),
+        max_parallel: *max_parallel,
+        max_depth: *max_depth,
+        root_hop_id: first.hop_id.clone().unwrap_or_default(),
+        hops,
+        completed_hops,
+    })
+}

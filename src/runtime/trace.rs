@@ -1,0 +1,216 @@
+//! Rebuilding the hop tree of a session from its event log (for `trace` and `sessions`).
+
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::events::{read_log, EventKind};
+use super::session::SESSIONS_DIR;
+use crate::project::Project;
+
+/// One hop as the log tells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HopNode {
+    pub hop_id: String,
+    pub parent_hop_id: Option<String>,
+    pub agent: String,
+    pub depth: u32,
+    pub message_id: String,
+    /// `running` (no end in the log), `completed`, `partial`, `non_conformant`, `failed`.
+    pub status: String,
+    pub attempts: u32,
+    pub reused: bool,
+    pub started_at: Option<String>,
+    pub duration_ms: Option<f64>,
+    pub tokens: u64,
+    /// `None`: no contract; else whether the last check passed.
+    pub conformant: Option<bool>,
+    pub violations: usize,
+    pub repairs: u32,
+    pub error: Option<String>,
+    pub children: Vec<HopNode>,
+}
+
+/// A session as the log tells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionTrace {
+    pub session_id: String,
+    pub correlation_id: String,
+    pub agent: String,
+    pub prompt: String,
+    pub started_at: String,
+    /// `running`/`incomplete` when the log has no `session.completed`.
+    pub status: String,
+    pub hops: usize,
+    pub tokens: u64,
+    pub roots: Vec<HopNode>,
+}
+
+/// Reads `.switchboard/sessions/<id>/events.jsonl` of `project`.
+pub fn load(project: &Project, session_id: &str) -> Result<SessionTrace, String> {
+    let rel = format!("{SESSIONS_DIR}/{session_id}/events.jsonl");
+    let path = project
+        .resolve(&rel)
+        .map_err(|e| format!("no session `{session_id}`: {e}"))?;
+    from_log(&path)
+}
+
+pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
+    let events = read_log(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut trace = SessionTrace {
+        session_id: String::new(),
+        correlation_id: String::new(),
+        agent: String::new(),
+        prompt: String::new(),
+        started_at: String::new(),
+        status: "incomplete".into(),
+        hops: 0,
+        tokens: 0,
+        roots: Vec::new(),
+    };
+    let mut nodes: HashMap<String, HopNode> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for e in &events {
+        let agent = e.agent.clone().unwrap_or_default();
+
+        match &e.kind {
+            EventKind::SessionStarted { prompt, .. } => {
+                if trace.session_id.is_empty() {
+                    trace.session_id = e.session_id.clone();
+                    trace.correlation_id = e.correlation_id.clone();
+                    trace.agent = agent.clone();
+                    trace.prompt = prompt.clone();
+                    trace.started_at = e.timestamp.clone();
+                }
+                trace.status = "incomplete".into();
+            }
+            EventKind::SessionCompleted { status, .. } => trace.status = status.clone(),
+            EventKind::HopStarted {
+                depth,
+                attempt,
+                message_id,
+                started_at,
+                ..
+            } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.depth = *depth;
+                    n.attempts = n.attempts.max(*attempt);
+                    n.message_id = message_id.clone();
+                    n.started_at = Some(started_at.clone());
+                    n.status = "running".into();
+                    n.error = None;
+                }
+            }
+            EventKind::ModelResponse { usage, .. } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.tokens += usage.total();
+                }
+            }
+            EventKind::ContractChecked {
+                conformant,
+                violations,
+                ..
+            } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.conformant = Some(*conformant);
+                    n.violations = violations.len();
+                }
+            }
+            EventKind::HopRepair { .. } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.repairs += 1;
+                }
+            }
+            EventKind::HopCompleted {
+                status,
+                duration_us,
+                ..
+            } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.status = status.as_str().into();
+                    n.duration_ms = Some(*duration_us as f64 / 1000.0);
+                }
+            }
+            EventKind::HopFailed {
+                error, duration_us, ..
+            } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.status = "failed".into();
+                    n.error = Some(error.clone());
+                    if *duration_us > 0 {
+                        n.duration_ms = Some(*duration_us as f64 / 1000.0);
+                    }
+                }
+            }
+            EventKind::HopReused { .. } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.reused = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    trace.hops = nodes.len();
+    trace.tokens = nodes.values().map(|n| n.tokens).sum();
+    // Assemble children under parents, deepest first so each subtree is complete when moved.
+    let mut ids = order;
+    ids.sort_by_key(|id| std::cmp::Reverse(nodes.get(id).map_or(0, |n| n.depth)));
+    let mut children: HashMap<String, Vec<HopNode>> = HashMap::new();
+    let mut roots = Vec::new();
+    for id in &ids {
+        let Some(mut n) = nodes.remove(id) else {
+            continue;
+        };
+        n.children = children.remove(id).unwrap_or_default();
+        match n.parent_hop_id.clone() {
+            Some(p) if nodes.contains_key(&p) => children.entry(p).or_default().push(n),
+            _ => roots.push(n),
+        }
+    }
+    trace.roots = roots;
+    Ok(trace)
+}
+
+/// Every session of a project, newest first, as summaries (hop trees included).
+pub fn list(project: &Project) -> Vec<SessionTrace> {
+    let dir = project.root().join(SESSIONS_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SessionTrace> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| from_log(&e.path().join("events.jsonl")).ok())
+        .filter(|t| !t.session_id.is_empty())
+        .collect();
+    out.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+    out
+}
+
+fn node_for<'n>(
+    nodes: &'n mut HashMap<String, HopNode>,
+    order: &mut Vec<String>,
+    e: &super::events::Event,
+) -> Option<&'n mut HopNode> {
+    let hop_id = e.hop_id.clone().filter(|h| !h.is_empty())?;
+    if !nodes.contains_key(&hop_id) {
+        order.push(hop_id.clone());
+    }
+    Some(nodes.entry(hop_id.clone()).or_insert_with(|| HopNode {
+        hop_id,
+        parent_hop_id: e.parent_hop_id.clone(),
+        agent: e.agent.clone().unwrap_or_default(),
+        depth: 0,
+        message_id: String::new(),
+        status: "running".into(),
+        attempts: 0,
+        reused: false,
+        started_at: None,
+        duration_ms: None,
+        tokens: 0,
+        conformant: None,
+        violations: 0,
+        repairs: 0,
+        error: None,
+        children: Vec::new(),
+    }))
+}

@@ -1,0 +1,232 @@
+//! The built-in tools and the registry that describes, grants and dispatches them.
+//!
+//! Every tool takes JSON arguments and returns text for the model; every path goes through
+//! [`Project`], so confinement has one implementation. A failure (a bad argument, a path outside
+//! the root, a tool the agent was not granted) is a [`ToolError`] the model sees as an error tool
+//! message: tools never panic and never end the hop. `task` is described here but dispatched by the
+//! runtime, which owns delegation.
+
+use serde_json::{json, Value};
+
+use crate::agent::{Action, Agent};
+use crate::model::ToolSpec;
+use crate::project::Project;
+
+pub mod glob;
+pub mod grep;
+pub mod list;
+pub mod read;
+pub mod write;
+
+/// Where `write` may put files unless the agent's `permission.write` grants more.
+pub const WRITE_ROOT: &str = "thoughts/";
+
+/// What a tool hands back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    /// Project-relative path of a file the tool wrote.
+    pub written: Option<String>,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            written: None,
+        }
+    }
+}
+
+/// Why a tool call did not produce a result; the message goes to the model verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("tool `{tool}` is not granted to agent `{agent}`")]
+    NotGranted { tool: String, agent: String },
+    #[error("unknown tool `{0}`; available tools: read, list, glob, grep, write, task")]
+    Unknown(String),
+    #[error("`{tool}`: {message}")]
+    BadArguments { tool: String, message: String },
+    #[error("`{tool}` refused `{path}`: {reason}")]
+    Refused {
+        tool: String,
+        path: String,
+        reason: String,
+    },
+    #[error("`{tool}` failed: {message}")]
+    Failed { tool: String, message: String },
+}
+
+/// What a tool runs against.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolContext<'a> {
+    pub project: &'a Project,
+    pub agent: &'a Agent,
+}
+
+/// JSON schema descriptions of every built-in tool, in the order of `BUILTIN_TOOLS`.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    let (description, parameters) = match name {
+        "read" => (
+            "Read a text file under the project root. Lines come back numbered (`     N\\tline`) so \
+             you can cite `path:N-M`.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "path relative to the project root"},
+                "offset": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
+                "limit": {"type": "integer", "minimum": 1, "description": "number of lines"}},
+                "required": ["path"]}),
+        ),
+        "list" => (
+            "List a directory under the project root; directories end with `/`.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "directory relative to the root; default `.`"}}}),
+        ),
+        "glob" => (
+            "Find files whose project-relative path matches a glob such as `thoughts/**/*.md`.",
+            json!({"type": "object", "properties": {
+                "pattern": {"type": "string"},
+                "path": {"type": "string", "description": "directory to search; default `.`"}},
+                "required": ["pattern"]}),
+        ),
+        "grep" => (
+            "Search file contents with a regular expression; results are `path:line:text`.",
+            json!({"type": "object", "properties": {
+                "pattern": {"type": "string", "description": "Rust regex, e.g. `(?i)event log`"},
+                "path": {"type": "string", "description": "file or directory; default `.`"},
+                "glob": {"type": "string", "description": "only files matching this glob"}},
+                "required": ["pattern"]}),
+        ),
+        "write" => (
+            "Write a text file under `thoughts/` (parent folders are created).",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"]}),
+        ),
+        "task" => (
+            "Delegate a task to a subagent and get its final answer back. Several task calls in one \
+             turn run in parallel.",
+            json!({"type": "object", "properties": {
+                "subagent_type": {"type": "string", "description": "the subagent's name"},
+                "description": {"type": "string", "description": "a short (3-5 word) label"},
+                "prompt": {"type": "string", "description": "the full task for the subagent"}},
+                "required": ["subagent_type", "prompt"]}),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    })
+}
+
+/// The tool specs an agent is granted.
+pub fn specs_for(agent: &Agent) -> Vec<ToolSpec> {
+    agent
+        .tools
+        .granted_builtins()
+        .into_iter()
+        .filter_map(spec)
+        .collect()
+}
+
+/// Checks the agent's grant for `tool`: its `tools:` and a `permission:` entry that denies it.
+pub fn check_grant(agent: &Agent, tool: &str) -> Result<(), ToolError> {
+    if spec(tool).is_none() {
+        return Err(ToolError::Unknown(tool.to_string()));
+    }
+    let denied = matches!(
+        agent.permission.0.get(tool),
+        Some(crate::agent::permission::PermissionRule::Action(
+            Action::Deny | Action::Ask
+        ))
+    );
+    if !agent.tools.allows(tool) || denied {
+        return Err(ToolError::NotGranted {
+            tool: tool.to_string(),
+            agent: agent.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs a non-`task` built-in after the grant check.
+pub fn invoke(ctx: ToolContext<'_>, tool: &str, args: &Value) -> Result<ToolOutput, ToolError> {
+    check_grant(ctx.agent, tool)?;
+    match tool {
+        "read" => read::run(ctx, args),
+        "list" => list::run(ctx, args),
+        "glob" => glob::run(ctx, args),
+        "grep" => grep::run(ctx, args),
+        "write" => write::run(ctx, args),
+        "task" => Err(ToolError::Failed {
+            tool: "task".into(),
+            message: "task is dispatched by the runtime".into(),
+        }),
+        other => Err(ToolError::Unknown(other.to_string())),
+    }
+}
+
+/// A string argument, required.
+pub(crate) fn str_arg<'a>(tool: &str, args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::BadArguments {
+            tool: tool.to_string(),
+            message: format!("missing string argument `{key}`"),
+        })
+}
+
+/// A string argument, optional.
+pub(crate) fn opt_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// A positive integer argument, optional (numbers written as strings are accepted).
+pub(crate) fn opt_usize(tool: &str, args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
+    let bad = || ToolError::BadArguments {
+        tool: tool.to_string(),
+        message: format!("`{key}` must be a positive integer"),
+    };
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .filter(|&v| v > 0)
+            .map(|v| Some(v as usize))
+            .ok_or_else(bad),
+        Some(Value::String(s)) => s.trim().parse::<usize>().map(Some).map_err(|_| bad()),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Resolves an existing path through the project, as a tool error when refused.
+pub(crate) fn resolve(
+    ctx: ToolContext<'_>,
+    tool: &str,
+    name: &str,
+) -> Result<std::path::PathBuf, ToolError> {
+    ctx.project.resolve(name).map_err(|e| ToolError::Refused {
+        tool: tool.to_string(),
+        path: name.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Whether a walked entry stays inside the root (a symlink is followed only if it does).
+pub(crate) fn walk_entry_inside(project: &Project, entry: &ignore::DirEntry) -> bool {
+    if !entry.path_is_symlink() {
+        return true;
+    }
+    std::fs::canonicalize(entry.path()).is_ok_and(|p| p.starts_with(project.root()))
+}
+
+/// Folders tools never show: the runtime's own state and version control.
+pub(crate) fn is_internal(rel: &str) -> bool {
+    rel == ".switchboard"
+        || rel.starts_with(".switchboard/")
+        || rel == ".git"
+        || rel.starts_with(".git/")
+}

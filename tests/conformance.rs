@@ -1,0 +1,237 @@
+//! The conformance corpus: every envelope under `tests/conformance/valid` must conform, every one
+//! under `tests/conformance/invalid` must yield exactly the rule codes its MANIFEST line lists.
+//!
+//! The fixture tree `tests/conformance/root` is copied into a temporary directory first, and the
+//! symlinks the corpus needs are created there (none are committed):
+//! - `alias.md` → the auth spec, inside the root (fine to cite);
+//! - `link-out.md` → `../outside/secret.md` and `linked-dir` → `../outside` (never to be read).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use switchboard::contract::{
+    check_envelope, CheckContext, Contract, ContractDecl, Envelope, FileCache, Report, Rule,
+};
+use switchboard::project::Project;
+
+const SPEC: &str = "thoughts/shared/specs/2026-01-15-auth-system.md";
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A temporary copy of the fixture root with the corpus's symlinks, and the project on it.
+pub fn fixture() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    copy_tree(&corpus().join("root"), &root);
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("secret.md"),
+        "secret line one\nsecret line two\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::symlink;
+        symlink(outside.join("secret.md"), root.join("link-out.md")).unwrap();
+        symlink(&outside, root.join("linked-dir")).unwrap();
+        symlink(SPEC, root.join("alias.md")).unwrap();
+    }
+    let project = Project::open(&root).unwrap();
+    (dir, project)
+}
+
+#[derive(Debug, Default)]
+struct Case {
+    file: String,
+    contract: Option<String>,
+    correlation_id: Option<String>,
+    message_id: Option<String>,
+    expect: BTreeSet<String>,
+}
+
+fn manifest(dir: &str) -> Vec<Case> {
+    let text = std::fs::read_to_string(corpus().join(dir).join("MANIFEST")).unwrap();
+    let mut cases = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (head, expect) = match line.split_once("->") {
+            Some((h, e)) => (h, e.split_whitespace().map(str::to_string).collect()),
+            None => (line, BTreeSet::new()),
+        };
+        let mut words = head.split_whitespace();
+        let mut case = Case {
+            file: words.next().unwrap().to_string(),
+            expect,
+            ..Case::default()
+        };
+        for opt in words {
+            let (k, v) = opt.split_once('=').expect("option is key=value");
+            match k {
+                "contract" => case.contract = Some(v.to_string()),
+                "correlation-id" => case.correlation_id = Some(v.to_string()),
+                "message-id" => case.message_id = Some(v.to_string()),
+                other => panic!("unknown MANIFEST option {other}"),
+            }
+        }
+        for code in &case.expect {
+            assert!(
+                Rule::from_code(code).is_some(),
+                "{}: unknown rule code {code}",
+                case.file
+            );
+        }
+        cases.push(case);
+    }
+    // Every file is listed, every listed file exists.
+    let mut on_disk: BTreeSet<String> = std::fs::read_dir(corpus().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    for case in &cases {
+        assert!(
+            on_disk.remove(&case.file),
+            "{dir}/MANIFEST lists {} twice or it does not exist",
+            case.file
+        );
+    }
+    assert!(
+        on_disk.is_empty(),
+        "{dir}/MANIFEST does not list {on_disk:?}"
+    );
+    cases
+}
+
+fn contract_for(case: &Case, env: &Envelope) -> Contract {
+    match &case.contract {
+        None => Contract::for_message_type(env.message_type().unwrap_or("")),
+        Some(name) if name.ends_with(".yaml") => {
+            let yaml = std::fs::read_to_string(corpus().join(name)).unwrap();
+            let decl: ContractDecl = serde_saphyr::from_str(&yaml).unwrap();
+            Contract::resolve(&decl).unwrap()
+        }
+        Some(name) => Contract::builtin(name).unwrap(),
+    }
+}
+
+fn run(dir: &str, case: &Case, project: &Project, files: &FileCache) -> (String, Report) {
+    let text = std::fs::read_to_string(corpus().join(dir).join(&case.file)).unwrap();
+    let env = Envelope::parse_lenient(&text);
+    let contract = contract_for(case, &env);
+    let mut ctx = CheckContext::new(project, files);
+    ctx.correlation_id = case.correlation_id.as_deref();
+    ctx.message_id = case.message_id.as_deref();
+    let report = check_envelope(&text, &env, &contract, &ctx);
+    (text, report)
+}
+
+#[test]
+fn valid_envelopes_conform() {
+    let (_dir, project) = fixture();
+    let files = FileCache::new();
+    let cases = manifest("valid");
+    assert!(cases.len() >= 40, "only {} valid cases", cases.len());
+    let mut failures = String::new();
+    for case in &cases {
+        let (text, report) = run("valid", case, &project, &files);
+        if !report.violations.is_empty() {
+            failures.push_str(&format!(
+                "\n=== valid/{} should conform:\n{}",
+                case.file,
+                report.render(&case.file, &text, false)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures}");
+}
+
+#[test]
+fn invalid_envelopes_yield_their_codes() {
+    let (_dir, project) = fixture();
+    let files = FileCache::new();
+    let cases = manifest("invalid");
+    assert!(cases.len() >= 40, "only {} invalid cases", cases.len());
+    let mut failures = String::new();
+    for case in &cases {
+        assert!(!case.expect.is_empty(), "{} expects no codes", case.file);
+        let (text, report) = run("invalid", case, &project, &files);
+        let got: BTreeSet<String> = report
+            .violations
+            .iter()
+            .map(|v| v.rule.code().to_string())
+            .collect();
+        if got != case.expect || report.is_conformant() {
+            failures.push_str(&format!(
+                "\n=== invalid/{}: expected {:?}, got {:?}\n{}",
+                case.file,
+                case.expect,
+                got,
+                report.render(&case.file, &text, false)
+            ));
+        }
+        // Wrong excerpts always show the real lines; every report can be turned into a prompt.
+        for v in &report.violations {
+            assert!(v.line >= 1 && v.column >= 1, "{}: {v:?}", case.file);
+            assert!(text.get(v.span.clone()).is_some(), "{}: {v:?}", case.file);
+            if v.rule == Rule::ExcerptMismatch {
+                assert!(v.actual.is_some(), "{}: mismatch without lines", case.file);
+            }
+        }
+        assert!(report
+            .repair_prompt()
+            .contains(&format!("[{}]", report.violations[0].rule)));
+    }
+    assert!(failures.is_empty(), "{failures}");
+}
+
+#[test]
+fn cited_files_are_read_once_per_run() {
+    let (_dir, project) = fixture();
+    let files = FileCache::new();
+    for case in &manifest("valid") {
+        run("valid", case, &project, &files);
+    }
+    let first = files.reads();
+    for case in &manifest("valid") {
+        run("valid", case, &project, &files);
+    }
+    assert_eq!(files.reads(), first, "a second pass read files again");
+    // The corpus cites 8 distinct regular files (alias.md is the spec again).
+    assert!(first <= 8, "{first} reads");
+}
+
+#[test]
+fn the_test_helper_passes_and_fails() {
+    let (_dir, project) = fixture();
+    let files = FileCache::new();
+    let ctx = CheckContext::new(&project, &files);
+    let good = std::fs::read_to_string(corpus().join("valid/v01-seed-example.md")).unwrap();
+    switchboard::contract::assert_conforms(&good, &Contract::document_analysis(), &ctx);
+    let bad =
+        std::fs::read_to_string(corpus().join("invalid/i47-excerpt-from-other-lines.md")).unwrap();
+    let panic = std::panic::catch_unwind(|| {
+        switchboard::contract::assert_conforms(&bad, &Contract::document_analysis(), &ctx)
+    })
+    .unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(message.contains("error[excerpt/mismatch]"), "{message}");
+    assert!(message.contains("= note: the lines at"), "{message}");
+}

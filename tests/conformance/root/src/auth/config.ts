@@ -1,0 +1,4 @@
+export const config = {
+  algorithm: "RS256",
+  lifetimeHours: 24,
+};
