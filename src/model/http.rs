@@ -160,6 +160,17 @@ pub enum AttemptOutcome {
 /// Receives every attempt; set by the runtime to turn attempts into events.
 pub type AttemptObserver = Arc<dyn Fn(&AttemptEvent) + Send + Sync>;
 
+tokio::task_local! {
+    static CALL_OBSERVER: AttemptObserver;
+}
+
+/// Runs `call` (a `Model::complete` future) with `observer` seeing its attempts, on top of the
+/// observer the provider was built with. This is how the runtime ties attempts to the hop and
+/// step that made them, though one provider instance serves every hop.
+pub async fn observe<F: std::future::Future>(observer: AttemptObserver, call: F) -> F::Output {
+    CALL_OBSERVER.scope(observer, call).await
+}
+
 /// `[providers.NAME]` in `switchboard.toml`. Every key is optional; the environment fills in
 /// the rest for the built-in `openai` and `anthropic` names.
 ///
@@ -533,16 +544,18 @@ impl HttpClient {
             let result = attempt().await;
             let elapsed = started.elapsed();
             let emit = |outcome: AttemptOutcome| {
+                let event = AttemptEvent {
+                    provider: self.config.provider.clone(),
+                    model: model.to_string(),
+                    attempt: n,
+                    max_attempts,
+                    outcome,
+                    elapsed,
+                };
                 if let Some(observer) = &self.config.observer {
-                    observer(&AttemptEvent {
-                        provider: self.config.provider.clone(),
-                        model: model.to_string(),
-                        attempt: n,
-                        max_attempts,
-                        outcome,
-                        elapsed,
-                    });
+                    observer(&event);
                 }
+                let _ = CALL_OBSERVER.try_with(|observer| observer(&event));
             };
             match result {
                 Ok(response) => {
