@@ -101,9 +101,16 @@ impl Config {
             .or(self.model.default.as_deref())
     }
 
-    /// Expands an alias (`sonnet`) to `provider/model`; other names come back unchanged.
+    /// Expands an alias (`sonnet`) to `provider/model`: `[aliases]` first, then Claude's
+    /// built-in short names (`sonnet`, `haiku`, `opus`); other names come back unchanged.
     pub fn expand_alias<'a>(&'a self, name: &'a str) -> &'a str {
-        self.aliases.get(name).map_or(name, String::as_str)
+        if let Some(target) = self.aliases.get(name) {
+            return target;
+        }
+        crate::model::anthropic::BUILTIN_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map_or(name, |(_, target)| target)
     }
 }
 

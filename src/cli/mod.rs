@@ -50,6 +50,9 @@ pub struct Global {
     /// Use only the --agents folders, not the standard ones
     #[arg(long, global = true)]
     pub only_agents: bool,
+    /// Ask HTTP model providers (openai, anthropic) for whole answers instead of streams
+    #[arg(long, global = true)]
+    pub no_stream: bool,
 }
 
 #[derive(Debug, Subcommand)]

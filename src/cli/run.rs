@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::model::Registry;
 use crate::project::Project;
 use crate::runtime::view::View;
-use crate::runtime::{registry_for, RunOptions, Session, SessionOutcome};
+use crate::runtime::{RunOptions, Session, SessionOutcome};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -52,7 +52,12 @@ pub(crate) fn context(global: &super::Global) -> Result<Context, miette::Report>
             only_extra: global.only_agents,
         },
     );
-    let models = Arc::new(registry_for(&project, &config));
+    let models = Arc::new(Registry::with_builtins(crate::model::ProviderContext {
+        project_root: project.root().to_path_buf(),
+        providers: config.providers.clone(),
+        // --no-stream
+        stream: global.no_stream.then_some(false),
+    }));
     Ok(Context {
         project,
         agents: Arc::new(agents),

@@ -4,6 +4,11 @@
 //! can be swapped (scripted for tests, offline by default, real APIs) without the runtime
 //! noticing. Anything a provider needs to know about the agent travels in the request.
 
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod textual;
+
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;

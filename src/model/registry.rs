@@ -19,6 +19,8 @@ pub struct ProviderContext {
     pub project_root: PathBuf,
     /// `[providers.NAME]` tables from `switchboard.toml`.
     pub providers: BTreeMap<String, toml::Table>,
+    /// `Some(false)` for `--no-stream`: HTTP providers ask for whole answers.
+    pub stream: Option<bool>,
 }
 
 /// Builds a model from the part of the name after `provider/`.
@@ -44,6 +46,46 @@ pub fn parse_spec(spec: &str) -> Result<(&str, &str), RegistryError> {
     match spec.split_once('/') {
         Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
         _ => Err(RegistryError::Malformed(spec.to_string())),
+    }
+}
+
+/// Builds an HTTP provider (`openai`, `anthropic` or a `[providers.NAME]` with a `protocol`)
+/// from its config table and the environment.
+pub fn build_http(
+    ctx: &ProviderContext,
+    provider: &str,
+    model: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Model>, RegistryError> {
+    let spec = format!("{provider}/{model}");
+    let settings = match ctx.providers.get(provider) {
+        Some(table) => Some(
+            table
+                .clone()
+                .try_into::<super::http::ProviderSettings>()
+                .map_err(|e| RegistryError::Build {
+                    spec: spec.clone(),
+                    reason: format!(
+                        "[providers.{provider}] in switchboard.toml: {}",
+                        e.message()
+                    ),
+                })?,
+        ),
+        None => None,
+    };
+    let options = super::http::BuildOptions {
+        stream: ctx.stream,
+        observer: None,
+    };
+    match super::http::build(provider, model, settings.as_ref(), &options, env) {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(reason)) => Err(RegistryError::Build { spec, reason }),
+        None => Err(RegistryError::Build {
+            spec,
+            reason: format!(
+                "[providers.{provider}] names no protocol (\"openai\" or \"anthropic\")"
+            ),
+        }),
     }
 }
 
@@ -89,8 +131,25 @@ impl Registry {
                 Ok(Arc::new(super::offline::OfflineModel::new()) as Arc<dyn Model>)
             }),
         );
-        // PROVIDER HOOK (openai, anthropic): register their factories here; they read their
-        // settings from `ctx.providers["openai"]` / `ctx.providers["anthropic"]`.
+        // HTTP providers: `openai` and `anthropic`, plus every `[providers.NAME]` that names a
+        // `protocol` (e.g. `[providers.ollama] protocol = "openai"`).
+        let mut http_names = vec!["openai".to_string(), "anthropic".to_string()];
+        http_names.extend(
+            r.context
+                .providers
+                .iter()
+                .filter(|(_, t)| t.contains_key("protocol"))
+                .map(|(n, _)| n.clone()),
+        );
+        for name in http_names {
+            let provider = name.clone();
+            r.register(
+                &name,
+                Arc::new(move |ctx: &ProviderContext, model: &str| {
+                    build_http(ctx, &provider, model, &super::http::process_env)
+                }),
+            );
+        }
         r
     }
 

@@ -112,6 +112,19 @@ pub enum EventKind {
         error: String,
         retry: bool,
     },
+    /// A provider attempt that failed transiently and will be retried after `delay_ms`; the
+    /// last attempt shows as `model.response` or `model.error`.
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        step: u32,
+        provider: String,
+        /// 1-based number of the attempt that failed.
+        attempt: u32,
+        max_attempts: u32,
+        error: String,
+        delay_ms: u64,
+        elapsed_us: u64,
+    },
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -199,6 +212,7 @@ impl EventKind {
             EventKind::ModelRequest { .. } => "model.request",
             EventKind::ModelResponse { .. } => "model.response",
             EventKind::ModelError { .. } => "model.error",
+            EventKind::ModelRetry { .. } => "model.retry",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::ContractChecked { .. } => "contract.checked",

@@ -549,8 +549,25 @@ impl HopState {
         step: u32,
     ) -> Result<ModelResponse, ModelError> {
         let mut attempt = 0;
+        // HTTP providers retry transient failures themselves; each failed attempt is logged.
+        let ctx = self.ctx.clone();
+        let observer: crate::model::http::AttemptObserver =
+            Arc::new(move |e: &crate::model::http::AttemptEvent| {
+                if let crate::model::http::AttemptOutcome::Retrying { error, delay } = &e.outcome {
+                    ctx.emit(EventKind::ModelRetry {
+                        step,
+                        provider: e.provider.clone(),
+                        attempt: e.attempt,
+                        max_attempts: e.max_attempts,
+                        error: error.clone(),
+                        delay_ms: delay.as_millis() as u64,
+                        elapsed_us: e.elapsed.as_micros() as u64,
+                    });
+                }
+            });
         loop {
-            match self.model.complete(request).await {
+            let call = self.model.complete(request);
+            match crate::model::http::observe(observer.clone(), call).await {
                 Ok(r) => return Ok(r),
                 Err(ModelError::Transient {
                     message,

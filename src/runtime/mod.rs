@@ -29,6 +29,7 @@ pub fn registry_for(project: &Project, config: &Config) -> Registry {
     Registry::with_builtins(ProviderContext {
         project_root: project.root().to_path_buf(),
         providers: config.providers.clone(),
+        ..ProviderContext::default()
     })
 }
 

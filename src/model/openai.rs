@@ -1,0 +1,561 @@
+//! `openai/MODEL`: the Chat Completions protocol, as OpenAI, Ollama, vLLM, llama.cpp's server and
+//! LM Studio speak it.
+//!
+//! Tools go out as JSON-schema functions; tool calls (parallel ones too) come back and are paired
+//! with their results by id. Streaming (SSE) is the default; `stream = false` or `--no-stream`
+//! asks for one JSON body instead. Usage is read from the answer (`stream_options.include_usage`
+//! when streaming).
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::time::Instant;
+
+use super::http::{HttpClient, HttpConfig, SseEvent, SseParser};
+use super::{
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage,
+};
+
+/// A Chat Completions provider.
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    http: HttpClient,
+}
+
+impl OpenAi {
+    pub fn new(config: HttpConfig) -> Result<OpenAi, String> {
+        Ok(OpenAi {
+            http: HttpClient::new(config)?,
+        })
+    }
+
+    pub fn config(&self) -> &HttpConfig {
+        &self.http.config
+    }
+
+    /// The request body for `request`, as JSON.
+    pub fn body(&self, request: &ModelRequest, stream: bool) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
+        }
+        for m in &request.messages {
+            messages.push(message_json(m));
+        }
+        let mut body = json!({
+            "model": request.model,
+            "messages": messages,
+            "stream": stream,
+        });
+        let obj = match body.as_object_mut() {
+            Some(o) => o,
+            None => return body,
+        };
+        if stream {
+            obj.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.parameters,
+                        }
+                    })
+                })
+                .collect();
+            obj.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(t) = request.temperature {
+            obj.insert("temperature".into(), json!(t));
+        }
+        if let Some(p) = request.top_p {
+            obj.insert("top_p".into(), json!(p));
+        }
+        if let Some(n) = self.http.config.max_tokens {
+            obj.insert("max_tokens".into(), json!(n));
+        }
+        body
+    }
+
+    async fn attempt(&self, body: &[u8]) -> Result<ModelResponse, ModelError> {
+        let started = Instant::now();
+        let auth = self
+            .http
+            .config
+            .api_key
+            .as_ref()
+            .map(|k| format!("Bearer {}", k.expose()));
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        if self.http.config.stream {
+            headers.push(("accept", "text/event-stream"));
+        }
+        let mut response = self
+            .http
+            .post("/chat/completions", &headers, body.to_vec())
+            .await?;
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"));
+        if !(self.http.config.stream && is_sse) {
+            // Some servers ignore `stream: true` and answer with one body; take that too.
+            let bytes = self.http.read_body(response, started).await?;
+            return self.parse_body(&bytes);
+        }
+        let mut parser = SseParser::new();
+        let mut acc = StreamAccumulator::default();
+        let mut events = Vec::new();
+        while let Some(chunk) = self.http.next_chunk(&mut response).await? {
+            parser.push(&chunk, &mut events);
+            for event in events.drain(..) {
+                acc.event(&event, &self.http)?;
+            }
+            if acc.done {
+                break;
+            }
+        }
+        if !acc.done {
+            if let Some(event) = parser.finish() {
+                acc.event(&event, &self.http)?;
+            }
+        }
+        if !acc.done && acc.finish_reason.is_none() {
+            return Err(self.http.stream_ended_early());
+        }
+        Ok(acc.into_response())
+    }
+
+    /// Parses a whole SSE stream held in memory (tests and benches; the client streams).
+    pub fn parse_sse(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
+        let mut parser = SseParser::new();
+        let mut acc = StreamAccumulator::default();
+        let mut events = Vec::new();
+        parser.push(bytes, &mut events);
+        events.extend(parser.finish());
+        for event in &events {
+            acc.event(event, &self.http)?;
+        }
+        if !acc.done && acc.finish_reason.is_none() {
+            return Err(self.http.stream_ended_early());
+        }
+        Ok(acc.into_response())
+    }
+
+    /// Parses a non-streamed Chat Completions body.
+    pub fn parse_body(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
+        let parsed: Completion = serde_json::from_slice(bytes).map_err(|e| {
+            self.http
+                .not_protocol("a Chat Completions response", &e.to_string(), bytes)
+        })?;
+        if let Some(err) = parsed.error {
+            return Err(ModelError::Fatal(self.http.redact(&format!(
+                "{}: the server answered with an error: {}",
+                self.http.config.provider,
+                super::http::snippet(&err.to_string())
+            ))));
+        }
+        let Some(choice) = parsed.choices.into_iter().next() else {
+            return Err(self
+                .http
+                .not_protocol("a Chat Completions response", "no choices", bytes));
+        };
+        let tool_calls = choice
+            .message
+            .tool_calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: c.id.unwrap_or_else(|| format!("call_{i}")),
+                name: c.function.name,
+                arguments: parse_arguments(c.function.arguments),
+            })
+            .collect();
+        Ok(ModelResponse {
+            content: choice.message.content.unwrap_or_default(),
+            tool_calls,
+            usage: parsed.usage.map(Usage::from).unwrap_or_default(),
+        })
+    }
+}
+
+impl Model for OpenAi {
+    fn provider(&self) -> &str {
+        &self.http.config.provider
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async move {
+            let body = serde_json::to_vec(&self.body(request, self.http.config.stream))
+                .map_err(|e| ModelError::Fatal(format!("cannot encode the request: {e}")))?;
+            self.http
+                .with_retries(&request.model, || self.attempt(&body))
+                .await
+        })
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    match m.role {
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Assistant => {
+            let mut v = json!({"role": "assistant", "content": m.content});
+            if !m.tool_calls.is_empty() {
+                let calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.name,
+                                "arguments": arguments_string(&c.arguments),
+                            }
+                        })
+                    })
+                    .collect();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("tool_calls".into(), Value::Array(calls));
+                }
+            }
+            v
+        }
+        Role::Tool => {
+            let content = if m.is_error && !m.content.starts_with("Error") {
+                format!("Error: {}", m.content)
+            } else {
+                m.content.clone()
+            };
+            json!({
+                "role": "tool",
+                "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
+                "content": content,
+            })
+        }
+    }
+}
+
+/// Arguments travel as a JSON string in this protocol.
+fn arguments_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "{}".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The model's argument string as JSON; a string the model garbled stays a string, so the
+/// runtime can tell the model what went wrong rather than failing the hop.
+fn parse_arguments(raw: String) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: WireMessage,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    tool_calls: Vec<WireToolCall>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    id: Option<String>,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default, deserialize_with = "arguments_any")]
+    arguments: String,
+}
+
+#[derive(Deserialize, Clone, Copy, Default)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Usage {
+        Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+        }
+    }
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Arguments are a string in the protocol; some local servers send an object instead.
+fn arguments_any<'de, D>(d: D) -> Result<String, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s,
+        Some(other) => other.to_string(),
+    })
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    content: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    tool_calls: Vec<DeltaToolCall>,
+}
+
+#[derive(Deserialize)]
+struct DeltaToolCall {
+    index: Option<usize>,
+    id: Option<String>,
+    function: Option<DeltaFunction>,
+}
+
+#[derive(Deserialize)]
+struct DeltaFunction {
+    name: Option<String>,
+    #[serde(default, deserialize_with = "arguments_any")]
+    arguments: String,
+}
+
+/// Builds the answer from stream chunks.
+#[derive(Default)]
+struct StreamAccumulator {
+    content: String,
+    calls: Vec<(Option<String>, String, String)>,
+    usage: Usage,
+    finish_reason: Option<String>,
+    done: bool,
+}
+
+impl StreamAccumulator {
+    fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+            http.not_protocol(
+                "a Chat Completions stream chunk",
+                &e.to_string(),
+                data.as_bytes(),
+            )
+        })?;
+        if let Some(err) = chunk.error {
+            let text = http.redact(&super::http::snippet(&err.to_string()));
+            let message = format!(
+                "{}: the server reported an error mid-stream: {text}",
+                http.config.provider
+            );
+            let transient = ["server_error", "overloaded", "rate_limit", "timeout"]
+                .iter()
+                .any(|w| text.contains(w));
+            return Err(if transient {
+                ModelError::Transient {
+                    message,
+                    retry_after: None,
+                }
+            } else {
+                ModelError::Fatal(message)
+            });
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = u.into();
+        }
+        for choice in chunk.choices {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content {
+                    self.content.push_str(&text);
+                }
+                for tc in delta.tool_calls {
+                    let slot = match tc.index {
+                        Some(i) => i,
+                        None => match &tc.id {
+                            // No index: a new id starts a call, no id continues the last one.
+                            Some(id) => self
+                                .calls
+                                .iter()
+                                .position(|c| c.0.as_deref() == Some(id))
+                                .unwrap_or(self.calls.len()),
+                            None => self.calls.len().saturating_sub(1),
+                        },
+                    };
+                    if slot > 1024 {
+                        return Err(http.not_protocol(
+                            "a Chat Completions stream chunk",
+                            "tool call index out of range",
+                            data.as_bytes(),
+                        ));
+                    }
+                    while self.calls.len() <= slot {
+                        self.calls.push((None, String::new(), String::new()));
+                    }
+                    let call = &mut self.calls[slot];
+                    if let Some(id) = tc.id {
+                        call.0 = Some(id);
+                    }
+                    if let Some(f) = tc.function {
+                        if let Some(name) = f.name {
+                            call.1.push_str(&name);
+                        }
+                        call.2.push_str(&f.arguments);
+                    }
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+        }
+        Ok(())
+    }
+
+    fn into_response(self) -> ModelResponse {
+        ModelResponse {
+            content: self.content,
+            tool_calls: self
+                .calls
+                .into_iter()
+                .enumerate()
+                .filter(|(_, c)| !c.1.is_empty())
+                .map(|(i, (id, name, args))| ToolCall {
+                    id: id.unwrap_or_else(|| format!("call_{i}")),
+                    name,
+                    arguments: parse_arguments(args),
+                })
+                .collect(),
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::http::Protocol;
+    use crate::model::ToolSpec;
+
+    fn provider() -> OpenAi {
+        OpenAi::new(HttpConfig::local(
+            "openai",
+            Protocol::Openai,
+            "http://127.0.0.1:1/v1",
+        ))
+        .expect("client")
+    }
+
+    #[test]
+    fn body_carries_system_tools_and_history() {
+        let req = ModelRequest {
+            model: "gpt-x".into(),
+            agent: "a".into(),
+            system: "sys".into(),
+            messages: vec![
+                Message::user("hi"),
+                Message::assistant(
+                    "",
+                    vec![ToolCall {
+                        id: "c1".into(),
+                        name: "task".into(),
+                        arguments: json!({"prompt": "p"}),
+                    }],
+                ),
+                Message::tool("c1", "denied", true),
+            ],
+            tools: vec![ToolSpec {
+                name: "task".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            temperature: Some(0.2),
+            top_p: None,
+            response_contract: None,
+        };
+        let body = provider().body(&req, true);
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{\"prompt\":\"p\"}"
+        );
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(body["messages"][3]["content"], "Error: denied");
+        assert_eq!(body["tools"][0]["function"]["name"], "task");
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["temperature"], 0.2);
+        assert!(body.get("top_p").is_none());
+    }
+
+    #[test]
+    fn parses_body_with_parallel_calls_and_null_content() {
+        let body = br#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[
+            {"id":"a","type":"function","function":{"name":"read","arguments":"{\"path\":\"x\"}"}},
+            {"id":"b","type":"function","function":{"name":"grep","arguments":{"pattern":"y"}}}]}}],
+            "usage":{"prompt_tokens":7,"completion_tokens":3}}"#;
+        let r = provider().parse_body(body).expect("parse");
+        assert_eq!(r.content, "");
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].arguments, json!({"path": "x"}));
+        assert_eq!(r.tool_calls[1].arguments, json!({"pattern": "y"}));
+        assert_eq!(r.usage.total(), 10);
+        assert!(matches!(
+            provider().parse_body(b"<html>"),
+            Err(ModelError::Fatal(_))
+        ));
+    }
+}

@@ -1,0 +1,231 @@
+//! HTTP providers through the real runtime: config tables → registry → sessions, against the
+//! in-process mock on 127.0.0.1. Retries show in the event log as `model.retry`; a model
+//! configured with `tools = false` delegates through textual task() calls.
+
+mod support;
+
+use serde_json::json;
+use std::sync::Arc;
+
+use support::mock::{answer, call, Mock, Proto, Reply};
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::model::{ProviderContext, Registry};
+use switchboard::project::Project;
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{Event, EventKind, RunOptions, Session};
+
+const BOSS: &str = "---\nname: boss\ndescription: \"Delegates to helper.\"\nmode: primary\ntools: {task: true}\n---\nYou are {{ agent }}. Delegate to `helper`.\n";
+const HELPER: &str = "---\nname: helper\ndescription: \"Answers one question.\"\nmode: subagent\ntools: {read: true}\n---\nYou are {{ agent }}.\n";
+
+fn project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agents = dir.path().join("agent");
+    std::fs::create_dir_all(&agents).expect("mkdir");
+    std::fs::write(agents.join("boss.md"), BOSS).expect("write");
+    std::fs::write(agents.join("helper.md"), HELPER).expect("write");
+    let p = Project::open(dir.path()).expect("project");
+    (dir, p)
+}
+
+async fn session(
+    project: &Project,
+    config_toml: &str,
+    model: &str,
+) -> (switchboard::runtime::SessionOutcome, Vec<Event>) {
+    let config = Config::parse(config_toml, "switchboard.toml").expect("config");
+    let agents = Arc::new(load(project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let registry = Registry::with_builtins(ProviderContext {
+        project_root: project.root().to_path_buf(),
+        providers: config.providers.clone(),
+        stream: None,
+    });
+    let options = RunOptions {
+        model: Some(model.into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        "boss",
+        "What is in a.md?",
+    )
+    .expect("session");
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).expect("log");
+    (outcome, events)
+}
+
+fn config(mock: &Mock, proto: Proto, extra: &str) -> String {
+    let protocol = match proto {
+        Proto::OpenAi => "openai",
+        Proto::Anthropic => "anthropic",
+    };
+    // A named provider, so OPENAI_BASE_URL in the developer's environment cannot redirect it.
+    format!(
+        "[providers.mock]\nprotocol = \"{protocol}\"\nbase_url = \"{}\"\nretry_base_ms = 5\nrequest_timeout_secs = 5\nstream_idle_timeout_secs = 5\n{extra}",
+        mock.base_url(proto)
+    )
+}
+
+#[tokio::test]
+async fn session_delegates_through_http_provider_and_logs_retries() {
+    for proto in [Proto::OpenAi, Proto::Anthropic] {
+        let (_dir, project) = project();
+        let mock = Mock::start().await;
+        mock.push(answer(
+            "",
+            vec![call(
+                "call_boss_1",
+                "task",
+                json!({"subagent_type": "helper", "description": "read a.md",
+                       "prompt": "What is in a.md?"}),
+            )],
+        ))
+        .push(Reply::Status {
+            status: 429,
+            body: "{\"error\":\"slow down\"}".into(),
+            headers: vec![("retry-after".into(), "0.01".into())],
+        })
+        .push(answer("a.md holds the word hello", vec![]))
+        .push(answer("Final: a.md holds the word hello.", vec![]));
+        let (outcome, events) = session(&project, &config(&mock, proto, ""), "mock/m1").await;
+        assert_eq!(outcome.status, "completed", "{proto:?} {outcome:?}");
+        assert_eq!(outcome.answer, "Final: a.md holds the word hello.");
+
+        let retries: Vec<_> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ModelRetry {
+                    provider,
+                    attempt,
+                    error,
+                    delay_ms,
+                    ..
+                } => Some((
+                    e.agent.clone(),
+                    provider.clone(),
+                    *attempt,
+                    error.clone(),
+                    *delay_ms,
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(retries.len(), 1, "{events:?}");
+        assert_eq!(retries[0].0.as_deref(), Some("helper"));
+        assert_eq!(retries[0].1, "mock");
+        assert_eq!(retries[0].2, 1);
+        assert!(retries[0].3.contains("429"), "{}", retries[0].3);
+        assert_eq!(retries[0].4, 10);
+
+        let seen = mock.requests();
+        assert_eq!(seen.len(), 4);
+        // the boss's second request carries the helper's answer as the task result
+        let last = seen[3].body.to_string();
+        assert!(last.contains("call_boss_1"), "{last}");
+        assert!(last.contains("a.md holds the word hello"), "{last}");
+    }
+}
+
+#[tokio::test]
+async fn session_with_textual_task_calls_for_a_model_without_tools() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    mock.push(answer(
+        "I'll ask.\n\n```\ntask({ subagent_type: \"helper\", description: \"read a.md\", prompt: \"What is in a.md?\" })\n```\n",
+        vec![],
+    ))
+    .push(answer("hello", vec![]))
+    .push(answer("Final: hello.", vec![]));
+    let extra = "[providers.mock.models.\"small\"]\ntools = false\n";
+    let (outcome, events) =
+        session(&project, &config(&mock, Proto::OpenAi, extra), "mock/small").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(outcome.answer, "Final: hello.");
+    let started: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind.name() == "hop.started")
+        .filter_map(|e| e.agent.clone())
+        .collect();
+    assert_eq!(started, ["boss", "helper"]);
+    for r in mock.requests() {
+        assert!(r.body.get("tools").is_none());
+    }
+}
+
+#[tokio::test]
+async fn bad_provider_config_is_a_clear_error() {
+    let (_dir, project) = project();
+    let (outcome, _) = session(
+        &project,
+        "[providers.mock]\nprotocol = \"openai\"\nbase_urll = \"http://127.0.0.1:1\"\n",
+        "mock/m",
+    )
+    .await;
+    assert_ne!(outcome.status, "completed");
+    let text = format!("{outcome:?}");
+    assert!(text.contains("base_urll"), "{text}");
+}
+
+#[tokio::test]
+async fn api_key_never_reaches_the_log_transcripts_or_outcome() {
+    const KEY: &str = "sk-e2e-SECRET-7f3a9";
+    // A variable only this test uses, so setting it races with nothing.
+    std::env::set_var("SWITCHBOARD_TEST_E2E_KEY", KEY);
+    for proto in [Proto::OpenAi, Proto::Anthropic] {
+        let (_dir, project) = project();
+        let mock = Mock::start().await;
+        mock.push(answer(
+            "",
+            vec![call(
+                "c1",
+                "task",
+                json!({"subagent_type": "helper", "description": "d", "prompt": "p"}),
+            )],
+        ))
+        .push(Reply::Status {
+            status: 503,
+            body: "{\"error\":\"busy; you sent {auth}\"}".into(),
+            headers: vec![],
+        })
+        .push(Reply::Status {
+            status: 401,
+            body: "{\"error\":\"bad key {auth}\"}".into(),
+            headers: vec![],
+        })
+        .push(answer("Final: the helper failed.", vec![]));
+        let extra = "api_key_env = \"SWITCHBOARD_TEST_E2E_KEY\"\n";
+        let (outcome, events) = session(&project, &config(&mock, proto, extra), "mock/m").await;
+        let seen = mock.requests();
+        let sent = seen[0]
+            .header("authorization")
+            .or_else(|| seen[0].header("x-api-key"))
+            .unwrap_or("");
+        assert!(sent.contains(KEY), "the key is sent to the server");
+        assert!(
+            events.iter().any(|e| e.kind.name() == "model.retry"),
+            "{events:?}"
+        );
+        let mut produced = format!("{outcome:?}\n{events:?}\n");
+        let session_dir = outcome.events.parent().expect("session dir");
+        for entry in std::fs::read_dir(session_dir).expect("session dir") {
+            let path = entry.expect("entry").path();
+            if path.is_file() {
+                produced.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(&path).expect("read"),
+                ));
+            }
+        }
+        assert!(
+            produced.contains("401"),
+            "the failure is logged: {produced}"
+        );
+        assert!(!produced.contains(KEY), "key leaked: {produced}");
+        assert!(!produced.contains("SECRET"), "key leaked: {produced}");
+    }
+}
