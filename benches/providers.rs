@@ -114,7 +114,9 @@ fn bench(c: &mut Criterion) {
             });
         }
 
-        // client work alone: encode the request, parse the stream
+        // client work alone: encode the request, parse the stream (token-sized deltas, and the
+        // same answer in 16 large deltas)
+        let coarse = mock::answer_sse(&reply, proto);
         match proto {
             Proto::OpenAi => {
                 let p = OpenAi::new(HttpConfig::local(
@@ -129,6 +131,12 @@ fn bench(c: &mut Criterion) {
                         (body, p.parse_sse(black_box(sse.as_bytes())))
                     })
                 });
+                group.bench_function(format!("{label}/encode_and_parse_sse_4k_16_deltas"), |b| {
+                    b.iter(|| {
+                        let body = serde_json::to_vec(&p.body(black_box(&request), true));
+                        (body, p.parse_sse(black_box(coarse.as_bytes())))
+                    })
+                });
             }
             Proto::Anthropic => {
                 let p = Anthropic::new(HttpConfig::local(
@@ -141,6 +149,12 @@ fn bench(c: &mut Criterion) {
                     b.iter(|| {
                         let body = serde_json::to_vec(&p.body(black_box(&request), true));
                         (body, p.parse_sse(black_box(sse.as_bytes())))
+                    })
+                });
+                group.bench_function(format!("{label}/encode_and_parse_sse_4k_16_deltas"), |b| {
+                    b.iter(|| {
+                        let body = serde_json::to_vec(&p.body(black_box(&request), true));
+                        (body, p.parse_sse(black_box(coarse.as_bytes())))
                     })
                 });
             }

@@ -33,14 +33,32 @@ async fn session(
     config_toml: &str,
     model: &str,
 ) -> (switchboard::runtime::SessionOutcome, Vec<Event>) {
+    session_with_env(project, config_toml, model, None).await
+}
+
+/// As [`session`]; `env` (if given) stands in for the process environment of provider `mock`.
+async fn session_with_env(
+    project: &Project,
+    config_toml: &str,
+    model: &str,
+    env: Option<fn(&str) -> Option<String>>,
+) -> (switchboard::runtime::SessionOutcome, Vec<Event>) {
     let config = Config::parse(config_toml, "switchboard.toml").expect("config");
     let agents = Arc::new(load(project, &LoadOptions::default()));
     assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext {
+    let mut registry = Registry::with_builtins(ProviderContext {
         project_root: project.root().to_path_buf(),
         providers: config.providers.clone(),
         stream: None,
     });
+    if let Some(env) = env {
+        registry.register(
+            "mock",
+            Arc::new(move |ctx: &ProviderContext, model: &str| {
+                switchboard::model::registry::build_http(ctx, "mock", model, &env)
+            }),
+        );
+    }
     let options = RunOptions {
         model: Some(model.into()),
         ..RunOptions::default()
@@ -175,8 +193,9 @@ async fn bad_provider_config_is_a_clear_error() {
 #[tokio::test]
 async fn api_key_never_reaches_the_log_transcripts_or_outcome() {
     const KEY: &str = "sk-e2e-SECRET-7f3a9";
-    // A variable only this test uses, so setting it races with nothing.
-    std::env::set_var("SWITCHBOARD_TEST_E2E_KEY", KEY);
+    fn env(var: &str) -> Option<String> {
+        (var == "SWITCHBOARD_TEST_E2E_KEY").then(|| KEY.to_string())
+    }
     for proto in [Proto::OpenAi, Proto::Anthropic] {
         let (_dir, project) = project();
         let mock = Mock::start().await;
@@ -200,7 +219,8 @@ async fn api_key_never_reaches_the_log_transcripts_or_outcome() {
         })
         .push(answer("Final: the helper failed.", vec![]));
         let extra = "api_key_env = \"SWITCHBOARD_TEST_E2E_KEY\"\n";
-        let (outcome, events) = session(&project, &config(&mock, proto, extra), "mock/m").await;
+        let (outcome, events) =
+            session_with_env(&project, &config(&mock, proto, extra), "mock/m", Some(env)).await;
         let seen = mock.requests();
         let sent = seen[0]
             .header("authorization")
@@ -228,4 +248,51 @@ async fn api_key_never_reaches_the_log_transcripts_or_outcome() {
         assert!(!produced.contains(KEY), "key leaked: {produced}");
         assert!(!produced.contains("SECRET"), "key leaked: {produced}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_run_with_no_stream_and_config_alias() {
+    let (dir, _project) = project();
+    let mock = Mock::start().await;
+    mock.push(answer("Final: nothing to delegate.", vec![]));
+    let toml = format!(
+        "[aliases]\nlocal = \"mock/m1\"\n\n{}",
+        config(&mock, Proto::OpenAi, "")
+    );
+    std::fs::write(dir.path().join("switchboard.toml"), toml).expect("write config");
+    let root = dir.path().to_path_buf();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("--root")
+            .arg(&root)
+            .args([
+                "run",
+                "boss",
+                "hello",
+                "--json",
+                "--no-stream",
+                "--model",
+                "local",
+            ])
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("run the binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("Final: nothing to delegate."), "{stdout}");
+    let seen = mock.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body["stream"], false,
+        "--no-stream reaches the provider"
+    );
+    assert_eq!(seen[0].body["model"], "m1", "the alias expands to mock/m1");
 }

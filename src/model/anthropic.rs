@@ -8,6 +8,7 @@
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::time::Instant;
 
 use super::http::{HttpClient, HttpConfig, SseEvent, SseParser};
@@ -333,24 +334,28 @@ impl WireUsage {
     }
 }
 
+/// One stream event; delta text borrows from the event where it can (no escapes).
 #[derive(Deserialize)]
-struct StreamEvent {
-    #[serde(rename = "type")]
-    kind: String,
+struct StreamEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
     index: Option<usize>,
     message: Option<WireMessage>,
     content_block: Option<WireBlock>,
-    delta: Option<StreamDelta>,
+    #[serde(borrow)]
+    delta: Option<StreamDelta<'a>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct StreamDelta {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    text: Option<String>,
-    partial_json: Option<String>,
+struct StreamDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    partial_json: Option<Cow<'a, str>>,
 }
 
 enum Block {
@@ -386,7 +391,7 @@ impl StreamAccumulator {
         })?;
         let bad =
             |why: &str| http.not_protocol("a Messages API stream event", why, data.as_bytes());
-        match parsed.kind.as_str() {
+        match &*parsed.kind {
             "message_start" => {
                 if let Some(u) = parsed.message.and_then(|m| m.usage) {
                     self.usage.input_tokens = u.input().unwrap_or(0);

@@ -340,7 +340,13 @@ impl HttpConfig {
         let base_url = env_base
             .or_else(|| settings.base_url.clone())
             .unwrap_or_else(|| protocol.default_base_url().to_string());
-        let base_url = base_url.trim().trim_end_matches('/').to_string();
+        let mut base_url = base_url.trim().trim_end_matches('/').to_string();
+        // The Messages path already has /v1; a base URL copied with it would double it.
+        if protocol == Protocol::Anthropic {
+            if let Some(stripped) = base_url.strip_suffix("/v1") {
+                base_url = stripped.to_string();
+            }
+        }
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(format!(
                 "provider `{provider}`: base URL `{base_url}` must start with http:// or https://"
@@ -865,60 +871,64 @@ impl SseParser {
 
     /// Feeds `chunk`, appending every event it completes to `out`.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
-        self.buf.extend_from_slice(chunk);
-        let mut start = 0;
-        while let Some(nl) = self.buf[start..].iter().position(|&b| b == b'\n') {
-            let end = start + nl;
-            let mut line = &self.buf[start..end];
-            if let Some(stripped) = line.strip_suffix(b"\r") {
-                line = stripped;
-            }
-            let line = String::from_utf8_lossy(line);
-            Self::line(
-                &mut self.event,
-                &mut self.data,
-                &mut self.has_data,
-                &line,
-                out,
-            );
-            start = end + 1;
+        if self.buf.is_empty() {
+            // The common case: no partial line pending, so read the chunk in place.
+            let used = self.lines(chunk, out);
+            self.buf.extend_from_slice(&chunk[used..]);
+        } else {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.extend_from_slice(chunk);
+            let used = self.lines(&buf, out);
+            buf.drain(..used);
+            self.buf = buf;
         }
-        self.buf.drain(..start);
     }
 
-    fn line(
-        event: &mut String,
-        data: &mut String,
-        has_data: &mut bool,
-        line: &str,
-        out: &mut Vec<SseEvent>,
-    ) {
+    /// Handles every complete line in `bytes`; returns how many bytes that used.
+    fn lines(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> usize {
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', bytes) {
+            let line = &bytes[start..nl];
+            self.line(line.strip_suffix(b"\r").unwrap_or(line), out);
+            start = nl + 1;
+        }
+        start
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         if line.is_empty() {
-            if *has_data {
+            if self.has_data {
                 out.push(SseEvent {
-                    event: std::mem::take(event),
-                    data: std::mem::take(data),
+                    event: std::mem::take(&mut self.event),
+                    data: std::mem::take(&mut self.data),
                 });
             }
-            event.clear();
-            *has_data = false;
+            self.event.clear();
+            self.has_data = false;
             return;
         }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(0) => return, // a comment
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
         };
         match field {
-            "event" => *event = value.to_string(),
-            "data" => {
-                if *has_data {
-                    data.push('\n');
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&String::from_utf8_lossy(value));
+            }
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
                 }
-                data.push_str(value);
-                *has_data = true;
+                match std::str::from_utf8(value) {
+                    Ok(v) => self.data.push_str(v),
+                    Err(_) => self.data.push_str(&String::from_utf8_lossy(value)),
+                }
+                self.has_data = true;
             }
             _ => {}
         }

@@ -8,6 +8,7 @@
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::time::Instant;
 
 use super::http::{HttpClient, HttpConfig, SseEvent, SseParser};
@@ -335,24 +336,28 @@ where
     })
 }
 
+/// One stream chunk; text borrows from the event where it can (no escapes), since a streamed
+/// answer is hundreds of these.
 #[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<ChunkChoice>,
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<ChunkChoice<'a>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct ChunkChoice {
-    #[serde(default)]
-    delta: Option<Delta>,
-    finish_reason: Option<String>,
+struct ChunkChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
-struct Delta {
-    content: Option<String>,
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "null_as_default")]
     tool_calls: Vec<DeltaToolCall>,
 }
@@ -460,7 +465,7 @@ impl StreamAccumulator {
                 }
             }
             if let Some(reason) = choice.finish_reason {
-                self.finish_reason = Some(reason);
+                self.finish_reason = Some(reason.into_owned());
             }
         }
         Ok(())

@@ -474,4 +474,21 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].arguments["subagent_type"], "new");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_any_text(tail in "\\PC{0,80}", quote in "[\"'`]{0,3}") {
+            let text = format!("```\ntask({quote}{tail}\n```\ntask({{ subagent_type: {quote}{tail}");
+            let _ = parse_task_calls(&text);
+        }
+
+        #[test]
+        fn round_trips_any_prompt(prompt in "\\PC{0,60}") {
+            let encoded = serde_json::to_string(&prompt).unwrap_or_default();
+            let text = format!("```\ntask({{ subagent_type: \"x\", prompt: {encoded} }})\n```");
+            let calls = parse_task_calls(&text);
+            proptest::prop_assert_eq!(calls.len(), 1);
+            proptest::prop_assert_eq!(calls[0].arguments["prompt"].as_str(), Some(prompt.as_str()));
+        }
+    }
 }
