@@ -539,6 +539,11 @@ pub fn extract(doc: &Document, max_lines: usize) -> Vec<Item> {
         } else if let Some(m) = decision {
             (Kind::Decision, Some(m.start()))
         } else if let Some(k) = section {
+            // A lead-in such as "What decided it:" says nothing by itself; the list after it is
+            // extracted item by item.
+            if !unit.table && plain(src).trim_end().ends_with(':') {
+                continue;
+            }
             (k, None)
         } else {
             continue;
@@ -657,6 +662,15 @@ mod tests {
             "{}",
             items[1].title
         );
+    }
+
+    #[test]
+    fn lead_ins_ending_in_a_colon_are_not_items() {
+        let text = "---\ndate: 2026-11-02\nstatus: accepted\n---\n# D\n\n## Decision\n\nWhat decided it:\n\n- It is panic-free on malformed input.\n";
+        let doc = Document::from_read("d.md", &numbered(text));
+        let items = extract(&doc, 6);
+        let starts: Vec<usize> = items.iter().map(|i| i.start).collect();
+        assert_eq!(starts, vec![11], "{items:?}");
     }
 
     #[test]
