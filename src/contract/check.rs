@@ -340,10 +340,10 @@ pub fn parse_message_id(id: &str) -> Result<(&str, NaiveDate), &'static str> {
         .filter(|&i| rest.is_char_boundary(i))
         .ok_or("it has no `-YYYY-MM-DD` date before the sequence number")?;
     let (prefix, dashed_date) = rest.split_at(split);
-    let date = &dashed_date[1..];
-    if !dashed_date.starts_with('-') || !is_date_shaped(date) {
-        return Err("it has no `-YYYY-MM-DD` date before the sequence number");
-    }
+    let date = dashed_date
+        .strip_prefix('-')
+        .filter(|d| is_date_shaped(d))
+        .ok_or("it has no `-YYYY-MM-DD` date before the sequence number")?;
     let mut chars = prefix.chars();
     let prefix_ok = matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
         && prefix
@@ -713,6 +713,7 @@ mod tests {
             "é-2026-01-19-001",
             "",
             "ééééééééééééé-001",
+            "x\u{fffd}26-01-19-001",
         ] {
             assert!(parse_message_id(bad).is_err(), "{bad}");
         }

@@ -5,10 +5,10 @@
 //! tags, malformed references, an Excerpt without a code block) and leaves everything that needs a
 //! contract or the disk to [`super::check`].
 
+use super::fields::parse_fields;
 use super::rule::{locate, Rule, Violation};
 use crate::markdown::{split_frontmatter, Frontmatter, SplitError};
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 use std::ops::Range;
 
@@ -257,225 +257,6 @@ pub fn parse(text: &str) -> Result<Envelope, Vec<Violation>> {
     } else {
         Ok(env)
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Frontmatter
-
-/// A YAML value with its location, as serde-saphyr hands it over.
-type SpannedValue = serde_saphyr::Spanned<RawValue>;
-
-struct RawValue(FieldValue);
-
-impl<'de> Deserialize<'de> for RawValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(RawVisitor).map(RawValue)
-    }
-}
-
-struct RawVisitor;
-
-impl<'de> Visitor<'de> for RawVisitor {
-    type Value = FieldValue;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a YAML value")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<FieldValue, E> {
-        Ok(FieldValue::Str(v.to_string()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<FieldValue, E> {
-        Ok(FieldValue::Str(v))
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<FieldValue, E> {
-        Ok(FieldValue::Scalar(v.to_string()))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<FieldValue, E> {
-        Ok(FieldValue::Scalar(v.to_string()))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<FieldValue, E> {
-        Ok(FieldValue::Scalar(v.to_string()))
-    }
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<FieldValue, E> {
-        Ok(FieldValue::Scalar(v.to_string()))
-    }
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<FieldValue, E> {
-        Ok(FieldValue::Scalar(v.to_string()))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<FieldValue, E> {
-        Ok(FieldValue::Scalar(v.to_string()))
-    }
-    fn visit_char<E: de::Error>(self, v: char) -> Result<FieldValue, E> {
-        Ok(FieldValue::Str(v.to_string()))
-    }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<FieldValue, E> {
-        Ok(FieldValue::Str(String::from_utf8_lossy(v).into_owned()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<FieldValue, E> {
-        Ok(FieldValue::Null)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<FieldValue, E> {
-        Ok(FieldValue::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<FieldValue, D::Error> {
-        d.deserialize_any(RawVisitor)
-    }
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<FieldValue, D::Error> {
-        d.deserialize_any(RawVisitor)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FieldValue, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(FieldValue::Seq)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FieldValue, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(FieldValue::Map)
-    }
-}
-
-/// The frontmatter's top-level mapping, in order.
-struct TopLevel(Vec<(SpannedValue, SpannedValue)>);
-
-impl<'de> Deserialize<'de> for TopLevel {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TopVisitor)
-    }
-}
-
-struct TopVisitor;
-
-impl<'de> Visitor<'de> for TopVisitor {
-    type Value = TopLevel;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a mapping of fields")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(entry) = map.next_entry::<SpannedValue, SpannedValue>()? {
-            entries.push(entry);
-        }
-        Ok(TopLevel(entries))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<TopLevel, E> {
-        Ok(TopLevel(Vec::new()))
-    }
-    fn visit_none<E: de::Error>(self) -> Result<TopLevel, E> {
-        Ok(TopLevel(Vec::new()))
-    }
-}
-
-/// Byte range in the whole text of a saphyr location inside the YAML.
-fn location_span(
-    text: &str,
-    yaml: &Range<usize>,
-    yaml_index: &crate::markdown::LineIndex,
-    loc: &serde_saphyr::Location,
-) -> Range<usize> {
-    let yaml_text = &text[yaml.clone()];
-    let span = loc.span();
-    let start = match span.byte_offset() {
-        Some(off) => usize::try_from(off).unwrap_or(usize::MAX),
-        None => {
-            // Fall back to line and column (both 1-based, the column in characters).
-            let line = usize::try_from(loc.line()).unwrap_or(usize::MAX);
-            let col = usize::try_from(loc.column()).unwrap_or(1).max(1);
-            match yaml_index.line_start(line) {
-                Some(s) => {
-                    let rest = yaml_text.get(s..).unwrap_or("");
-                    s + rest
-                        .char_indices()
-                        .nth(col - 1)
-                        .map_or(rest.len(), |(i, _)| i)
-                }
-                None => 0,
-            }
-        }
-    };
-    let start = start.min(yaml_text.len());
-    let len = span
-        .byte_len()
-        .and_then(|l| usize::try_from(l).ok())
-        .unwrap_or(0);
-    let end = start.saturating_add(len).min(yaml_text.len());
-    yaml.start + start..yaml.start + end
-}
-
-fn parse_fields(text: &str, fm: &Frontmatter, env: &mut Envelope) {
-    let yaml_text = &text[fm.yaml.clone()];
-    if yaml_text.trim().is_empty() {
-        return;
-    }
-    let yaml_index = crate::markdown::LineIndex::new(yaml_text);
-    match serde_saphyr::from_str::<TopLevel>(yaml_text) {
-        Ok(TopLevel(entries)) => {
-            for (key, value) in entries {
-                let key_span = location_span(text, &fm.yaml, &yaml_index, &key.referenced);
-                let value_span = location_span(text, &fm.yaml, &yaml_index, &value.referenced);
-                let key_text = match key.value.0 {
-                    FieldValue::Str(s) => s,
-                    FieldValue::Scalar(_) => text[key_span.clone()].to_string(),
-                    _ => continue,
-                };
-                let value = match value.value.0 {
-                    // Numbers and booleans: keep what was written, not what YAML made of it.
-                    FieldValue::Scalar(parsed) => {
-                        let raw = text[value_span.clone()].trim();
-                        FieldValue::Scalar(if raw.is_empty() {
-                            parsed
-                        } else {
-                            raw.to_string()
-                        })
-                    }
-                    other => other,
-                };
-                env.fields.push(Field {
-                    key: key_text,
-                    key_span,
-                    value,
-                    value_span,
-                });
-            }
-        }
-        Err(err) => {
-            let span = match err.location() {
-                Some(loc) => {
-                    let s = location_span(text, &fm.yaml, &yaml_index, &loc);
-                    s.start..s.end.max(s.start)
-                }
-                None => fm.open.clone(),
-            };
-            let message = yaml_message(&err.to_string());
-            env.problems.push(
-                Violation::error(
-                    Rule::FrontmatterYaml,
-                    span,
-                    format!("the frontmatter is not a valid YAML mapping: {message}"),
-                )
-                .with_help("write one `key: value` per line; quote values that hold `: ` or `#`"),
-            );
-        }
-    }
-}
-
-/// serde-saphyr's message without its own position (relative to the YAML, not the file) and
-/// without advice about its options.
-fn yaml_message(s: &str) -> String {
-    let mut line = s.lines().next().unwrap_or("").trim();
-    line = line.strip_prefix("error: ").unwrap_or(line);
-    if let Some(rest) = line.strip_prefix("line ") {
-        if let Some((_, msg)) = rest.split_once(": ") {
-            line = msg;
-        }
-    }
-    if let Some((msg, _)) = line.split_once(", set DuplicateKeyPolicy") {
-        line = msg;
-    }
-    let mut out: String = line.chars().take(200).collect();
-    if out.len() < line.len() {
-        out.push('…');
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -983,31 +764,27 @@ impl<'a> AnswerWalker<'a> {
     fn event(&mut self, event: &Event, range: &Range<usize>) {
         if self.in_code_block {
             match event {
-                Event::Text(t) => {
-                    if self.capture.is_some() {
-                        let orig = self.original(t, range);
-                        if let Some((_, content)) = self.capture.as_mut() {
-                            content.push_str(orig);
-                        }
+                Event::Text(t) if self.capture.is_some() => {
+                    let orig = self.original(t, range);
+                    if let Some((_, content)) = self.capture.as_mut() {
+                        content.push_str(orig);
                     }
                 }
                 Event::End(TagEnd::CodeBlock) => {
                     self.in_code_block = false;
-                    if let (Some((start, content)), Some(target)) =
+                    if let (Some((start, content)), Some(ExcerptTarget::Evidence(i))) =
                         (self.capture.take(), self.capture_target.take())
                     {
-                        if let ExcerptTarget::Evidence(i) = target {
-                            if let Some(ex) = self
-                                .env
-                                .evidence
-                                .get_mut(i)
-                                .and_then(|e| e.excerpt.as_mut())
-                            {
-                                ex.block = Some(ExcerptBlock {
-                                    span: start..range.end,
-                                    content,
-                                });
-                            }
+                        if let Some(ex) = self
+                            .env
+                            .evidence
+                            .get_mut(i)
+                            .and_then(|e| e.excerpt.as_mut())
+                        {
+                            ex.block = Some(ExcerptBlock {
+                                span: start..range.end,
+                                content,
+                            });
                         }
                     }
                 }

@@ -22,6 +22,7 @@
 
 mod check;
 mod envelope;
+mod fields;
 mod files;
 mod report;
 mod rule;
