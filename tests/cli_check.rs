@@ -155,16 +155,6 @@ fn contracts_by_name_and_file() {
 fn could_not_run_exits_two() {
     let o = check(&["/nonexistent/answer.md"], None);
     assert_eq!(o.status.code(), Some(2));
-    let o = check(
-        &[
-            "--agent",
-            "thoughts-analyzer",
-            &path("valid/v01-seed-example.md"),
-        ],
-        None,
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not available yet"));
     let o = check(&[], None);
     assert_eq!(o.status.code(), Some(2), "clap refuses a missing FILE");
     // A readable file next to an unreadable one is still checked.
@@ -193,5 +183,72 @@ fn invalid_utf8_is_a_violation() {
         stdout(&o).contains("error[envelope/encoding]"),
         "{}",
         stdout(&o)
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn agent_contracts() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&corpus("root"), dir.path());
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/analyzer.md"),
+        "---\ndescription: Extracts decisions from one document.\nmode: subagent\n\
+         contract:\n  extends: document-analysis\n  excerpt_max_lines: 2\n---\nAnalyze.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agent/helper.md"),
+        "---\ndescription: Helps.\nmode: subagent\n---\nHelp.\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("check")
+            .arg("--root")
+            .arg(dir.path())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    // The seed example quotes three lines; this agent's contract allows two.
+    let o = run(&["--agent", "analyzer", &path("valid/v01-seed-example.md")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("error[excerpt/too-long]"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&[
+        "--agent",
+        "analyzer",
+        &path("valid/v14-single-line-reference.md"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = run(&["--agent", "helper", &path("valid/v01-seed-example.md")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("declares no contract"));
+    let o = run(&["--agent", "analyzr", &path("valid/v01-seed-example.md")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean `analyzer`"));
+    let o = run(&["--agent", "analyzer", "--contract", "envelope", "-"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--agent and --contract exclude each other"
     );
 }

@@ -24,7 +24,8 @@ pub struct Args {
     /// Answer files to check; `-` reads standard input
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
-    /// Check against the contract this agent declares in its frontmatter
+    /// Check against the contract this agent declares in its frontmatter (agents are found as
+    /// `switchboard agents` finds them)
     #[arg(long, value_name = "NAME", conflicts_with = "contract")]
     pub agent: Option<String>,
     /// Check against a built-in contract (`envelope`, `document-analysis`) or a contract YAML file;
@@ -43,20 +44,27 @@ pub struct Args {
 }
 
 pub fn run(global: &super::Global, args: Args) -> u8 {
-    if let Some(agent) = &args.agent {
-        return super::report_error(miette::miette!(
-            help = "use `--contract NAME` (a built-in or a contract YAML file) until agent \
-                    loading lands",
-            "`--agent {agent}` is not available yet: this build cannot load agent files"
-        ));
-    }
-    let project = match super::open_project(global) {
-        Ok(p) => p,
-        Err(e) => return super::report_error(e),
-    };
-    let fixed = match args.contract.as_deref().map(load_contract).transpose() {
-        Ok(c) => c,
-        Err(e) => return super::report_error(e),
+    let (project, fixed) = match &args.agent {
+        Some(name) => {
+            let (project, set) = match super::load_agents(global) {
+                Ok(v) => v,
+                Err(code) => return code,
+            };
+            match agent_contract(&set, name) {
+                Ok(c) => (project, Some(c)),
+                Err(e) => return super::report_error(e),
+            }
+        }
+        None => {
+            let project = match super::open_project(global) {
+                Ok(p) => p,
+                Err(e) => return super::report_error(e),
+            };
+            match args.contract.as_deref().map(load_contract).transpose() {
+                Ok(c) => (project, c),
+                Err(e) => return super::report_error(e),
+            }
+        }
     };
 
     let files = FileCache::new();
@@ -221,6 +229,28 @@ fn read_input(name: &str) -> std::io::Result<Vec<u8>> {
     } else {
         std::fs::read(name)
     }
+}
+
+/// The settled contract an agent declares.
+fn agent_contract(set: &crate::agent::AgentSet, name: &str) -> Result<Contract, miette::Report> {
+    let Some(agent) = set.get(name) else {
+        let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
+        let hint = crate::diagnostic::nearest(name, names.iter().copied())
+            .map(|n| format!(" (did you mean `{n}`?)"))
+            .unwrap_or_default();
+        return Err(miette::miette!(
+            help = format!("known agents: {}", names.join(", ")),
+            "no agent named `{name}`{hint}"
+        ));
+    };
+    agent.contract.clone().ok_or_else(|| {
+        miette::miette!(
+            help = "add `contract: envelope` (or another contract) to its frontmatter, or pass \
+                    `--contract NAME`",
+            "agent `{name}` ({}) declares no contract, so its answers are not checked",
+            agent.file
+        )
+    })
 }
 
 /// A built-in contract by name, or a contract declaration in a YAML file.
