@@ -114,12 +114,13 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
             at.clone(),
             format!("the frontmatter has no `{key}` field"),
         );
-        if let Some(near) = env.fields.iter().find(|f| similar(&f.key, key)) {
-            v = v.with_help(format!(
+        v = match env.fields.iter().find(|f| similar(&f.key, key)) {
+            Some(near) => v.with_help(format!(
                 "`{}` looks like a misspelling of `{key}`",
                 near.key
-            ));
-        }
+            )),
+            None => v.with_help(format!("add `{key}: {}`", field_example(key, contract))),
+        };
         out.push(v);
     };
 
@@ -305,6 +306,26 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
         if let Some(message) = problem {
             out.push(Violation::error(Rule::FieldValue, value_or_key(f), message));
         }
+    }
+}
+
+/// What a missing field's line looks like, for the help text.
+fn field_example(key: &str, contract: &Contract) -> String {
+    match key {
+        "message_id" => "<prefix>-YYYY-MM-DD-NNN".into(),
+        "correlation_id" => "<the caller's workflow id>".into(),
+        "timestamp" => "<RFC 3339 time, e.g. 2026-01-19T14:30:00Z>".into(),
+        "message_type" => match contract.message_types.as_slice() {
+            [one] => one.clone(),
+            _ => "<UPPER_SNAKE_CASE type>".into(),
+        },
+        _ => match contract.fields.get(key) {
+            Some(FieldRule::Kind(FieldKind::Date)) => "<YYYY-MM-DD>".into(),
+            Some(FieldRule::Kind(FieldKind::Timestamp)) => "<RFC 3339 time>".into(),
+            Some(FieldRule::Kind(FieldKind::Path)) => "<path relative to the project root>".into(),
+            Some(FieldRule::OneOf { one_of }) => format!("<{}>", one_of.join(" | ")),
+            _ => "<value>".into(),
+        },
     }
 }
 
