@@ -235,3 +235,30 @@ fn the_test_helper_passes_and_fails() {
     assert!(message.contains("error[excerpt/mismatch]"), "{message}");
     assert!(message.contains("= note: the lines at"), "{message}");
 }
+
+#[test]
+fn every_rule_code_is_documented_and_covered() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/envelope.md"))
+            .unwrap();
+    let expected: BTreeSet<String> = manifest("invalid")
+        .into_iter()
+        .flat_map(|c| c.expect)
+        .collect();
+    for rule in Rule::ALL {
+        let code = rule.code();
+        assert!(
+            docs.contains(&format!("| `{code}` |")),
+            "docs/envelope.md does not document {code}"
+        );
+        // Every rule the checker can report on text is exercised by the corpus, except two that
+        // need conditions a fixture cannot hold: bytes that are not UTF-8 (the CLI's rule, tested
+        // in cli_check.rs) and an unreadable cited file (tested beside FileCache).
+        if !matches!(rule, Rule::Encoding | Rule::FileUnreadable) {
+            assert!(
+                expected.contains(code),
+                "no invalid envelope expects {code}"
+            );
+        }
+    }
+}

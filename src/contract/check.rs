@@ -741,6 +741,24 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_cited_files_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = std::fs::File::create(dir.path().join("big.log")).unwrap();
+        big.set_len(super::super::files::MAX_CITED_FILE_BYTES + 1)
+            .unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let text = "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+            timestamp: 2026-01-19T10:00:00Z\nmessage_type: X\n---\n<thinking>\nt\n</thinking>\n\
+            <answer>\n- **Evidence**: `big.log:1`\n- **Excerpt**:\n  ```\n  x\n  ```\n</answer>\n";
+        let report = check(text, &Contract::envelope(), &ctx);
+        let codes: Vec<_> = report.violations.iter().map(|v| v.rule.code()).collect();
+        assert_eq!(codes, ["evidence/file-unreadable"]);
+        assert_eq!(report.violations[0].line, 11);
+    }
+
+    #[test]
     fn dates_tokens_and_names() {
         assert!(is_date("2026-01-15"));
         assert!(!is_date("2026-1-15"));

@@ -193,4 +193,18 @@ mod tests {
             Err(CitedFileError::Missing(_))
         ));
     }
+
+    #[test]
+    fn huge_files_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = std::fs::File::create(dir.path().join("big.log")).unwrap();
+        big.set_len(MAX_CITED_FILE_BYTES + 1).unwrap(); // sparse: no disk used
+        let project = Project::open(dir.path()).unwrap();
+        let cache = FileCache::new();
+        assert!(matches!(
+            cache.get(&project, "big.log"),
+            Err(CitedFileError::Unreadable(_))
+        ));
+        assert_eq!(cache.reads(), 0);
+    }
 }

@@ -75,8 +75,6 @@ rules! {
     FieldValue => "envelope/field-value",
     /// `message_id` is not `<prefix>-YYYY-MM-DD-NNN`.
     MessageIdFormat => "envelope/message-id-format",
-    /// `message_id`'s prefix is not the one the contract allocates.
-    MessageIdPrefix => "envelope/message-id-prefix",
     /// `message_id`'s date is not the UTC date of `timestamp`.
     MessageIdDate => "envelope/message-id-date",
     /// `message_id` differs from the id the runtime allocated.
