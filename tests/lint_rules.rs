@@ -263,3 +263,102 @@ fn diff_reports_added_and_fixed() {
     assert_eq!((added.len(), fixed.len()), (1, 1));
     assert!(added[0].message.contains("phantom") && fixed[0].message.contains("ghost"));
 }
+
+/// Like `lint`, with a `switchboard.toml` beside the agents.
+fn lint_with_config(files: &[(&str, &str)], config: &str) -> Vec<Diagnostic> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("switchboard.toml"), config).unwrap();
+    for (name, content) in files {
+        let path = dir.path().join("agent").join(format!("{name}.md"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let project = Project::open(dir.path()).unwrap();
+    let set = agent::load(&project, &LoadOptions::default());
+    switchboard::lint::lint_project(&project, &set)
+}
+
+#[test]
+fn model_the_config_does_not_know() {
+    let with_model = |m: &str| primary("Alone.\n", &format!("model: \"{m}\"\n"));
+    let config =
+        "[aliases]\nfast = \"openai/gpt-4o-mini\"\n\n[providers.ollama]\nprotocol = \"openai\"\n";
+    for known in [
+        "offline/default",
+        "sonnet",
+        "inherit",
+        "fast",
+        "ollama/llama3.1",
+        "anthropic/claude-x",
+    ] {
+        let f = lint_with_config(&[("lead", &with_model(known))], config);
+        assert!(
+            !codes(&f).contains(&"agent/unknown-model"),
+            "{known}: {f:#?}"
+        );
+    }
+    for unknown in ["sonet", "vertex/gemini", "gpt-4o"] {
+        let f = lint_with_config(&[("lead", &with_model(unknown))], config);
+        let d = f
+            .iter()
+            .find(|d| d.code == "agent/unknown-model")
+            .unwrap_or_else(|| panic!("{unknown}: {f:#?}"));
+        assert_eq!((d.file.as_str(), d.line), ("agent/lead.md", 4));
+        assert!(
+            d.help.as_deref().unwrap().contains("fast"),
+            "aliases listed"
+        );
+    }
+}
+
+#[test]
+fn broken_config_is_a_located_error() {
+    let f = lint_with_config(
+        &[("lead", &primary("Alone.\n", ""))],
+        "[model]\ndefault = \n",
+    );
+    let d = f
+        .iter()
+        .find(|d| d.code == "config/invalid")
+        .expect("reported");
+    assert_eq!((d.file.as_str(), d.line), ("switchboard.toml", 2));
+    assert_eq!(switchboard::lint::exit_code(&f), 1);
+}
+
+/// The loader's fixture folders in the layouts of opencode and Claude Code.
+fn fixture_findings(name: &str) -> Vec<Diagnostic> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/loader")
+        .join(name);
+    let project = Project::open(root).unwrap();
+    let set = agent::load(&project, &LoadOptions::default());
+    switchboard::lint::lint_project(&project, &set)
+}
+
+#[test]
+fn opencode_style_folder_lints_without_errors() {
+    let f = fixture_findings("opencode");
+    assert_eq!(switchboard::lint::exit_code(&f), 0, "{f:#?}");
+    // reviewer is named in prose and team/helper in a task() example: neither is an orphan.
+    assert!(!codes(&f).contains(&"delegation/orphan"), "{f:#?}");
+    assert!(
+        codes(&f).contains(&"contract/none"),
+        "plain opencode agents declare no contract"
+    );
+}
+
+#[test]
+fn claude_style_folder_lints_with_its_known_quirks() {
+    let f = fixture_findings("claude");
+    assert_eq!(switchboard::lint::exit_code(&f), 0, "{f:#?}");
+    let c = codes(&f);
+    assert!(
+        c.contains(&"agent/foreign-key"),
+        "permissionMode is Claude's own key"
+    );
+    assert!(c.contains(&"agent/name-mismatch"));
+    assert!(
+        !c.contains(&"agent/unknown-model"),
+        "`model: inherit` is understood"
+    );
+}

@@ -182,6 +182,8 @@ pub struct Agent {
     pub description: String,
     pub mode: Mode,
     pub model: Option<String>,
+    /// 1-based file line of the `model:` key, for lint.
+    pub model_line: usize,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub tools: ToolGrants,

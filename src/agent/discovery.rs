@@ -95,8 +95,42 @@ impl AgentSet {
     }
 }
 
+/// What a file looked like when it was parsed: modification time and length.
+pub type FileStamp = (std::time::SystemTime, u64);
+
+/// The stamp of `path` now, or `None` when it cannot be read.
+pub fn stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Parsed files kept between loads, so `lint --watch` re-parses only what changed. A file whose
+/// stamp (mtime and length) is unchanged is not read again.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    entries: std::collections::HashMap<PathBuf, (FileStamp, parse::Parsed)>,
+}
+
 /// Loads every agent of `project`.
 pub fn load(project: &Project, options: &LoadOptions) -> AgentSet {
+    load_inner(project, options, None)
+}
+
+/// Loads every agent of `project`, reusing `cache` for files that did not change.
+pub fn load_cached(project: &Project, options: &LoadOptions, cache: &mut ParseCache) -> AgentSet {
+    load_inner(project, options, Some(cache))
+}
+
+fn read_and_parse(path: &Path, file: &str, name: &str) -> std::io::Result<parse::Parsed> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(parse::parse(&text, file, name))
+}
+
+fn load_inner(
+    project: &Project,
+    options: &LoadOptions,
+    mut cache: Option<&mut ParseCache>,
+) -> AgentSet {
     let mut set = AgentSet::default();
     // name → (file, from an --agents folder)
     let mut owners: BTreeMap<String, (String, bool)> = BTreeMap::new();
@@ -130,8 +164,22 @@ pub fn load(project: &Project, options: &LoadOptions) -> AgentSet {
         for path in crate::markdown::files_under(&folder) {
             let file = display_path(project, &path);
             let name = agent_name(&folder, &path);
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
+            let parsed = match cache.as_deref_mut() {
+                None => read_and_parse(&path, &file, &name),
+                Some(cache) => {
+                    let now = stamp(&path);
+                    match (now, cache.entries.get(&path)) {
+                        (Some(now), Some((then, parsed))) if *then == now => Ok(parsed.clone()),
+                        _ => read_and_parse(&path, &file, &name).inspect(|parsed| {
+                            if let Some(now) = now {
+                                cache.entries.insert(path.clone(), (now, parsed.clone()));
+                            }
+                        }),
+                    }
+                }
+            };
+            let parsed = match parsed {
+                Ok(p) => p,
                 Err(e) => {
                     set.diagnostics.push(Diagnostic::new(
                         Severity::Error,
@@ -144,7 +192,6 @@ pub fn load(project: &Project, options: &LoadOptions) -> AgentSet {
                     continue;
                 }
             };
-            let parsed = parse::parse(&text, &file, &name);
             set.diagnostics.extend(parsed.diagnostics);
             match parsed.outcome {
                 Outcome::Skipped(reason) => {

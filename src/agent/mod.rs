@@ -15,7 +15,9 @@ pub mod schema;
 pub mod tools;
 
 pub use definition::{Agent, Budget, Mode};
-pub use discovery::{load, AgentSet, FileReport, LoadOptions, STANDARD_DIRS};
+pub use discovery::{
+    load, load_cached, AgentSet, FileReport, LoadOptions, ParseCache, STANDARD_DIRS,
+};
 pub use permission::{Action, Permission};
 pub use references::{Reference, ReferenceKind};
 pub use tools::ToolGrants;

@@ -225,6 +225,10 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         name: agent_name,
         description,
         mode: raw.mode.map(|m| m.value).unwrap_or_default(),
+        model_line: raw
+            .model
+            .as_ref()
+            .map_or(0, |m| m.referenced.line() as usize + line_offset),
         model: raw.model.map(|m| m.value),
         temperature: raw.temperature,
         top_p: raw.top_p,

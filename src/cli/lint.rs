@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{load_agents, print_diagnostics, Global, EXIT_ERROR};
+use super::{print_diagnostics, Global, EXIT_ERROR};
 use crate::diagnostic::Diagnostic;
+use crate::lint::Linter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -30,10 +31,9 @@ pub struct Args {
     watch: bool,
 }
 
-/// One full lint pass: load, run the rules, keep the findings under `paths`.
-fn pass(global: &Global, paths: &[String]) -> Result<Vec<Diagnostic>, u8> {
-    let (project, set) = load_agents(global)?;
-    let mut findings = crate::lint::lint_project(&project, &set);
+/// One lint pass over the project as it is now, keeping the findings under `paths`.
+fn pass(linter: &mut Linter, paths: &[String]) -> Vec<Diagnostic> {
+    let mut findings = linter.run();
     if !paths.is_empty() {
         findings.retain(|d| {
             paths
@@ -41,7 +41,7 @@ fn pass(global: &Global, paths: &[String]) -> Result<Vec<Diagnostic>, u8> {
                 .any(|p| d.file == *p || d.file.starts_with(&format!("{p}/")))
         });
     }
-    Ok(findings)
+    findings
 }
 
 pub fn run(global: &Global, args: Args) -> u8 {
@@ -70,13 +70,15 @@ pub fn run(global: &Global, args: Args) -> u8 {
         }
     }
     paths.retain(|p| !p.is_empty());
-    let findings = match pass(global, &paths) {
-        Ok(f) => f,
-        Err(code) => return code,
+    let options = crate::agent::LoadOptions {
+        extra_dirs: global.agent_dirs.clone(),
+        only_extra: global.only_agents,
     };
+    let mut linter = Linter::new(project.clone(), options);
+    let findings = pass(&mut linter, &paths);
     print(format, &findings);
     if args.watch {
-        return watch(global, &project, &paths, format, findings);
+        return watch(&mut linter, &project, &paths, format, findings);
     }
     crate::lint::exit_code(&findings)
 }
@@ -100,7 +102,7 @@ fn print(format: Format, findings: &[Diagnostic]) {
 /// Watches the project and re-lints after each burst of changes, printing only the findings that
 /// appeared or went away. Runs until interrupted.
 fn watch(
-    global: &Global,
+    linter: &mut Linter,
     project: &crate::project::Project,
     paths: &[String],
     format: Format,
@@ -133,9 +135,7 @@ fn watch(
     while rx.recv().is_ok() {
         // Let a burst of events (an editor's save) settle into one re-lint.
         while rx.recv_timeout(Duration::from_millis(30)).is_ok() {}
-        let Ok(current) = pass(global, paths) else {
-            continue;
-        };
+        let current = pass(linter, paths);
         let (added, fixed) = crate::lint::diff(&previous, &current);
         if added.is_empty() && fixed.is_empty() {
             continue;

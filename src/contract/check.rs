@@ -85,7 +85,27 @@ pub fn check_envelope(
 /// answers, so a citation that was true when written and went stale reads the same way.
 /// Structural problems of an envelope are not reported.
 pub fn verify_evidence(text: &str, ctx: &CheckContext) -> Vec<Violation> {
+    verify_document(text, ctx).violations
+}
+
+/// What [`verify_document`] found: the problems, and every path the document cites (so a caller
+/// that caches the result knows which files invalidate it).
+#[derive(Debug, Clone, Default)]
+pub struct DocumentCheck {
+    pub violations: Vec<Violation>,
+    pub cited: Vec<String>,
+}
+
+/// [`verify_evidence`], also returning the cited paths.
+pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
     let env = crate::contract::envelope::parse_document(text);
+    let mut cited: Vec<String> = env
+        .evidence
+        .iter()
+        .flat_map(|e| e.references.iter().map(|r| r.path.clone()))
+        .collect();
+    cited.sort();
+    cited.dedup();
     let mut out: Vec<Violation> = env
         .problems
         .iter()
@@ -100,7 +120,10 @@ pub fn verify_evidence(text: &str, ctx: &CheckContext) -> Vec<Violation> {
     locate(text, &mut own);
     out.extend(own);
     out.sort_by_key(|v| (v.span.start, v.rule));
-    out
+    DocumentCheck {
+        violations: out,
+        cited,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ mod rule;
 pub mod spec;
 
 pub use check::{
-    check, check_envelope, is_date, is_token, parse_message_id, verify_evidence, CheckContext,
+    check, check_envelope, is_date, is_token, parse_message_id, verify_document, verify_evidence,
+    CheckContext, DocumentCheck,
 };
 pub use envelope::{
     parse, parse_document, parse_reference, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Field,

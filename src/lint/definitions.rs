@@ -32,3 +32,50 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+/// `agent/unknown-model`: a frontmatter `model` that is neither `inherit`, an alias the config or
+/// the built-ins define, nor `provider/model` with a provider the registry knows. At run time such
+/// a model fails the hop; lint says so while the file is being edited.
+pub fn models(
+    set: &AgentSet,
+    config: &crate::config::Config,
+    registry: &crate::model::Registry,
+    out: &mut Vec<Diagnostic>,
+) {
+    for agent in set.iter() {
+        let Some(model) = agent.model.as_deref() else {
+            continue;
+        };
+        if model == "inherit" {
+            continue;
+        }
+        let expanded = config.expand_alias(model);
+        let known = crate::model::registry::parse_spec(expanded)
+            .is_ok_and(|(provider, _)| registry.knows_provider(provider));
+        if known {
+            continue;
+        }
+        let mut aliases: Vec<&str> = config.aliases.keys().map(String::as_str).collect();
+        aliases.extend(
+            crate::model::anthropic::BUILTIN_ALIASES
+                .iter()
+                .map(|(a, _)| *a),
+        );
+        let mut d = Diagnostic::new(
+            Severity::Warning,
+            "agent/unknown-model",
+            &agent.file,
+            format!("model `{model}` is not known to the project's configuration"),
+        )
+        .help(format!(
+            "use `provider/model` with a provider of {}, an alias ({}), or `inherit`; or define it under [aliases] in switchboard.toml",
+            registry.provider_names().join(", "),
+            aliases.join(", ")
+        ));
+        if agent.model_line > 0 {
+            d = d.at(agent.model_line, 1);
+            d.source_line = Some(format!("model: {model}"));
+        }
+        out.push(d);
+    }
+}

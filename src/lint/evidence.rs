@@ -5,26 +5,106 @@
 //! When the cited file changes, the quote silently stops being true; this rule notices, shows the
 //! lines there now, and says where the quoted lines moved if they still exist.
 
-use crate::contract::{verify_evidence, CheckContext, FileCache};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use crate::agent::discovery::{stamp, FileStamp};
+use crate::contract::{verify_document, CheckContext, FileCache};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::project::Project;
 
 /// The folder whose documents are checked.
 pub const THOUGHTS_DIR: &str = "thoughts";
 
+/// One document's result and what it depended on.
+#[derive(Debug, Clone)]
+struct Entry {
+    stamp: FileStamp,
+    /// Each cited file as resolved, with its stamp when checked (`None`: it did not exist).
+    cited: Vec<(PathBuf, Option<FileStamp>)>,
+    findings: Vec<Diagnostic>,
+}
+
+/// Results kept between passes (`lint --watch`): a document is verified again only when it, or a
+/// file it cites, changed.
+#[derive(Debug, Default)]
+pub struct EvidenceCache {
+    entries: HashMap<PathBuf, Entry>,
+}
+
+impl EvidenceCache {
+    fn fresh(&self, path: &PathBuf, now: Option<FileStamp>) -> Option<&Entry> {
+        let entry = self.entries.get(path)?;
+        let unchanged =
+            now == Some(entry.stamp) && entry.cited.iter().all(|(p, then)| stamp(p) == *then);
+        unchanged.then_some(entry)
+    }
+}
+
+/// One pass without a cache.
 pub fn check(project: &Project, out: &mut Vec<Diagnostic>) {
+    check_cached(project, &mut EvidenceCache::default(), out);
+}
+
+pub fn check_cached(project: &Project, cache: &mut EvidenceCache, out: &mut Vec<Diagnostic>) {
     let files = FileCache::new();
     let ctx = CheckContext::new(project, &files);
+    let mut seen = HashSet::new();
     for path in crate::markdown::files_under(&project.root().join(THOUGHTS_DIR)) {
+        let now = stamp(&path);
+        seen.insert(path.clone());
+        if let Some(entry) = cache.fresh(&path, now) {
+            out.extend(entry.findings.iter().cloned());
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        // Most documents cite nothing; skip the markdown parse for them.
-        if !text.contains("**Evidence**") {
-            continue;
+        let (findings, cited) = verify(project, &ctx, &path, &text);
+        out.extend(findings.iter().cloned());
+        if let Some(stamp) = now {
+            cache.entries.insert(
+                path,
+                Entry {
+                    stamp,
+                    cited,
+                    findings,
+                },
+            );
         }
-        let file = project.relative(&path);
-        for v in verify_evidence(&text, &ctx) {
+    }
+    cache.entries.retain(|p, _| seen.contains(p));
+}
+
+fn verify(
+    project: &Project,
+    ctx: &CheckContext,
+    path: &std::path::Path,
+    text: &str,
+) -> (Vec<Diagnostic>, Vec<(PathBuf, Option<FileStamp>)>) {
+    // Most documents cite nothing; skip the markdown parse for them.
+    if !text.contains("**Evidence**") {
+        return (Vec::new(), Vec::new());
+    }
+    let file = project.relative(path);
+    let result = verify_document(text, ctx);
+    let cited = result
+        .cited
+        .iter()
+        .map(|name| {
+            // A name that does not resolve (yet) is watched at its lexical place, so creating
+            // the file invalidates the result.
+            let p = project
+                .resolve(name)
+                .unwrap_or_else(|_| project.root().join(name));
+            let s = stamp(&p);
+            (p, s)
+        })
+        .collect();
+    let findings = result
+        .violations
+        .into_iter()
+        .map(|v| {
             let mut help = v.help.clone().unwrap_or_default();
             if let (Some(actual), Some(from)) = (&v.actual, &v.actual_from) {
                 if !help.is_empty() {
@@ -38,11 +118,12 @@ pub fn check(project: &Project, out: &mut Vec<Diagnostic>) {
                 &file,
                 format!("stale evidence: {}", v.message),
             )
-            .at_line_of(&text, v.line, v.column);
+            .at_line_of(text, v.line, v.column);
             if !help.is_empty() {
                 d = d.help(help);
             }
-            out.push(d);
-        }
-    }
+            d
+        })
+        .collect();
+    (findings, cited)
 }

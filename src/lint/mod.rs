@@ -28,8 +28,71 @@ pub fn lint(set: &AgentSet) -> Vec<Diagnostic> {
 /// Every finding for the project: the agent rules plus stale evidence under `thoughts/`.
 pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Diagnostic> {
     let mut out = lint(set);
+    match crate::config::Config::load(project) {
+        Ok(config) => {
+            let registry = crate::model::Registry::for_project(project, &config);
+            definitions::models(set, &config, &registry, &mut out);
+        }
+        Err(e) => out.push(
+            Diagnostic::new(
+                Severity::Error,
+                "config/invalid",
+                &e.file,
+                e.message.clone(),
+            )
+            .at(e.line, e.column),
+        ),
+    }
     evidence::check(project, &mut out);
     out
+}
+
+/// Lint passes that remember what they parsed, for `lint --watch`: agent files and thoughts
+/// documents are parsed again only when their stamp (mtime, length) or a file they cite changed.
+/// One-shot `lint` uses the same type, so both paths run the same rules.
+pub struct Linter {
+    project: crate::project::Project,
+    options: crate::agent::LoadOptions,
+    agents: crate::agent::ParseCache,
+    evidence: evidence::EvidenceCache,
+}
+
+impl Linter {
+    pub fn new(project: crate::project::Project, options: crate::agent::LoadOptions) -> Self {
+        Linter {
+            project,
+            options,
+            agents: Default::default(),
+            evidence: Default::default(),
+        }
+    }
+
+    /// Every finding for the project as it is on disk now.
+    pub fn run(&mut self) -> Vec<Diagnostic> {
+        let set = crate::agent::load_cached(&self.project, &self.options, &mut self.agents);
+        let mut out = lint(&set);
+        config_rules(&self.project, &set, &mut out);
+        evidence::check_cached(&self.project, &mut self.evidence, &mut out);
+        out
+    }
+}
+
+fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec<Diagnostic>) {
+    match crate::config::Config::load(project) {
+        Ok(config) => {
+            let registry = crate::model::Registry::for_project(project, &config);
+            definitions::models(set, &config, &registry, out);
+        }
+        Err(e) => out.push(
+            Diagnostic::new(
+                Severity::Error,
+                "config/invalid",
+                &e.file,
+                e.message.clone(),
+            )
+            .at(e.line, e.column),
+        ),
+    }
 }
 
 /// What changed between two lint passes: findings that are new, and ones that went away.

@@ -158,6 +158,28 @@ impl Registry {
         self.factories.insert(provider.to_string(), factory);
     }
 
+    /// The registry for a project: the built-in providers plus the config's `[providers.NAME]`
+    /// tables. Building it builds no model, so lint can ask which providers exist.
+    pub fn for_project(project: &crate::project::Project, config: &crate::config::Config) -> Self {
+        Self::with_builtins(ProviderContext {
+            project_root: project.root().to_path_buf(),
+            providers: config.providers.clone(),
+            ..ProviderContext::default()
+        })
+    }
+
+    /// Whether `provider` (the part before `/`) has a factory; lint asks before any model is built.
+    pub fn knows_provider(&self, provider: &str) -> bool {
+        self.factories.contains_key(provider)
+    }
+
+    /// The registered provider names, sorted.
+    pub fn provider_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.factories.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
     /// Puts a ready model under a full name (`scripted/bench`), for tests and benches.
     pub fn insert(&self, spec: &str, model: Arc<dyn Model>) {
         if let Ok(mut cache) = self.cache.lock() {

@@ -21,16 +21,12 @@ use std::sync::Arc;
 
 use crate::agent::{load, LoadOptions};
 use crate::config::Config;
-use crate::model::{ProviderContext, Registry};
+use crate::model::Registry;
 use crate::project::Project;
 
 /// The registry for a project: built-in providers with the config's provider tables.
 pub fn registry_for(project: &Project, config: &Config) -> Registry {
-    Registry::with_builtins(ProviderContext {
-        project_root: project.root().to_path_buf(),
-        providers: config.providers.clone(),
-        ..ProviderContext::default()
-    })
+    Registry::for_project(project, config)
 }
 
 /// Loads the project's agents and config and runs `agent` on `prompt`.
