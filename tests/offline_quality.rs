@@ -18,6 +18,10 @@ use switchboard::model::{Message, ModelRequest, ResponseContract};
 use switchboard::project::Project;
 use switchboard::tools::{self, ToolContext};
 
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
+
 #[derive(Debug, Deserialize)]
 struct Question {
     question: String,
@@ -28,19 +32,6 @@ fn corpus_root() -> PathBuf {
     std::env::var_os("SWITCHBOARD_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 struct Fixture {
@@ -65,8 +56,8 @@ fn fixture() -> Fixture {
         assert!(needed.exists(), "{} is missing", needed.display());
     }
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&thoughts, &dir.path().join("thoughts"));
-    copy_dir(&agents_dir, &dir.path().join("agent"));
+    copy_tree(&thoughts, &dir.path().join("thoughts"));
+    copy_tree(&agents_dir, &dir.path().join("agent"));
     let project = Project::open(dir.path()).unwrap();
     let agents = load(&project, &LoadOptions::default());
     let text = std::fs::read_to_string(&questions).unwrap();
@@ -396,7 +387,7 @@ fn locator_finds_the_planted_document_among_1000() {
         root.display()
     );
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&agents_dir, &dir.path().join("agent"));
+    copy_tree(&agents_dir, &dir.path().join("agent"));
     let planted = switchboard::model::offline::synth::generate(dir.path(), 1000).unwrap();
     let project = Project::open(dir.path()).unwrap();
     let agents = load(&project, &LoadOptions::default());

@@ -8,25 +8,16 @@ use std::time::{Duration, Instant};
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::EventKind;
 
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
+
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(FIXTURE).join("project"), dir.path());
+    copy_tree(&Path::new(FIXTURE).join("project"), dir.path());
     for s in ["research.yaml", "research-blocking.yaml"] {
         std::fs::copy(
             Path::new(FIXTURE).join("scripts").join(s),
