@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use switchboard::runtime::events::read_log;
@@ -28,6 +28,17 @@ fn project() -> tempfile::TempDir {
     dir
 }
 
+/// The stdout of a command that must have succeeded (its stderr shown if not), as JSON.
+#[track_caller]
+fn success_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn sb(root: &Path) -> Command {
     let mut c = Command::new(BIN);
     c.arg("--root").arg(root).env("NO_COLOR", "1");
@@ -43,12 +54,7 @@ fn run_json_prints_one_object_and_trace_shows_the_tree() {
         .args(["--correlation-id", "corr-42", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     assert_eq!(v["status"], "completed");
     assert_eq!(v["correlation_id"], "corr-42");
     assert_eq!(v["written"][0], "thoughts/shared/research/report.md");
@@ -147,12 +153,7 @@ fn a_killed_session_resumes_without_rerunning_completed_hops() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     assert_eq!(v["status"], "completed");
     assert_eq!(v["session_id"], session.as_str());
 
