@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use switchboard::agent::render::{render, SubagentInfo};
+use switchboard::agent::render::{render, PromptContext};
 use switchboard::agent::{load, Agent, AgentSet, LoadOptions};
 use switchboard::contract::{check, CheckContext, FileCache};
 use switchboard::model::offline::respond;
@@ -73,20 +73,6 @@ fn fixture() -> Fixture {
 const CORRELATION: &str = "offline-quality";
 const NOW: &str = "2026-11-21T09:00:00Z";
 
-#[derive(serde::Serialize)]
-struct Ctx<'a> {
-    agent: &'a str,
-    correlation_id: &'a str,
-    message_id: &'a str,
-    hop_id: &'a str,
-    parent: &'a str,
-    depth: u32,
-    now: &'a str,
-    today: &'a str,
-    project_root: String,
-    subagents: Vec<SubagentInfo>,
-}
-
 /// Runs one subagent hop with the offline model and the real tools; returns (answer, message id).
 fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, String) {
     let prefix = agent
@@ -97,15 +83,15 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
     let message_id = format!("{prefix}-2026-11-21-{:03}", n % 1000);
     let system = render(
         agent,
-        &Ctx {
-            agent: &agent.name,
-            correlation_id: CORRELATION,
-            message_id: &message_id,
-            hop_id: "hop-1",
-            parent: "researcher",
+        &PromptContext {
+            agent: agent.name.clone(),
+            correlation_id: CORRELATION.into(),
+            message_id: message_id.clone(),
+            hop_id: "hop-1".into(),
+            parent: "researcher".into(),
             depth: 1,
-            now: NOW,
-            today: "2026-11-21",
+            now: NOW.into(),
+            today: "2026-11-21".into(),
             project_root: f.project.root().display().to_string(),
             subagents: Vec::new(),
         },
