@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use switchboard::agent::render::{render, SubagentInfo};
+use switchboard::agent::render::{render, PromptContext};
 use switchboard::agent::{load, LoadOptions};
 use switchboard::model::offline::{bm25, locator, respond, synth};
 use switchboard::model::{Message, ModelRequest, ResponseContract};
@@ -42,33 +42,19 @@ fn copy_agents(to: &Path) {
     }
 }
 
-#[derive(serde::Serialize)]
-struct Ctx<'a> {
-    agent: &'a str,
-    correlation_id: &'a str,
-    message_id: &'a str,
-    hop_id: &'a str,
-    parent: &'a str,
-    depth: u32,
-    now: &'a str,
-    today: &'a str,
-    project_root: String,
-    subagents: Vec<SubagentInfo>,
-}
-
 /// The locator hop without the runtime: model turns and tool executions only.
 fn locate(project: &Project, agent: &switchboard::agent::Agent, question: &str) -> String {
     let system = render(
         agent,
-        &Ctx {
-            agent: &agent.name,
-            correlation_id: "bench",
-            message_id: "locator-2026-11-21-001",
-            hop_id: "h",
-            parent: "researcher",
+        &PromptContext {
+            agent: agent.name.clone(),
+            correlation_id: "bench".into(),
+            message_id: "locator-2026-11-21-001".into(),
+            hop_id: "h".into(),
+            parent: "researcher".into(),
             depth: 1,
-            now: "2026-11-21T00:00:00Z",
-            today: "2026-11-21",
+            now: "2026-11-21T00:00:00Z".into(),
+            today: "2026-11-21".into(),
             project_root: project.root().display().to_string(),
             subagents: Vec::new(),
         },

@@ -7,7 +7,8 @@
 #[path = "../tests/support/mock.rs"]
 mod mock;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use serde_json::json;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -56,6 +57,25 @@ fn fixture() -> (Reply, ModelRequest) {
         response_contract: None,
     };
     (reply, request)
+}
+
+/// The client's work alone for one provider: `encode` the request, then `parse` the stream, once
+/// with token-sized deltas (`sse`) and once with the same answer in 16 large deltas (`coarse`).
+fn bench_client<E, P, R>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    label: &str,
+    [sse, coarse]: [&String; 2],
+    encode: impl Fn() -> E,
+    parse: P,
+) where
+    P: Fn(&[u8]) -> R,
+{
+    group.bench_function(format!("{label}/encode_and_parse_sse_4k"), |b| {
+        b.iter(|| (encode(), parse(black_box(sse.as_bytes()))))
+    });
+    group.bench_function(format!("{label}/encode_and_parse_sse_4k_16_deltas"), |b| {
+        b.iter(|| (encode(), parse(black_box(coarse.as_bytes()))))
+    });
 }
 
 fn bench(c: &mut Criterion) {
@@ -125,18 +145,13 @@ fn bench(c: &mut Criterion) {
                     "http://127.0.0.1:9",
                 ))
                 .expect("client");
-                group.bench_function(format!("{label}/encode_and_parse_sse_4k"), |b| {
-                    b.iter(|| {
-                        let body = serde_json::to_vec(&p.body(black_box(&request), true));
-                        (body, p.parse_sse(black_box(sse.as_bytes())))
-                    })
-                });
-                group.bench_function(format!("{label}/encode_and_parse_sse_4k_16_deltas"), |b| {
-                    b.iter(|| {
-                        let body = serde_json::to_vec(&p.body(black_box(&request), true));
-                        (body, p.parse_sse(black_box(coarse.as_bytes())))
-                    })
-                });
+                bench_client(
+                    &mut group,
+                    label,
+                    [&sse, &coarse],
+                    || serde_json::to_vec(&p.body(black_box(&request), true)),
+                    |bytes| p.parse_sse(bytes),
+                );
             }
             Proto::Anthropic => {
                 let p = Anthropic::new(HttpConfig::local(
@@ -145,18 +160,13 @@ fn bench(c: &mut Criterion) {
                     "http://127.0.0.1:9",
                 ))
                 .expect("client");
-                group.bench_function(format!("{label}/encode_and_parse_sse_4k"), |b| {
-                    b.iter(|| {
-                        let body = serde_json::to_vec(&p.body(black_box(&request), true));
-                        (body, p.parse_sse(black_box(sse.as_bytes())))
-                    })
-                });
-                group.bench_function(format!("{label}/encode_and_parse_sse_4k_16_deltas"), |b| {
-                    b.iter(|| {
-                        let body = serde_json::to_vec(&p.body(black_box(&request), true));
-                        (body, p.parse_sse(black_box(coarse.as_bytes())))
-                    })
-                });
+                bench_client(
+                    &mut group,
+                    label,
+                    [&sse, &coarse],
+                    || serde_json::to_vec(&p.body(black_box(&request), true)),
+                    |bytes| p.parse_sse(bytes),
+                );
             }
         }
     }

@@ -13,23 +13,14 @@ use switchboard::contract::{
 };
 use switchboard::project::Project;
 
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
+
 const SPEC: &str = "thoughts/shared/specs/2026-01-15-auth-system.md";
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// A temporary copy of the fixture root with the corpus's symlinks, and the project on it.

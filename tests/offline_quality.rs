@@ -10,13 +10,17 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use switchboard::agent::render::{render, SubagentInfo};
+use switchboard::agent::render::{render, PromptContext};
 use switchboard::agent::{load, Agent, AgentSet, LoadOptions};
 use switchboard::contract::{check, CheckContext, FileCache};
 use switchboard::model::offline::respond;
 use switchboard::model::{Message, ModelRequest, ResponseContract};
 use switchboard::project::Project;
 use switchboard::tools::{self, ToolContext};
+
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
 
 #[derive(Debug, Deserialize)]
 struct Question {
@@ -28,19 +32,6 @@ fn corpus_root() -> PathBuf {
     std::env::var_os("SWITCHBOARD_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 struct Fixture {
@@ -65,8 +56,8 @@ fn fixture() -> Fixture {
         assert!(needed.exists(), "{} is missing", needed.display());
     }
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&thoughts, &dir.path().join("thoughts"));
-    copy_dir(&agents_dir, &dir.path().join("agent"));
+    copy_tree(&thoughts, &dir.path().join("thoughts"));
+    copy_tree(&agents_dir, &dir.path().join("agent"));
     let project = Project::open(dir.path()).unwrap();
     let agents = load(&project, &LoadOptions::default());
     let text = std::fs::read_to_string(&questions).unwrap();
@@ -82,20 +73,6 @@ fn fixture() -> Fixture {
 const CORRELATION: &str = "offline-quality";
 const NOW: &str = "2026-11-21T09:00:00Z";
 
-#[derive(serde::Serialize)]
-struct Ctx<'a> {
-    agent: &'a str,
-    correlation_id: &'a str,
-    message_id: &'a str,
-    hop_id: &'a str,
-    parent: &'a str,
-    depth: u32,
-    now: &'a str,
-    today: &'a str,
-    project_root: String,
-    subagents: Vec<SubagentInfo>,
-}
-
 /// Runs one subagent hop with the offline model and the real tools; returns (answer, message id).
 fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, String) {
     let prefix = agent
@@ -106,15 +83,15 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
     let message_id = format!("{prefix}-2026-11-21-{:03}", n % 1000);
     let system = render(
         agent,
-        &Ctx {
-            agent: &agent.name,
-            correlation_id: CORRELATION,
-            message_id: &message_id,
-            hop_id: "hop-1",
-            parent: "researcher",
+        &PromptContext {
+            agent: agent.name.clone(),
+            correlation_id: CORRELATION.into(),
+            message_id: message_id.clone(),
+            hop_id: "hop-1".into(),
+            parent: "researcher".into(),
             depth: 1,
-            now: NOW,
-            today: "2026-11-21",
+            now: NOW.into(),
+            today: "2026-11-21".into(),
             project_root: f.project.root().display().to_string(),
             subagents: Vec::new(),
         },
@@ -396,7 +373,7 @@ fn locator_finds_the_planted_document_among_1000() {
         root.display()
     );
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&agents_dir, &dir.path().join("agent"));
+    copy_tree(&agents_dir, &dir.path().join("agent"));
     let planted = switchboard::model::offline::synth::generate(dir.path(), 1000).unwrap();
     let project = Project::open(dir.path()).unwrap();
     let agents = load(&project, &LoadOptions::default());

@@ -11,24 +11,15 @@ use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
 
 fn project() -> (tempfile::TempDir, Project) {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(FIXTURE).join("project"), dir.path());
+    copy_tree(&Path::new(FIXTURE).join("project"), dir.path());
     let p = Project::open(dir.path()).unwrap();
     (dir, p)
 }

@@ -2,31 +2,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::EventKind;
 
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
+
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(FIXTURE).join("project"), dir.path());
+    copy_tree(&Path::new(FIXTURE).join("project"), dir.path());
     for s in ["research.yaml", "research-blocking.yaml"] {
         std::fs::copy(
             Path::new(FIXTURE).join("scripts").join(s),
@@ -35,6 +26,17 @@ fn project() -> tempfile::TempDir {
         .unwrap();
     }
     dir
+}
+
+/// The stdout of a command that must have succeeded (its stderr shown if not), as JSON.
+#[track_caller]
+fn success_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn sb(root: &Path) -> Command {
@@ -52,12 +54,7 @@ fn run_json_prints_one_object_and_trace_shows_the_tree() {
         .args(["--correlation-id", "corr-42", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     assert_eq!(v["status"], "completed");
     assert_eq!(v["correlation_id"], "corr-42");
     assert_eq!(v["written"][0], "thoughts/shared/research/report.md");
@@ -156,12 +153,7 @@ fn a_killed_session_resumes_without_rerunning_completed_hops() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     assert_eq!(v["status"], "completed");
     assert_eq!(v["session_id"], session.as_str());
 

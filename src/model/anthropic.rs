@@ -9,9 +9,8 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use std::time::Instant;
 
-use super::http::{HttpClient, HttpConfig, SseEvent, SseParser};
+use super::http::{encode, HttpClient, HttpConfig, SseEvent};
 use super::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage};
 
 /// The API version sent in `anthropic-version`.
@@ -144,64 +143,20 @@ impl Anthropic {
     }
 
     async fn attempt(&self, body: &[u8]) -> Result<ModelResponse, ModelError> {
-        let started = Instant::now();
         let mut headers: Vec<(&str, &str)> = vec![("anthropic-version", API_VERSION)];
         if let Some(key) = &self.http.config.api_key {
             headers.push(("x-api-key", key.expose()));
         }
-        if self.http.config.stream {
-            headers.push(("accept", "text/event-stream"));
-        }
-        let mut response = self
-            .http
-            .post("/v1/messages", &headers, body.to_vec())
-            .await?;
-        let is_sse = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
-        if !(self.http.config.stream && is_sse) {
-            let bytes = self.http.read_body(response, started).await?;
-            return self.parse_body(&bytes);
-        }
-        let mut parser = SseParser::new();
-        let mut acc = StreamAccumulator::default();
-        let mut events = Vec::new();
-        while let Some(chunk) = self.http.next_chunk(&mut response).await? {
-            parser.push(&chunk, &mut events);
-            for event in events.drain(..) {
-                acc.event(&event, &self.http)?;
-            }
-            if acc.stopped {
-                break;
-            }
-        }
-        if !acc.stopped {
-            if let Some(event) = parser.finish() {
-                acc.event(&event, &self.http)?;
-            }
-        }
-        if !acc.stopped {
-            return Err(self.http.stream_ended_early());
-        }
-        acc.into_response(&self.http)
+        self.http
+            .exchange::<StreamAccumulator>("/v1/messages", &headers, body, |bytes| {
+                self.parse_body(bytes)
+            })
+            .await
     }
 
     /// Parses a whole SSE stream held in memory (tests and benches; the client streams).
     pub fn parse_sse(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
-        let mut parser = SseParser::new();
-        let mut acc = StreamAccumulator::default();
-        let mut events = Vec::new();
-        parser.push(bytes, &mut events);
-        events.extend(parser.finish());
-        for event in &events {
-            acc.event(event, &self.http)?;
-        }
-        if !acc.stopped {
-            return Err(self.http.stream_ended_early());
-        }
-        acc.into_response(&self.http)
+        self.http.parse_sse::<StreamAccumulator>(bytes)
     }
 
     /// Parses a non-streamed Messages body.
@@ -249,8 +204,7 @@ impl Model for Anthropic {
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
-            let body = serde_json::to_vec(&self.body(request, self.http.config.stream))
-                .map_err(|e| ModelError::Fatal(format!("cannot encode the request: {e}")))?;
+            let body = encode(&self.body(request, self.http.config.stream))?;
             self.http
                 .with_retries(&request.model, || self.attempt(&body))
                 .await
@@ -376,7 +330,7 @@ struct StreamAccumulator {
     stopped: bool,
 }
 
-impl StreamAccumulator {
+impl super::http::StreamAccumulator for StreamAccumulator {
     fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
         let data = event.data.trim();
         if data.is_empty() {
@@ -459,6 +413,15 @@ impl StreamAccumulator {
             _ => {}
         }
         Ok(())
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The stream is whole only with its `message_stop`.
+    fn complete(&self) -> bool {
+        self.stopped
     }
 
     fn into_response(self, http: &HttpClient) -> Result<ModelResponse, ModelError> {

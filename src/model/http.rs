@@ -1,5 +1,6 @@
 //! What the HTTP providers share: settings from the project config and the environment, the
-//! secret wrapper for API keys, the retry loop with backoff, timeouts, and the SSE parser.
+//! secret wrapper for API keys, the retry loop with backoff, timeouts, the SSE parser, and the
+//! attempt that reads a streamed answer into a provider's [`StreamAccumulator`].
 //!
 //! A provider builds one JSON body per completion and hands [`HttpClient`] a closure that does
 //! one attempt; the client retries transient failures (connect errors, timeouts, 408, 409, 429,
@@ -756,6 +757,76 @@ impl HttpClient {
         }
     }
 
+    /// One attempt: POSTs `body` to `path` and reads the answer. With streaming on and an SSE
+    /// answer, the events go through `A` until its end marker; otherwise the one body goes to
+    /// `parse_body` (some servers ignore `stream: true` and answer with one body; take that too).
+    pub async fn exchange<A: StreamAccumulator>(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        parse_body: impl FnOnce(&[u8]) -> Result<ModelResponse, ModelError>,
+    ) -> Result<ModelResponse, ModelError> {
+        let started = Instant::now();
+        let mut headers = headers.to_vec();
+        if self.config.stream {
+            headers.push(("accept", "text/event-stream"));
+        }
+        let mut response = self.post(path, &headers, body.to_vec()).await?;
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"));
+        if !(self.config.stream && is_sse) {
+            let bytes = self.read_body(response, started).await?;
+            return parse_body(&bytes);
+        }
+        let mut parser = SseParser::new();
+        let mut acc = A::default();
+        let mut events = Vec::new();
+        while let Some(chunk) = self.next_chunk(&mut response).await? {
+            parser.push(&chunk, &mut events);
+            for event in events.drain(..) {
+                acc.event(&event, self)?;
+            }
+            if acc.stopped() {
+                break;
+            }
+        }
+        if !acc.stopped() {
+            if let Some(event) = parser.finish() {
+                acc.event(&event, self)?;
+            }
+        }
+        self.finish_stream(acc)
+    }
+
+    /// Parses a whole SSE stream held in memory through `A` (tests and benches; the client
+    /// streams).
+    pub fn parse_sse<A: StreamAccumulator>(
+        &self,
+        bytes: &[u8],
+    ) -> Result<ModelResponse, ModelError> {
+        let mut parser = SseParser::new();
+        let mut acc = A::default();
+        let mut events = Vec::new();
+        parser.push(bytes, &mut events);
+        events.extend(parser.finish());
+        for event in &events {
+            acc.event(event, self)?;
+        }
+        self.finish_stream(acc)
+    }
+
+    /// The answer of a stream that has ended, or an error if it ended before it was complete.
+    fn finish_stream<A: StreamAccumulator>(&self, acc: A) -> Result<ModelResponse, ModelError> {
+        if !acc.complete() {
+            return Err(self.stream_ended_early());
+        }
+        acc.into_response(self)
+    }
+
     /// A stream that ended before its end marker.
     pub fn stream_ended_early(&self) -> ModelError {
         ModelError::Transient {
@@ -845,6 +916,23 @@ pub fn snippet(text: &str) -> String {
         let cut: String = flat.chars().take(ERROR_SNIPPET).collect();
         format!("{cut}…")
     }
+}
+
+/// The JSON encoding of a request body; failing to encode is fatal.
+pub fn encode(body: &serde_json::Value) -> Result<Vec<u8>, ModelError> {
+    serde_json::to_vec(body)
+        .map_err(|e| ModelError::Fatal(format!("cannot encode the request: {e}")))
+}
+
+/// Builds one answer from a provider's stream events (see [`HttpClient::exchange`]).
+pub trait StreamAccumulator: Default {
+    /// Takes one event; an error event or a malformed one fails the attempt.
+    fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError>;
+    /// Whether the end marker has come, so no more events need reading.
+    fn stopped(&self) -> bool;
+    /// Whether what has come makes a whole answer once the stream has ended.
+    fn complete(&self) -> bool;
+    fn into_response(self, http: &HttpClient) -> Result<ModelResponse, ModelError>;
 }
 
 /// One server-sent event.

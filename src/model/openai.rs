@@ -9,9 +9,8 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use std::time::Instant;
 
-use super::http::{HttpClient, HttpConfig, SseEvent, SseParser};
+use super::http::{encode, HttpClient, HttpConfig, SseEvent};
 use super::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage,
 };
@@ -84,7 +83,6 @@ impl OpenAi {
     }
 
     async fn attempt(&self, body: &[u8]) -> Result<ModelResponse, ModelError> {
-        let started = Instant::now();
         let auth = self
             .http
             .config
@@ -95,60 +93,16 @@ impl OpenAi {
         if let Some(auth) = &auth {
             headers.push(("authorization", auth.as_str()));
         }
-        if self.http.config.stream {
-            headers.push(("accept", "text/event-stream"));
-        }
-        let mut response = self
-            .http
-            .post("/chat/completions", &headers, body.to_vec())
-            .await?;
-        let is_sse = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/event-stream"));
-        if !(self.http.config.stream && is_sse) {
-            // Some servers ignore `stream: true` and answer with one body; take that too.
-            let bytes = self.http.read_body(response, started).await?;
-            return self.parse_body(&bytes);
-        }
-        let mut parser = SseParser::new();
-        let mut acc = StreamAccumulator::default();
-        let mut events = Vec::new();
-        while let Some(chunk) = self.http.next_chunk(&mut response).await? {
-            parser.push(&chunk, &mut events);
-            for event in events.drain(..) {
-                acc.event(&event, &self.http)?;
-            }
-            if acc.done {
-                break;
-            }
-        }
-        if !acc.done {
-            if let Some(event) = parser.finish() {
-                acc.event(&event, &self.http)?;
-            }
-        }
-        if !acc.done && acc.finish_reason.is_none() {
-            return Err(self.http.stream_ended_early());
-        }
-        Ok(acc.into_response())
+        self.http
+            .exchange::<StreamAccumulator>("/chat/completions", &headers, body, |bytes| {
+                self.parse_body(bytes)
+            })
+            .await
     }
 
     /// Parses a whole SSE stream held in memory (tests and benches; the client streams).
     pub fn parse_sse(&self, bytes: &[u8]) -> Result<ModelResponse, ModelError> {
-        let mut parser = SseParser::new();
-        let mut acc = StreamAccumulator::default();
-        let mut events = Vec::new();
-        parser.push(bytes, &mut events);
-        events.extend(parser.finish());
-        for event in &events {
-            acc.event(event, &self.http)?;
-        }
-        if !acc.done && acc.finish_reason.is_none() {
-            return Err(self.http.stream_ended_early());
-        }
-        Ok(acc.into_response())
+        self.http.parse_sse::<StreamAccumulator>(bytes)
     }
 
     /// Parses a non-streamed Chat Completions body.
@@ -198,8 +152,7 @@ impl Model for OpenAi {
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
-            let body = serde_json::to_vec(&self.body(request, self.http.config.stream))
-                .map_err(|e| ModelError::Fatal(format!("cannot encode the request: {e}")))?;
+            let body = encode(&self.body(request, self.http.config.stream))?;
             self.http
                 .with_retries(&request.model, || self.attempt(&body))
                 .await
@@ -386,7 +339,7 @@ struct StreamAccumulator {
     done: bool,
 }
 
-impl StreamAccumulator {
+impl super::http::StreamAccumulator for StreamAccumulator {
     fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
         let data = event.data.trim();
         if data == "[DONE]" {
@@ -471,8 +424,17 @@ impl StreamAccumulator {
         Ok(())
     }
 
-    fn into_response(self) -> ModelResponse {
-        ModelResponse {
+    fn stopped(&self) -> bool {
+        self.done
+    }
+
+    /// Servers that send no `[DONE]` still end the answer with a finish reason.
+    fn complete(&self) -> bool {
+        self.done || self.finish_reason.is_some()
+    }
+
+    fn into_response(self, _http: &HttpClient) -> Result<ModelResponse, ModelError> {
+        Ok(ModelResponse {
             content: self.content,
             tool_calls: self
                 .calls
@@ -486,7 +448,7 @@ impl StreamAccumulator {
                 })
                 .collect(),
             usage: self.usage,
-        }
+        })
     }
 }
 

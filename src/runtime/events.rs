@@ -388,6 +388,11 @@ pub fn read_log(path: &Path) -> std::io::Result<Vec<Event>> {
         .collect())
 }
 
+/// [`read_log`], failing with a message that names the file.
+pub(crate) fn read_log_or_message(path: &Path) -> Result<Vec<Event>, String> {
+    read_log(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
 /// `2026-11-21T10:00:00.123456Z`.
 pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)

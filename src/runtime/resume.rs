@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::events::{read_log, EventKind, HopStatus};
+use super::events::{read_log_or_message, EventKind, HopStatus};
 use super::hop::HopResult;
-use super::session::SESSIONS_DIR;
+use super::session::log_path;
 use crate::model::Usage;
 use crate::project::Project;
 
@@ -45,15 +45,11 @@ pub struct ResumePlan {
 
 /// Reads `SESSION`'s log into a plan; refuses a session that already completed.
 pub fn plan(project: &Project, session_id: &str) -> Result<ResumePlan, String> {
-    let rel = format!("{SESSIONS_DIR}/{session_id}/events.jsonl");
-    let path = project
-        .resolve(&rel)
-        .map_err(|e| format!("no session `{session_id}`: {e}"))?;
-    plan_from_log(&path)
+    plan_from_log(&log_path(project, session_id)?)
 }
 
 pub fn plan_from_log(path: &Path) -> Result<ResumePlan, String> {
-    let events = read_log(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let events = read_log_or_message(path)?;
     let first = events
         .iter()
         .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))

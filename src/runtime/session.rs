@@ -24,6 +24,14 @@ use crate::project::Project;
 /// Where sessions live, relative to the project root.
 pub const SESSIONS_DIR: &str = ".switchboard/sessions";
 
+/// Where session `session_id`'s event log is, resolved through the project like any other path.
+pub(crate) fn log_path(project: &Project, session_id: &str) -> Result<PathBuf, String> {
+    let rel = format!("{SESSIONS_DIR}/{session_id}/events.jsonl");
+    project
+        .resolve(&rel)
+        .map_err(|e| format!("no session `{session_id}`: {e}"))
+}
+
 /// How a session runs.
 #[derive(Clone)]
 pub struct RunOptions {

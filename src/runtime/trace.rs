@@ -4,8 +4,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::events::{read_log, EventKind};
-use super::session::SESSIONS_DIR;
+use super::events::{read_log_or_message, EventKind};
+use super::session::{log_path, SESSIONS_DIR};
 use crate::project::Project;
 
 /// One hop as the log tells it.
@@ -48,15 +48,11 @@ pub struct SessionTrace {
 
 /// Reads `.switchboard/sessions/<id>/events.jsonl` of `project`.
 pub fn load(project: &Project, session_id: &str) -> Result<SessionTrace, String> {
-    let rel = format!("{SESSIONS_DIR}/{session_id}/events.jsonl");
-    let path = project
-        .resolve(&rel)
-        .map_err(|e| format!("no session `{session_id}`: {e}"))?;
-    from_log(&path)
+    from_log(&log_path(project, session_id)?)
 }
 
 pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
-    let events = read_log(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let events = read_log_or_message(path)?;
     let mut trace = SessionTrace {
         session_id: String::new(),
         correlation_id: String::new(),

@@ -1,12 +1,10 @@
 //! `glob`: files whose project-relative path matches a pattern, walked with `ignore` so
-//! `.gitignore`d files stay out.
+//! `.gitignore`d files stay out (see [`super::walk_files`]).
 
 use globset::GlobBuilder;
 use serde_json::Value;
 
-use super::{
-    is_internal, opt_str, resolve, str_arg, walk_entry_inside, ToolContext, ToolError, ToolOutput,
-};
+use super::{opt_str, resolve, str_arg, walk_files, ToolContext, ToolError, ToolOutput};
 
 /// Matches returned at most.
 pub const MAX_MATCHES: usize = 1000;
@@ -25,21 +23,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     let dir = resolve(ctx, "glob", base)?;
     let base_rel = ctx.project.relative(&dir);
     let mut found = Vec::new();
-    for entry in ignore::WalkBuilder::new(&dir)
-        .hidden(false)
-        .build()
-        .flatten()
-    {
-        if !entry
-            .file_type()
-            .is_some_and(|t| t.is_file() || t.is_symlink())
-        {
-            continue;
-        }
-        let rel = ctx.project.relative(entry.path());
-        if is_internal(&rel) || !walk_entry_inside(ctx.project, &entry) {
-            continue;
-        }
+    for (rel, _) in walk_files(ctx.project, &dir) {
         // The pattern may be written relative to the root or to `path`.
         let under_base = rel
             .strip_prefix(&base_rel)

@@ -6,9 +6,7 @@ use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::Value;
 
-use super::{
-    is_internal, opt_str, resolve, str_arg, walk_entry_inside, ToolContext, ToolError, ToolOutput,
-};
+use super::{opt_str, resolve, str_arg, walk_files, ToolContext, ToolError, ToolOutput};
 
 /// Result lines returned at most; the rest are counted.
 pub const MAX_RESULTS: usize = 500;
@@ -41,21 +39,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     let mut results = Vec::new();
     let mut total = 0usize;
     let mut paths = Vec::new();
-    for entry in ignore::WalkBuilder::new(&start)
-        .hidden(false)
-        .build()
-        .flatten()
-    {
-        if !entry
-            .file_type()
-            .is_some_and(|t| t.is_file() || t.is_symlink())
-        {
-            continue;
-        }
-        let rel = ctx.project.relative(entry.path());
-        if is_internal(&rel) || !walk_entry_inside(ctx.project, &entry) {
-            continue;
-        }
+    for (rel, entry) in walk_files(ctx.project, &start) {
         if let Some(f) = &filter {
             let file_name = entry.file_name().to_string_lossy();
             if !f.is_match(&rel) && !f.is_match(file_name.as_ref()) {

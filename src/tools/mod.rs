@@ -215,8 +215,34 @@ pub(crate) fn resolve(
     })
 }
 
+/// The files (and symlinks) under `dir` a tool may see, with their project-relative paths: walked
+/// with `ignore` so `.gitignore`d files stay out, and without the runtime's own folders or
+/// symlinks that lead outside the root.
+pub(crate) fn walk_files<'a>(
+    project: &'a Project,
+    dir: &std::path::Path,
+) -> impl Iterator<Item = (String, ignore::DirEntry)> + 'a {
+    ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .build()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_type()
+                .is_some_and(|t| t.is_file() || t.is_symlink())
+        })
+        .filter_map(move |entry| {
+            let rel = project.relative(entry.path());
+            if is_internal(&rel) || !walk_entry_inside(project, &entry) {
+                None
+            } else {
+                Some((rel, entry))
+            }
+        })
+}
+
 /// Whether a walked entry stays inside the root (a symlink is followed only if it does).
-pub(crate) fn walk_entry_inside(project: &Project, entry: &ignore::DirEntry) -> bool {
+fn walk_entry_inside(project: &Project, entry: &ignore::DirEntry) -> bool {
     if !entry.path_is_symlink() {
         return true;
     }

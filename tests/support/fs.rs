@@ -1,0 +1,19 @@
+//! File-system helpers the integration tests share (included with `#[path]`, so a test that does
+//! not speak to the mock server does not build it).
+
+use std::path::Path;
+
+/// Copies the tree at `from` into `to` (created if missing), recursively. Symlinks are copied as
+/// the files they point to; none are committed in the fixtures.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
