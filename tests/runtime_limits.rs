@@ -281,6 +281,44 @@ async fn the_hop_timeout_option_bounds_an_agent_without_wall_seconds() {
     );
 }
 
+#[tokio::test]
+async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
+    let (_d, p) = project();
+    add_subagent(
+        p.root(),
+        "boss",
+        "tools: {task: true}\nbudget: {wall_seconds: 1}\n",
+    );
+    let boss = std::fs::read_to_string(p.root().join("agent/boss.md")).unwrap();
+    std::fs::write(
+        p.root().join("agent/boss.md"),
+        boss.replace(
+            "tools: {task: true}\n",
+            "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
+        ),
+    )
+    .unwrap();
+    let script = researcher_delegates(
+        "boss",
+        "delegate",
+        "  boss:\n    - turns:\n        - tool_calls: [{name: task, arguments: {subagent_type: ping, description: d, prompt: block}}]\n        - content: boss done\n  ping:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
+    );
+    let clock = Instant::now();
+    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    assert!(
+        clock.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(of_agent(&events, "ping", "hop.started").len(), 1);
+    assert_every_hop_ended(&events);
+    let (error, _) = failure_of(&events, "boss");
+    assert!(error.contains("timed out after 1 s"), "{error}");
+    let (error, _) = failure_of(&events, "ping");
+    assert!(error.contains("`boss` timed out"), "{error}");
+}
+
 #[cfg(unix)]
 #[test]
 fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
