@@ -319,21 +319,15 @@ async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
     assert!(error.contains("`boss` timed out"), "{error}");
 }
 
+/// A `switchboard run --json` of the researcher on `script` (written into the project), under a
+/// guard that kills it if the test panics first.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
+fn spawn_run(root: &Path, script: &str) -> (std::process::Child, KillOnPanic) {
     use std::process::{Command, Stdio};
-
-    let (dir, _p) = project();
-    let script = researcher_delegates(
-        "ping",
-        "block",
-        "  ping:\n    - turns: [{delay_ms: 600000, content: too late}]\n",
-    );
-    std::fs::write(dir.path().join("blocking.yaml"), script).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    std::fs::write(root.join("blocking.yaml"), script).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .arg("--root")
-        .arg(dir.path())
+        .arg(root)
         .env("NO_COLOR", "1")
         .args(["run", "researcher", "x", "--json", "--model"])
         .arg("scripted/blocking.yaml")
@@ -341,17 +335,26 @@ fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let kill_on_panic = scopeguard(child.id());
+    let guard = KillOnPanic(libc::pid_t::try_from(child.id()).unwrap());
+    (child, guard)
+}
 
-    // Wait until both hops started: the researcher is waiting for ping, which blocks.
-    let sessions = dir.path().join(".switchboard/sessions");
+/// Polls the session's log every `every` until `agent`'s hop has started; returns the log's path.
+#[cfg(unix)]
+fn wait_for_hop(
+    child: &mut std::process::Child,
+    root: &Path,
+    agent: &str,
+    every: Duration,
+) -> std::path::PathBuf {
+    let sessions = root.join(".switchboard/sessions");
     let deadline = Instant::now() + Duration::from_secs(30);
-    let log = loop {
-        assert!(Instant::now() < deadline, "the hops never started");
+    loop {
+        assert!(Instant::now() < deadline, "`{agent}` never started");
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the session ended before Ctrl-C: {status}");
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(every);
         let Some(entry) = std::fs::read_dir(&sessions).ok().and_then(|mut d| d.next()) else {
             continue;
         };
@@ -359,12 +362,20 @@ fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
         let events = read_log(&log).unwrap_or_default();
         if events
             .iter()
-            .any(|e| e.kind.name() == "hop.started" && e.agent.as_deref() == Some("ping"))
+            .any(|e| e.kind.name() == "hop.started" && e.agent.as_deref() == Some(agent))
         {
-            break log;
+            return log;
         }
-    };
+    }
+}
 
+/// Sends SIGINT and waits (bounded) for the process to exit; returns its exit status and output.
+/// Takes the guard: once the child is reaped its pid is no longer ours to kill.
+#[cfg(unix)]
+fn interrupt(
+    mut child: std::process::Child,
+    guard: KillOnPanic,
+) -> (std::process::ExitStatus, std::process::Output) {
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: plain kill(2) on our own child, which has not been reaped (try_wait saw it running).
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
@@ -380,9 +391,15 @@ fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    drop(kill_on_panic);
-    let out = child.wait_with_output().unwrap();
-    // Handled, not killed by the signal: exit code 1 (the session did not complete).
+    drop(guard);
+    (status, child.wait_with_output().unwrap())
+}
+
+/// Handled, not killed by the signal: exit code 1 (the session did not complete), `--json` says
+/// interrupted, and the log ends with one `session.completed` (interrupted) after every hop's end.
+#[cfg(unix)]
+#[track_caller]
+fn assert_interrupted(status: std::process::ExitStatus, out: &std::process::Output, log: &Path) {
     assert_eq!(
         status.code(),
         Some(1),
@@ -391,10 +408,8 @@ fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "interrupted");
-
-    let events = read_log(&log).unwrap();
-    let last = events.last().unwrap();
-    match &last.kind {
+    let events = read_log(log).unwrap();
+    match &events.last().unwrap().kind {
         EventKind::SessionCompleted { status, error, .. } => {
             assert_eq!(status, "interrupted");
             assert_eq!(error.as_deref(), Some("interrupted"));
@@ -409,6 +424,24 @@ fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
         1
     );
     assert_every_hop_ended(&events);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
+    let (dir, _p) = project();
+    let script = researcher_delegates(
+        "ping",
+        "block",
+        "  ping:\n    - turns: [{delay_ms: 600000, content: too late}]\n",
+    );
+    let (mut child, guard) = spawn_run(dir.path(), &script);
+    // Both hops started: the researcher is waiting for ping, which blocks.
+    let log = wait_for_hop(&mut child, dir.path(), "ping", Duration::from_millis(20));
+    let (status, out) = interrupt(child, guard);
+    assert_interrupted(status, &out, &log);
+
+    let events = read_log(&log).unwrap();
     let started: HashSet<_> = events
         .iter()
         .filter(|e| e.kind.name() == "hop.started")
@@ -420,17 +453,37 @@ fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
     }
 }
 
-/// Kills the child (by pid) if the test panics before it exited.
+/// The primary hop logs `hop.started` in the session's first poll: Ctrl-C right after it must be
+/// handled too (it killed the process about half the time when the handler was installed after
+/// that poll). Timing-dependent, so a few tries.
 #[cfg(unix)]
-fn scopeguard(pid: u32) -> impl Drop {
-    struct Guard(libc::pid_t);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            if std::thread::panicking() {
-                // SAFETY: kill(2) on the test's own child.
-                unsafe { libc::kill(self.0, libc::SIGKILL) };
-            }
+#[test]
+fn ctrl_c_right_after_the_first_hop_starts_is_handled() {
+    for _ in 0..5 {
+        let (dir, _p) = project();
+        let script = "agents:\n  researcher:\n    - turns: [{delay_ms: 600000, content: late}]\n";
+        let (mut child, guard) = spawn_run(dir.path(), script);
+        let log = wait_for_hop(
+            &mut child,
+            dir.path(),
+            "researcher",
+            Duration::from_millis(1),
+        );
+        let (status, out) = interrupt(child, guard);
+        assert_interrupted(status, &out, &log);
+    }
+}
+
+/// Kills the child (by pid) if the test panics while it runs.
+#[cfg(unix)]
+struct KillOnPanic(libc::pid_t);
+
+#[cfg(unix)]
+impl Drop for KillOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // SAFETY: kill(2) on the test's own child, not yet reaped.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
         }
     }
-    Guard(libc::pid_t::try_from(pid).unwrap())
 }
