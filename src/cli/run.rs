@@ -116,9 +116,13 @@ pub(crate) fn drive(session: &Session, view: Option<Arc<View>>, json: bool) -> u
                 }
             })
         });
+        // `biased`: the Ctrl-C handler is installed when its future is first polled, so poll it
+        // before the session, which logs `hop.started` in its first poll; unbiased, a SIGINT
+        // arriving right after that event could still kill the process with no end in the log.
         let outcome = tokio::select! {
-            outcome = session.run() => outcome,
+            biased;
             _ = tokio::signal::ctrl_c() => session.interrupt(),
+            outcome = session.run() => outcome,
         };
         if let Some(t) = ticker {
             t.abort();

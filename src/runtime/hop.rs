@@ -252,7 +252,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
                 }
             },
         };
-        shared.hop_in_flight(&hop_id, Some((ctx.parent_hop_id.as_deref(), &ctx.agent)));
+        shared.hop_started(&hop_id, ctx.parent_hop_id.as_deref(), &ctx.agent);
         ctx.emit(EventKind::HopStarted {
             depth: req.depth,
             attempt,
@@ -289,10 +289,30 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
         let clock = Instant::now();
         let ending = match tokio::time::timeout(wall, state.run()).await {
             Ok(ending) => ending,
-            Err(_) => Ending::failed(format!(
-                "timed out after {} s (wall-clock limit)",
-                wall.as_secs_f64()
-            )),
+            Err(_) => {
+                // Dropping the loop aborted the children it was waiting for; they cannot log
+                // their own end, so log it here.
+                let now = timestamp(Utc::now());
+                for (hop, parent, agent) in shared.take_descendants(&hop_id) {
+                    shared.emit(
+                        Some(&hop),
+                        parent.as_deref(),
+                        Some(&agent),
+                        EventKind::HopFailed {
+                            error: format!("cancelled: `{}` timed out", state.agent.name),
+                            usage: Usage::default(),
+                            started_at: now.clone(),
+                            ended_at: now.clone(),
+                            duration_us: 0,
+                            violations: Vec::new(),
+                        },
+                    );
+                }
+                Ending::failed(format!(
+                    "timed out after {} s (wall-clock limit)",
+                    wall.as_secs_f64()
+                ))
+            }
         };
         state.finish(ending, clock.elapsed())
     })
@@ -726,7 +746,10 @@ impl HopState {
         let ended = Utc::now();
         shared.write_transcript(&self.ctx.hop_id, &self.system, &self.messages);
         let duration_us = elapsed.as_micros() as u64;
-        if ending.status == HopStatus::Failed {
+        // A hop an ancestor's timeout or Ctrl-C already ended (while it was finishing) is not
+        // ended twice: only the one that takes it out of the in-flight set logs its end.
+        let ended_here = shared.end_in_flight(&self.ctx.hop_id);
+        if ended_here && ending.status == HopStatus::Failed {
             self.ctx.emit(EventKind::HopFailed {
                 error: ending.error.clone().unwrap_or_default(),
                 usage: self.usage,
@@ -735,7 +758,7 @@ impl HopState {
                 duration_us,
                 violations: ending.violations.clone(),
             });
-        } else {
+        } else if ended_here {
             self.ctx.emit(EventKind::HopCompleted {
                 status: ending.status,
                 message_id: self.message_id.clone(),
@@ -750,7 +773,6 @@ impl HopState {
                 written: self.written.clone(),
             });
         }
-        shared.hop_in_flight(&self.ctx.hop_id, None);
         shared.add_usage(self.usage);
         HopResult {
             hop_id: self.ctx.hop_id.clone(),

@@ -149,21 +149,44 @@ impl Shared {
         }
     }
 
-    /// Marks a hop running (with its parent and agent) or done, for `interrupt`.
-    pub fn hop_in_flight(&self, hop_id: &str, running: Option<(Option<&str>, &str)>) {
+    /// Marks a hop running (with its parent and agent), for `interrupt` and timeouts.
+    pub fn hop_started(&self, hop_id: &str, parent: Option<&str>, agent: &str) {
         if let Ok(mut s) = self.in_flight.lock() {
-            match running {
-                Some((parent, agent)) => {
-                    s.insert(
-                        hop_id.to_string(),
-                        (parent.map(str::to_string), agent.to_string()),
-                    );
-                }
-                None => {
-                    s.remove(hop_id);
-                }
-            }
+            s.insert(
+                hop_id.to_string(),
+                (parent.map(str::to_string), agent.to_string()),
+            );
         }
+    }
+
+    /// Takes a hop out of the in-flight set; true if it was there. Only the taker logs the hop's
+    /// end, so a hop that an ancestor's timeout or Ctrl-C already ended is not ended twice.
+    pub fn end_in_flight(&self, hop_id: &str) -> bool {
+        self.in_flight
+            .lock()
+            .map(|mut s| s.remove(hop_id).is_some())
+            .unwrap_or(false)
+    }
+
+    /// Takes the in-flight descendants of `hop_id` out of the set, as (hop, parent, agent).
+    pub fn take_descendants(&self, hop_id: &str) -> Vec<(String, Option<String>, String)> {
+        let Ok(mut s) = self.in_flight.lock() else {
+            return Vec::new();
+        };
+        let below = |hop: &String| {
+            let mut hop = hop.as_str();
+            while let Some((Some(parent), _)) = s.get(hop) {
+                if parent == hop_id {
+                    return true;
+                }
+                hop = parent.as_str();
+            }
+            false
+        };
+        let ids: Vec<String> = s.keys().filter(|h| below(h)).cloned().collect();
+        ids.into_iter()
+            .filter_map(|h| s.remove(&h).map(|(parent, agent)| (h, parent, agent)))
+            .collect()
     }
 
     /// How many times this parent already called this agent with this prompt (0 the first time).
@@ -473,7 +496,7 @@ impl Session {
             .shared
             .in_flight
             .lock()
-            .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .map(|mut s| s.drain().collect())
             .unwrap_or_default();
         let now = timestamp(Utc::now());
         for (hop, (parent, agent)) in hops {

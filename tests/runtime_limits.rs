@@ -1,0 +1,489 @@
+//! The limits that stop a hop: `steps`, the wall-clock limit (`budget.wall_seconds` and
+//! `RunOptions::hop_timeout`) and Ctrl-C on the binary. Each test fails if its limit stops working:
+//! the scripted model would otherwise loop or block far past the test's bounds.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
+use switchboard::project::Project;
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{Event, EventKind, HopStatus, RunOptions, Session, SessionOutcome};
+
+#[path = "support/fs.rs"]
+mod support_fs;
+use support_fs::copy_tree;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
+
+fn project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&Path::new(FIXTURE).join("project"), dir.path());
+    let p = Project::open(dir.path()).unwrap();
+    (dir, p)
+}
+
+/// Adds subagent `name` (with `frontmatter` lines) to the project and lets the researcher call it.
+fn add_subagent(root: &Path, name: &str, frontmatter: &str) {
+    std::fs::write(
+        root.join(format!("agent/{name}.md")),
+        format!("---\nname: {name}\ndescription: d\nmode: subagent\n{frontmatter}---\nYou are {{{{ agent }}}}.\n"),
+    )
+    .unwrap();
+    let path = root.join("agent/researcher.md");
+    let researcher = std::fs::read_to_string(&path).unwrap();
+    let allowed = researcher.replacen(
+        "\"planner\": allow}",
+        &format!("\"planner\": allow, \"{name}\": allow}}"),
+        1,
+    );
+    assert_ne!(
+        allowed, researcher,
+        "the researcher's permission line changed"
+    );
+    std::fs::write(path, allowed).unwrap();
+}
+
+/// A script where the researcher delegates `prompt` to `agent`, then answers "done"; `rest` adds
+/// the other agents' entries.
+fn researcher_delegates(agent: &str, prompt: &str, rest: &str) -> String {
+    format!(
+        "agents:\n  researcher:\n    - turns:\n        - tool_calls:\n            - {{name: task, arguments: {{subagent_type: {agent}, description: d, prompt: \"{prompt}\"}}}}\n        - content: done\n{rest}"
+    )
+}
+
+async fn run_session(
+    project: &Project,
+    script: &str,
+    options: RunOptions,
+) -> (SessionOutcome, Vec<Event>) {
+    let agents = Arc::new(load(project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let registry = Registry::with_builtins(ProviderContext::default());
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
+    registry.insert("scripted/test", model);
+    let options = RunOptions {
+        model: Some("scripted/test".into()),
+        ..options
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        Config::default(),
+        Arc::new(registry),
+        options,
+        "researcher",
+        "x",
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).unwrap();
+    (outcome, events)
+}
+
+fn of_agent<'a>(events: &'a [Event], agent: &str, ty: &str) -> Vec<&'a Event> {
+    events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some(agent) && e.kind.name() == ty)
+        .collect()
+}
+
+/// Tool results the given agent received, in order: (is_error, output).
+fn tool_results(events: &[Event], agent: &str) -> Vec<(bool, String)> {
+    of_agent(events, agent, "tool.result")
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                is_error, output, ..
+            } => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every hop that started has exactly one end event (`hop.completed` or `hop.failed`).
+#[track_caller]
+fn assert_every_hop_ended(events: &[Event]) {
+    let started: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind.name() == "hop.started")
+        .map(|e| e.hop_id.clone().unwrap())
+        .collect();
+    for id in &started {
+        let ends = events
+            .iter()
+            .filter(|e| matches!(e.kind.name(), "hop.completed" | "hop.failed"))
+            .filter(|e| e.hop_id.as_ref() == Some(id))
+            .count();
+        assert_eq!(ends, 1, "hop {id} has {ends} end events: {events:#?}");
+    }
+}
+
+/// The error of the one `hop.failed` event of `agent`.
+#[track_caller]
+fn failure_of(events: &[Event], agent: &str) -> (String, u64) {
+    let failed = of_agent(events, agent, "hop.failed");
+    assert_eq!(failed.len(), 1, "{agent}: {events:#?}");
+    match &failed[0].kind {
+        EventKind::HopFailed {
+            error, duration_us, ..
+        } => (error.clone(), *duration_us),
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test]
+async fn the_steps_limit_ends_a_tool_loop_partial_after_exactly_n_turns() {
+    let (_d, p) = project();
+    add_subagent(
+        p.root(),
+        "looper",
+        "tools: {list: true, read: true}\nsteps: 3\n",
+    );
+    // Twelve turns, every one calling tools: without the limit the hop would run until the
+    // script runs out (and fail), not stop at 3.
+    let turns: String = (1..=12)
+        .map(|n| {
+            let tool = if n % 2 == 0 {
+                "{name: read, arguments: {path: agent/ping.md}}"
+            } else {
+                "{name: list, arguments: {path: agent}}"
+            };
+            format!("        - {{content: \"looking, step {n}\", tool_calls: [{tool}]}}\n")
+        })
+        .collect();
+    let script = researcher_delegates(
+        "looper",
+        "loop forever",
+        &format!("  looper:\n    - turns:\n{turns}"),
+    );
+    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_every_hop_ended(&events);
+
+    let requests: Vec<(u32, usize)> = of_agent(&events, "looper", "model.request")
+        .iter()
+        .map(|e| match &e.kind {
+            EventKind::ModelRequest { step, tools, .. } => (*step, *tools),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        requests.len(),
+        3,
+        "exactly `steps` model turns: {requests:?}"
+    );
+    assert_eq!(requests.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(requests[..2].iter().all(|r| r.1 > 0), "{requests:?}");
+    assert_eq!(requests[2].1, 0, "the last step offers no tools");
+    // The tool calls of the last turn are not run.
+    assert_eq!(of_agent(&events, "looper", "tool.call").len(), 2);
+
+    let done = of_agent(&events, "looper", "hop.completed");
+    assert_eq!(done.len(), 1);
+    match &done[0].kind {
+        EventKind::HopCompleted {
+            status,
+            steps,
+            answer,
+            ..
+        } => {
+            assert_eq!(*status, HopStatus::Partial);
+            assert_eq!(*steps, 3);
+            assert_eq!(answer, "looking, step 3");
+        }
+        _ => unreachable!(),
+    }
+    assert!(of_agent(&events, "looper", "hop.failed").is_empty());
+
+    // The caller gets the partial answer, marked, not an error.
+    let r = tool_results(&events, "researcher");
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(!r[0].0, "{r:?}");
+    assert!(
+        r[0].1
+            .starts_with("[PARTIAL: `looper` stopped before finishing (steps limit reached (3))"),
+        "{r:?}"
+    );
+    assert!(r[0].1.ends_with("looking, step 3"), "{r:?}");
+}
+
+#[tokio::test]
+async fn the_wall_clock_budget_fails_a_blocked_hop_and_tells_the_caller() {
+    let (_d, p) = project();
+    add_subagent(p.root(), "sleeper", "budget: {wall_seconds: 1}\n");
+    let script = researcher_delegates(
+        "sleeper",
+        "take your time",
+        "  sleeper:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
+    );
+    let clock = Instant::now();
+    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    let wall = clock.elapsed();
+    assert!(wall < Duration::from_secs(10), "stopped near 1 s: {wall:?}");
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_every_hop_ended(&events);
+
+    let (error, duration_us) = failure_of(&events, "sleeper");
+    assert_eq!(error, "timed out after 1 s (wall-clock limit)");
+    assert!(duration_us >= 1_000_000, "{duration_us} µs");
+    assert!(of_agent(&events, "sleeper", "model.response").is_empty());
+    let r = tool_results(&events, "researcher");
+    assert_eq!(
+        r,
+        [(
+            true,
+            "subagent `sleeper` failed: timed out after 1 s (wall-clock limit)".to_string()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn the_hop_timeout_option_bounds_an_agent_without_wall_seconds() {
+    let (_d, p) = project();
+    // The option covers every hop without its own limit: give the researcher one, so that only
+    // ping runs under the 1 s option.
+    let path = p.root().join("agent/researcher.md");
+    let researcher = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        researcher.replacen("steps: 10\n", "steps: 10\nbudget: {wall_seconds: 60}\n", 1),
+    )
+    .unwrap();
+    let script = researcher_delegates(
+        "ping",
+        "block",
+        "  ping:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
+    );
+    let options = RunOptions {
+        hop_timeout: Duration::from_secs(1),
+        ..RunOptions::default()
+    };
+    let clock = Instant::now();
+    let (outcome, events) = run_session(&p, &script, options).await;
+    assert!(
+        clock.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_every_hop_ended(&events);
+    let (error, _) = failure_of(&events, "ping");
+    assert_eq!(error, "timed out after 1 s (wall-clock limit)");
+    let r = tool_results(&events, "researcher");
+    assert!(
+        r[0].0 && r[0].1.contains("`ping` failed: timed out"),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
+    let (_d, p) = project();
+    add_subagent(
+        p.root(),
+        "boss",
+        "tools: {task: true}\nbudget: {wall_seconds: 1}\n",
+    );
+    let boss = std::fs::read_to_string(p.root().join("agent/boss.md")).unwrap();
+    std::fs::write(
+        p.root().join("agent/boss.md"),
+        boss.replace(
+            "tools: {task: true}\n",
+            "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
+        ),
+    )
+    .unwrap();
+    let script = researcher_delegates(
+        "boss",
+        "delegate",
+        "  boss:\n    - turns:\n        - tool_calls: [{name: task, arguments: {subagent_type: ping, description: d, prompt: block}}]\n        - content: boss done\n  ping:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
+    );
+    let clock = Instant::now();
+    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    assert!(
+        clock.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(of_agent(&events, "ping", "hop.started").len(), 1);
+    assert_every_hop_ended(&events);
+    let (error, _) = failure_of(&events, "boss");
+    assert!(error.contains("timed out after 1 s"), "{error}");
+    let (error, _) = failure_of(&events, "ping");
+    assert!(error.contains("`boss` timed out"), "{error}");
+}
+
+/// A `switchboard run --json` of the researcher on `script` (written into the project), under a
+/// guard that kills it if the test panics first.
+#[cfg(unix)]
+fn spawn_run(root: &Path, script: &str) -> (std::process::Child, KillOnPanic) {
+    use std::process::{Command, Stdio};
+    std::fs::write(root.join("blocking.yaml"), script).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("--root")
+        .arg(root)
+        .env("NO_COLOR", "1")
+        .args(["run", "researcher", "x", "--json", "--model"])
+        .arg("scripted/blocking.yaml")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = KillOnPanic(libc::pid_t::try_from(child.id()).unwrap());
+    (child, guard)
+}
+
+/// Polls the session's log every `every` until `agent`'s hop has started; returns the log's path.
+#[cfg(unix)]
+fn wait_for_hop(
+    child: &mut std::process::Child,
+    root: &Path,
+    agent: &str,
+    every: Duration,
+) -> std::path::PathBuf {
+    let sessions = root.join(".switchboard/sessions");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "`{agent}` never started");
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the session ended before Ctrl-C: {status}");
+        }
+        std::thread::sleep(every);
+        let Some(entry) = std::fs::read_dir(&sessions).ok().and_then(|mut d| d.next()) else {
+            continue;
+        };
+        let log = entry.unwrap().path().join("events.jsonl");
+        let events = read_log(&log).unwrap_or_default();
+        if events
+            .iter()
+            .any(|e| e.kind.name() == "hop.started" && e.agent.as_deref() == Some(agent))
+        {
+            return log;
+        }
+    }
+}
+
+/// Sends SIGINT and waits (bounded) for the process to exit; returns its exit status and output.
+/// Takes the guard: once the child is reaped its pid is no longer ours to kill.
+#[cfg(unix)]
+fn interrupt(
+    mut child: std::process::Child,
+    guard: KillOnPanic,
+) -> (std::process::ExitStatus, std::process::Output) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: plain kill(2) on our own child, which has not been reaped (try_wait saw it running).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let clock = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            clock.elapsed() < Duration::from_secs(15),
+            "still running {:?} after SIGINT",
+            clock.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(guard);
+    (status, child.wait_with_output().unwrap())
+}
+
+/// Handled, not killed by the signal: exit code 1 (the session did not complete), `--json` says
+/// interrupted, and the log ends with one `session.completed` (interrupted) after every hop's end.
+#[cfg(unix)]
+#[track_caller]
+fn assert_interrupted(status: std::process::ExitStatus, out: &std::process::Output, log: &Path) {
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "{status}; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "interrupted");
+    let events = read_log(log).unwrap();
+    match &events.last().unwrap().kind {
+        EventKind::SessionCompleted { status, error, .. } => {
+            assert_eq!(status, "interrupted");
+            assert_eq!(error.as_deref(), Some("interrupted"));
+        }
+        other => panic!("the log ends with {other:?}"),
+    }
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.kind.name() == "session.completed")
+            .count(),
+        1
+    );
+    assert_every_hop_ended(&events);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_session_interrupted_with_every_hop_ended() {
+    let (dir, _p) = project();
+    let script = researcher_delegates(
+        "ping",
+        "block",
+        "  ping:\n    - turns: [{delay_ms: 600000, content: too late}]\n",
+    );
+    let (mut child, guard) = spawn_run(dir.path(), &script);
+    // Both hops started: the researcher is waiting for ping, which blocks.
+    let log = wait_for_hop(&mut child, dir.path(), "ping", Duration::from_millis(20));
+    let (status, out) = interrupt(child, guard);
+    assert_interrupted(status, &out, &log);
+
+    let events = read_log(&log).unwrap();
+    let started: HashSet<_> = events
+        .iter()
+        .filter(|e| e.kind.name() == "hop.started")
+        .map(|e| e.agent.clone().unwrap())
+        .collect();
+    assert_eq!(started, HashSet::from(["researcher".into(), "ping".into()]));
+    for agent in ["researcher", "ping"] {
+        assert_eq!(failure_of(&events, agent).0, "interrupted");
+    }
+}
+
+/// The primary hop logs `hop.started` in the session's first poll: Ctrl-C right after it must be
+/// handled too (it killed the process about half the time when the handler was installed after
+/// that poll). Timing-dependent, so a few tries.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_right_after_the_first_hop_starts_is_handled() {
+    for _ in 0..5 {
+        let (dir, _p) = project();
+        let script = "agents:\n  researcher:\n    - turns: [{delay_ms: 600000, content: late}]\n";
+        let (mut child, guard) = spawn_run(dir.path(), script);
+        let log = wait_for_hop(
+            &mut child,
+            dir.path(),
+            "researcher",
+            Duration::from_millis(1),
+        );
+        let (status, out) = interrupt(child, guard);
+        assert_interrupted(status, &out, &log);
+    }
+}
+
+/// Kills the child (by pid) if the test panics while it runs.
+#[cfg(unix)]
+struct KillOnPanic(libc::pid_t);
+
+#[cfg(unix)]
+impl Drop for KillOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // SAFETY: kill(2) on the test's own child, not yet reaped.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+}
