@@ -28,21 +28,7 @@ pub fn lint(set: &AgentSet) -> Vec<Diagnostic> {
 /// Every finding for the project: the agent rules plus stale evidence under `thoughts/`.
 pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Diagnostic> {
     let mut out = lint(set);
-    match crate::config::Config::load(project) {
-        Ok(config) => {
-            let registry = crate::model::Registry::for_project(project, &config);
-            definitions::models(set, &config, &registry, &mut out);
-        }
-        Err(e) => out.push(
-            Diagnostic::new(
-                Severity::Error,
-                "config/invalid",
-                &e.file,
-                e.message.clone(),
-            )
-            .at(e.line, e.column),
-        ),
-    }
+    config_rules(project, set, &mut out);
     evidence::check(project, &mut out);
     out
 }
