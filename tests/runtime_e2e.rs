@@ -2,60 +2,16 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::Arc;
 
-use switchboard::agent::{load, LoadOptions};
-use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
 use switchboard::project::Project;
-use switchboard::runtime::events::read_log;
-use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome};
+use switchboard::runtime::{Event, EventKind, RunOptions, SessionOutcome};
 
-#[path = "support/fs.rs"]
-mod support_fs;
-use support_fs::copy_tree;
-
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
-
-fn project() -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&Path::new(FIXTURE).join("project"), dir.path());
-    let p = Project::open(dir.path()).unwrap();
-    (dir, p)
-}
+#[path = "support/scripted.rs"]
+mod scripted;
+use scripted::{project, run_with, FIXTURE};
 
 fn fixture_script(name: &str) -> String {
     std::fs::read_to_string(Path::new(FIXTURE).join("scripts").join(name)).unwrap()
-}
-
-async fn run_with(
-    project: &Project,
-    script: &str,
-    prompt: &str,
-    options: RunOptions,
-) -> (SessionOutcome, Vec<Event>) {
-    let agents = Arc::new(load(project, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..options
-    };
-    let session = Session::new(
-        project.clone(),
-        agents,
-        Config::default(),
-        Arc::new(registry),
-        options,
-        "researcher",
-        prompt,
-    )
-    .unwrap();
-    let outcome = session.run().await;
-    let events = read_log(&outcome.events).unwrap();
-    (outcome, events)
 }
 
 async fn run(project: &Project, script: &str) -> (SessionOutcome, Vec<Event>) {

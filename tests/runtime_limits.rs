@@ -4,28 +4,14 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use switchboard::agent::{load, LoadOptions};
-use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
-use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
-use switchboard::runtime::{Event, EventKind, HopStatus, RunOptions, Session, SessionOutcome};
+use switchboard::runtime::{Event, EventKind, HopStatus, RunOptions};
 
-#[path = "support/fs.rs"]
-mod support_fs;
-use support_fs::copy_tree;
-
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
-
-fn project() -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&Path::new(FIXTURE).join("project"), dir.path());
-    let p = Project::open(dir.path()).unwrap();
-    (dir, p)
-}
+#[path = "support/scripted.rs"]
+mod scripted;
+use scripted::{project, run_with};
 
 /// Adds subagent `name` (with `frontmatter` lines) to the project and lets the researcher call it.
 fn add_subagent(root: &Path, name: &str, frontmatter: &str) {
@@ -54,35 +40,6 @@ fn researcher_delegates(agent: &str, prompt: &str, rest: &str) -> String {
     format!(
         "agents:\n  researcher:\n    - turns:\n        - tool_calls:\n            - {{name: task, arguments: {{subagent_type: {agent}, description: d, prompt: \"{prompt}\"}}}}\n        - content: done\n{rest}"
     )
-}
-
-async fn run_session(
-    project: &Project,
-    script: &str,
-    options: RunOptions,
-) -> (SessionOutcome, Vec<Event>) {
-    let agents = Arc::new(load(project, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..options
-    };
-    let session = Session::new(
-        project.clone(),
-        agents,
-        Config::default(),
-        Arc::new(registry),
-        options,
-        "researcher",
-        "x",
-    )
-    .unwrap();
-    let outcome = session.run().await;
-    let events = read_log(&outcome.events).unwrap();
-    (outcome, events)
 }
 
 fn of_agent<'a>(events: &'a [Event], agent: &str, ty: &str) -> Vec<&'a Event> {
@@ -161,7 +118,7 @@ async fn the_steps_limit_ends_a_tool_loop_partial_after_exactly_n_turns() {
         "loop forever",
         &format!("  looper:\n    - turns:\n{turns}"),
     );
-    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    let (outcome, events) = run_with(&p, &script, "x", RunOptions::default()).await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
     assert_every_hop_ended(&events);
 
@@ -222,7 +179,7 @@ async fn the_wall_clock_budget_fails_a_blocked_hop_and_tells_the_caller() {
         "  sleeper:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
     );
     let clock = Instant::now();
-    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    let (outcome, events) = run_with(&p, &script, "x", RunOptions::default()).await;
     let wall = clock.elapsed();
     assert!(wall < Duration::from_secs(10), "stopped near 1 s: {wall:?}");
     assert_eq!(outcome.status, "completed", "{outcome:?}");
@@ -264,7 +221,7 @@ async fn the_hop_timeout_option_bounds_an_agent_without_wall_seconds() {
         ..RunOptions::default()
     };
     let clock = Instant::now();
-    let (outcome, events) = run_session(&p, &script, options).await;
+    let (outcome, events) = run_with(&p, &script, "x", options).await;
     assert!(
         clock.elapsed() < Duration::from_secs(10),
         "{:?}",
@@ -304,7 +261,7 @@ async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
         "  boss:\n    - turns:\n        - tool_calls: [{name: task, arguments: {subagent_type: ping, description: d, prompt: block}}]\n        - content: boss done\n  ping:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
     );
     let clock = Instant::now();
-    let (outcome, events) = run_session(&p, &script, RunOptions::default()).await;
+    let (outcome, events) = run_with(&p, &script, "x", RunOptions::default()).await;
     assert!(
         clock.elapsed() < Duration::from_secs(10),
         "{:?}",
