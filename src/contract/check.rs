@@ -433,22 +433,12 @@ fn similar(a: &str, b: &str) -> bool {
     if a.eq_ignore_ascii_case(b) || a.replace('-', "_") == b {
         return true;
     }
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len().abs_diff(b.len()) > 2 || a.len() > 64 || b.len() > 64 {
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if la.abs_diff(lb) > 2 || la > 64 || lb > 64 {
         return false;
     }
-    // Levenshtein distance, two rows.
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()] <= 2
+    // The same edit distance the loader's "did you mean" uses (a swap of neighbours is one edit).
+    crate::diagnostic::edit_distance(a, b) <= 2
 }
 
 // ---------------------------------------------------------------------------------------------
