@@ -34,12 +34,17 @@ fn helper() -> String {
     )
 }
 
+/// `lead` (primary, with `extra` frontmatter lines) delegating to a well-formed `helper`.
+fn lead_calls_helper(extra: &str) -> Vec<Diagnostic> {
+    lint(&[
+        ("lead", &primary("Delegate to `helper`.\n", extra)),
+        ("helper", &helper()),
+    ])
+}
+
 #[test]
 fn clean_pair_has_no_findings() {
-    let f = lint(&[
-        ("lead", &primary("Delegate to `helper`.\n", "")),
-        ("helper", &helper()),
-    ]);
+    let f = lead_calls_helper("");
     assert!(f.is_empty(), "{f:#?}");
 }
 
@@ -106,46 +111,20 @@ fn delegation_to_primary() {
 
 #[test]
 fn delegating_without_task_tool() {
-    let f = lint(&[
-        (
-            "lead",
-            &primary(
-                "Delegate to `helper`.\n",
-                "tools: {read: true, task: false}\n",
-            ),
-        ),
-        ("helper", &helper()),
-    ]);
+    let f = lead_calls_helper("tools: {read: true, task: false}\n");
     assert!(codes(&f).contains(&"delegation/no-task-tool"), "{f:#?}");
 }
 
 #[test]
 fn permission_denies_target() {
-    let f = lint(&[
-        (
-            "lead",
-            &primary(
-                "Delegate to `helper`.\n",
-                "permission:\n  task:\n    \"*\": deny\n",
-            ),
-        ),
-        ("helper", &helper()),
-    ]);
+    let f = lead_calls_helper("permission:\n  task:\n    \"*\": deny\n");
     let d = f
         .iter()
         .find(|d| d.code == "delegation/permission-denied")
         .expect("reported");
     assert!(d.message.contains("deny"));
-    let allowed = lint(&[
-        (
-            "lead",
-            &primary(
-                "Delegate to `helper`.\n",
-                "permission:\n  task:\n    \"*\": deny\n    \"help*\": allow\n",
-            ),
-        ),
-        ("helper", &helper()),
-    ]);
+    let allowed =
+        lead_calls_helper("permission:\n  task:\n    \"*\": deny\n    \"help*\": allow\n");
     assert!(!codes(&allowed).contains(&"delegation/permission-denied"));
 }
 
