@@ -274,3 +274,71 @@ pub(crate) mod testing {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{play, request};
+    use super::*;
+    use crate::contract::Contract;
+
+    #[test]
+    fn role_comes_from_declarations_not_the_name() {
+        let h = History::new(&[]);
+        let r = request("x", &["task", "read"], None, vec![]);
+        assert_eq!(role::infer(&r, &h), role::Role::Primary);
+        let r = request(
+            "x",
+            &["read", "grep"],
+            Some(Contract::document_analysis()),
+            vec![],
+        );
+        assert_eq!(role::infer(&r, &h), role::Role::Analyzer);
+        let r = request(
+            "x",
+            &["grep", "glob", "list"],
+            Some(Contract::envelope()),
+            vec![],
+        );
+        assert_eq!(role::infer(&r, &h), role::Role::Locator);
+        let mut r = request("x", &[], None, vec![]);
+        assert_eq!(role::infer(&r, &h), role::Role::Plain);
+        // The same agent under any name plays the same role.
+        r.agent = "thoughts-locator".into();
+        assert_eq!(role::infer(&r, &h), role::Role::Plain);
+    }
+
+    #[test]
+    fn a_primary_without_tools_on_its_last_step_answers_with_the_report() {
+        let system = "Delegate to `finder` / `reader`.\n```\ntask({ subagent_type: \"finder\", prompt: \"Find docs. Correlation: c\" })\n```\n```\ntask({ subagent_type: \"reader\", prompt: \"Extract thoughts/a.md. Correlation: c\" })\n```\n";
+        let mut messages = vec![Message::user("What did we decide about logs?")];
+        let r = request(system, &["task", "write"], None, messages.clone());
+        let first = respond(&r);
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0].arguments["subagent_type"], "finder");
+        play(&mut messages, &first, |_| {
+            Ok("<answer>\n### Decisions\n- `thoughts/a.md` — Logs\n\nSuggested for analysis: `thoughts/a.md`\n</answer>".into())
+        });
+        let r = request(system, &["task", "write"], None, messages.clone());
+        let second = respond(&r);
+        assert_eq!(second.tool_calls.len(), 1);
+        assert_eq!(second.tool_calls[0].arguments["subagent_type"], "reader");
+        assert_eq!(
+            second.tool_calls[0].arguments["prompt"],
+            "Extract thoughts/a.md. Correlation: c"
+        );
+        play(&mut messages, &second, |_| Err("analyzer failed".into()));
+        // The runtime withdraws the tools on the last step: the answer carries the report.
+        let r = request(system, &[], None, messages.clone());
+        let last = respond(&r);
+        assert!(last.tool_calls.is_empty());
+        assert!(
+            last.content.contains("## Open Questions"),
+            "{}",
+            last.content
+        );
+        assert!(last
+            .content
+            .contains("The analysis of `thoughts/a.md` failed"));
+        assert!(last.usage.input_tokens > 0 && last.usage.output_tokens > 0);
+    }
+}

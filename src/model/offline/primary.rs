@@ -621,8 +621,22 @@ fn final_answer(history: &History) -> String {
         .split("\n## Summary\n")
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
-        .unwrap_or("")
-        .trim();
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            // A template without a Summary section (a plan): list what it cites.
+            let cited: Vec<&str> = content
+                .lines()
+                .filter_map(|l| l.strip_prefix("### "))
+                .take(5)
+                .collect();
+            if cited.is_empty() {
+                "No evidence was found for it under `thoughts/`.".to_string()
+            } else {
+                format!("It cites:\n- {}", cited.join("\n- "))
+            }
+        });
     match w.ok() {
         Some(_) => format!("Report written to `{path}`.\n\n{summary}\n"),
         None => {
