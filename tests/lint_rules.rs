@@ -7,7 +7,15 @@ use switchboard::project::Project;
 
 /// Builds a project whose `agent/` holds `files` (name → content) and lints it.
 fn lint(files: &[(&str, &str)]) -> Vec<Diagnostic> {
+    lint_project_of(files, None)
+}
+
+/// The project builder behind `lint` and `lint_with_config`; `config` is `switchboard.toml`.
+fn lint_project_of(files: &[(&str, &str)], config: Option<&str>) -> Vec<Diagnostic> {
     let dir = tempfile::tempdir().unwrap();
+    if let Some(config) = config {
+        std::fs::write(dir.path().join("switchboard.toml"), config).unwrap();
+    }
     for (name, content) in files {
         let path = dir.path().join("agent").join(format!("{name}.md"));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -245,16 +253,7 @@ fn diff_reports_added_and_fixed() {
 
 /// Like `lint`, with a `switchboard.toml` beside the agents.
 fn lint_with_config(files: &[(&str, &str)], config: &str) -> Vec<Diagnostic> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("switchboard.toml"), config).unwrap();
-    for (name, content) in files {
-        let path = dir.path().join("agent").join(format!("{name}.md"));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-    let project = Project::open(dir.path()).unwrap();
-    let set = agent::load(&project, &LoadOptions::default());
-    switchboard::lint::lint_project(&project, &set)
+    lint_project_of(files, Some(config))
 }
 
 #[test]
