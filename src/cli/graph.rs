@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::{load_agents, Global};
-use crate::agent::{Action, AgentSet, Mode};
+use crate::agent::{AgentSet, Mode};
 use crate::lint::graph::edges;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -36,15 +36,7 @@ fn collect(set: &AgentSet) -> Vec<EdgeOut<'_>> {
     edges(set)
         .into_iter()
         .map(|e| {
-            let problem = match set.get(e.to) {
-                None => Some("delegation/missing-target"),
-                Some(t) if !t.mode.can_be_delegated_to() => Some("delegation/primary-target"),
-                Some(_) if !e.from.tools.allows("task") => Some("delegation/no-task-tool"),
-                Some(_) if e.from.permission.task(e.to) != Action::Allow => {
-                    Some("delegation/permission-denied")
-                }
-                Some(_) => None,
-            };
+            let problem = e.problems(set).first().map(|p| p.code());
             EdgeOut {
                 from: &e.from.name,
                 to: e.to,

@@ -13,6 +13,48 @@ pub struct Edge<'a> {
     pub reference: &'a Reference,
 }
 
+/// Why a delegation would be refused at run time.
+#[derive(Debug, Clone, Copy)]
+pub enum Problem<'a> {
+    MissingTarget,
+    PrimaryTarget(&'a Agent),
+    NoTaskTool,
+    PermissionDenied(Action),
+}
+
+impl Problem<'_> {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Problem::MissingTarget => "delegation/missing-target",
+            Problem::PrimaryTarget(_) => "delegation/primary-target",
+            Problem::NoTaskTool => "delegation/no-task-tool",
+            Problem::PermissionDenied(_) => "delegation/permission-denied",
+        }
+    }
+}
+
+impl<'a> Edge<'a> {
+    /// Every reason this delegation would be refused, in the order lint reports them; one
+    /// derivation serves lint's findings and `graph`'s highlighted edges.
+    pub fn problems(&self, set: &'a AgentSet) -> Vec<Problem<'a>> {
+        let Some(target) = set.get(self.to) else {
+            return vec![Problem::MissingTarget];
+        };
+        let mut out = Vec::new();
+        if !target.mode.can_be_delegated_to() {
+            out.push(Problem::PrimaryTarget(target));
+        }
+        if !self.from.tools.allows("task") {
+            out.push(Problem::NoTaskTool);
+        }
+        match self.from.permission.task(self.to) {
+            Action::Allow => {}
+            action => out.push(Problem::PermissionDenied(action)),
+        }
+        out
+    }
+}
+
 /// Every delegation reference, as edges (duplicates of one pair kept: each has its own line).
 pub fn edges(set: &AgentSet) -> Vec<Edge<'_>> {
     set.iter()
@@ -41,30 +83,26 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
     let mut reported_tool: BTreeSet<&str> = BTreeSet::new();
     for e in edges(set) {
         let (from, r) = (e.from, e.reference);
-        let Some(target) = set.get(e.to) else {
-            let d = Diagnostic::new(
-                Severity::Error,
-                "delegation/missing-target",
-                &from.file,
-                format!(
-                    "`{}` delegates to `{}`, which is not an agent",
-                    from.name, e.to
-                ),
-            );
-            let d = match nearest(e.to, names.iter().copied()) {
-                Some(n) => d.help(format!("did you mean `{n}`?")),
-                None => d.help(format!("known agents: {}", names.join(", "))),
-            };
-            out.push(at(from, r, d));
-            continue;
-        };
-        if !target.mode.can_be_delegated_to() {
-            out.push(at(
-                from,
-                r,
-                Diagnostic::new(
+        for problem in e.problems(set) {
+            let d = match problem {
+                Problem::MissingTarget => {
+                    let d = Diagnostic::new(
+                        Severity::Error,
+                        problem.code(),
+                        &from.file,
+                        format!(
+                            "`{}` delegates to `{}`, which is not an agent",
+                            from.name, e.to
+                        ),
+                    );
+                    match nearest(e.to, names.iter().copied()) {
+                        Some(n) => d.help(format!("did you mean `{n}`?")),
+                        None => d.help(format!("known agents: {}", names.join(", "))),
+                    }
+                }
+                Problem::PrimaryTarget(target) => Diagnostic::new(
                     Severity::Error,
-                    "delegation/primary-target",
+                    problem.code(),
                     &from.file,
                     format!("`{}` is a primary agent and cannot be delegated to", e.to),
                 )
@@ -72,32 +110,24 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                     "set `mode: subagent` or `mode: all` in {}",
                     target.file
                 )),
-            ));
-        }
-        if !from.tools.allows("task") && reported_tool.insert(from.name.as_str()) {
-            out.push(at(
-                from,
-                r,
-                Diagnostic::new(
+                Problem::NoTaskTool => {
+                    if !reported_tool.insert(from.name.as_str()) {
+                        continue;
+                    }
+                    Diagnostic::new(
+                        Severity::Error,
+                        problem.code(),
+                        &from.file,
+                        format!(
+                            "`{}` delegates but is not granted the `task` tool",
+                            from.name
+                        ),
+                    )
+                    .help("add `task: true` under `tools:`, or remove the delegation")
+                }
+                Problem::PermissionDenied(action) => Diagnostic::new(
                     Severity::Error,
-                    "delegation/no-task-tool",
-                    &from.file,
-                    format!(
-                        "`{}` delegates but is not granted the `task` tool",
-                        from.name
-                    ),
-                )
-                .help("add `task: true` under `tools:`, or remove the delegation"),
-            ));
-        }
-        match from.permission.task(e.to) {
-            Action::Allow => {}
-            action => out.push(at(
-                from,
-                r,
-                Diagnostic::new(
-                    Severity::Error,
-                    "delegation/permission-denied",
+                    problem.code(),
                     &from.file,
                     format!(
                         "`{}` delegates to `{}`, but its `permission.task` says {}",
@@ -111,7 +141,8 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                     ),
                 )
                 .help(format!("allow `{}` under `permission: task:`", e.to)),
-            )),
+            };
+            out.push(at(from, r, d));
         }
     }
     cycles(set, out);
