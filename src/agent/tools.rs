@@ -8,7 +8,17 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The tools switchboard itself provides.
-pub const BUILTIN_TOOLS: &[&str] = &["read", "list", "glob", "grep", "write", "task"];
+/// `websearch` is among them but is offered only when a search endpoint is configured.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read",
+    "list",
+    "glob",
+    "grep",
+    "write",
+    "task",
+    "webfetch",
+    "websearch",
+];
 
 /// Tool names other runtimes provide; accepted in grants (so their agent files load unchanged)
 /// but not provided here.
@@ -17,8 +27,6 @@ pub const FOREIGN_TOOLS: &[&str] = &[
     "edit",
     "patch",
     "multiedit",
-    "webfetch",
-    "websearch",
     "todowrite",
     "todoread",
     "notebookedit",

@@ -380,7 +380,8 @@ impl HopState {
             Ok(s) => s,
             Err(e) => return Ending::failed(format!("cannot render the prompt: {e}")),
         };
-        let tool_specs = tools::specs_for(&self.agent);
+        let tool_specs =
+            tools::specs_for(&self.agent, tools::Provided::from_config(&shared.config));
         let response_contract = self
             .agent
             .contract
@@ -644,7 +645,25 @@ impl HopState {
                 project: &shared.project,
                 agent: &self.agent,
             };
-            match tools::invoke(ctx, &tool, &call.arguments) {
+            let result = if tool == "webfetch" || tool == "websearch" {
+                let (result, record) = match shared.web() {
+                    Ok(web) => web.invoke(ctx, &tool, &call.arguments).await,
+                    Err(e) => (
+                        Err(tools::ToolError::Failed {
+                            tool: tool.clone(),
+                            message: e.to_string(),
+                        }),
+                        None,
+                    ),
+                };
+                if let Some(record) = record {
+                    self.ctx.emit(EventKind::WebFetch(record));
+                }
+                result
+            } else {
+                tools::invoke(ctx, &tool, &call.arguments)
+            };
+            match result {
                 Ok(out) => pending.push(Pending::Done(
                     Message::tool(&call.id, out.text, false),
                     out.written,

@@ -111,9 +111,20 @@ pub(crate) struct Shared {
     occurrences: Mutex<HashMap<(String, String, String), u32>>,
     in_flight: Mutex<HashMap<String, (Option<String>, String)>>,
     resume: Option<HashMap<(String, String, String, u32), Recorded>>,
+    /// `webfetch`/`websearch`, set up on first use so sessions that never fetch pay nothing.
+    web: std::sync::OnceLock<
+        Result<crate::tools::webfetch::Web, crate::tools::webfetch::SetupError>,
+    >,
 }
 
 impl Shared {
+    /// The session's web tools, built from `[webfetch]`/`[websearch]` on first use.
+    pub fn web(&self) -> &Result<crate::tools::webfetch::Web, crate::tools::webfetch::SetupError> {
+        self.web.get_or_init(|| {
+            crate::tools::webfetch::Web::new(&self.config.webfetch, &self.config.websearch)
+        })
+    }
+
     pub fn emit(
         &self,
         hop_id: Option<&str>,
@@ -402,6 +413,7 @@ impl Session {
                 occurrences: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
                 resume,
+                web: std::sync::OnceLock::new(),
             }),
             agent: agent.to_string(),
             prompt: prompt.to_string(),
