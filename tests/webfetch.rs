@@ -504,3 +504,86 @@ async fn websearch_needs_a_configured_endpoint() {
     );
     assert!(text.contains("2. Second"), "{text}");
 }
+
+/// A session whose primary fetches a page: the tool is offered, the fetch reaches the server the
+/// config allows, and the log has a `web.fetch` event with what happened.
+#[tokio::test]
+async fn a_session_logs_each_fetch() {
+    use switchboard::config::Config;
+    use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
+    use switchboard::runtime::events::read_log;
+    use switchboard::runtime::{EventKind, RunOptions, Session};
+
+    let (addr, hits) = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        "---\ndescription: looks things up\nmode: primary\ntools: [WebFetch, WebSearch, Read]\n---\nLook it up.\n",
+    )
+    .unwrap();
+    let config = Config::parse(
+        "[webfetch]\nallow_hosts = [\"127.0.0.1\"]\n",
+        "switchboard.toml",
+    )
+    .unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    let url = format!("http://{addr}/page.html");
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n            - name: webfetch\n              arguments: {{url: \"{url}\"}}\n            - name: webfetch\n              arguments: {{url: \"{url}\"}}\n            - name: webfetch\n              arguments: {{url: \"http://169.254.169.254/latest/meta-data/\"}}\n        - content: done\n"
+    );
+    let registry = Registry::with_builtins(ProviderContext::default());
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(&script).unwrap());
+    registry.insert("scripted/test", model);
+    let options = RunOptions {
+        model: Some("scripted/test".into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project,
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        "lead",
+        "x",
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).unwrap();
+    let fetches: Vec<&FetchRecord> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::WebFetch(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fetches.len(), 3, "{fetches:#?}");
+    assert_eq!((fetches[0].status, fetches[0].cached), (Some(200), false));
+    assert_eq!(fetches[0].bytes, PAGE.len());
+    assert!(fetches[1].cached);
+    assert!(fetches[2].error.as_deref().unwrap().contains("link-local"));
+    assert_eq!(hits.0.load(Ordering::SeqCst), 1);
+    let results: Vec<(bool, &str)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                is_error,
+                output,
+                tool,
+                ..
+            } if tool == "webfetch" => Some((*is_error, output.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert!(!results[0].0 && results[0].1.contains("Delegation"));
+    assert!(results[2].0 && results[2].1.contains("refused"));
+    // Offered: webfetch and read; websearch is granted but has no endpoint, so it is not.
+    let offered = events.iter().find_map(|e| match &e.kind {
+        EventKind::ModelRequest { tools, .. } => Some(*tools),
+        _ => None,
+    });
+    assert_eq!(offered, Some(2));
+}
