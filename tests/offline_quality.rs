@@ -403,7 +403,10 @@ fn locator_finds_the_planted_document_among_1000() {
 #[test]
 fn web_researcher_says_plainly_it_has_no_web_access() {
     let f = fixture();
-    let agent = f.agents.get("web-search-researcher").expect("shipped agent");
+    let agent = f
+        .agents
+        .get("web-search-researcher")
+        .expect("shipped agent");
     let (answer, message_id) = run_agent(
         &f,
         agent,
@@ -413,5 +416,8 @@ fn web_researcher_says_plainly_it_has_no_web_access() {
     assert_conformant(&f, agent, &answer, &message_id);
     assert!(answer.contains("Web access: not available"), "{answer}");
     assert!(answer.contains("no findings"), "{answer}");
-    assert!(!answer.contains("http://") && !answer.contains("https://"), "{answer}");
+    assert!(
+        !answer.contains("http://") && !answer.contains("https://"),
+        "{answer}"
+    );
 }
