@@ -587,3 +587,30 @@ async fn a_session_logs_each_fetch() {
     });
     assert_eq!(offered, Some(2));
 }
+
+/// `agents --json` says per agent what the model will really be offered.
+#[test]
+fn agents_json_lists_the_tools_really_offered() {
+    let (dir, _project, _agent) = project_with("");
+    let run = |dir: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["--root", dir.to_str().unwrap(), "agents", "--json"])
+            .output()
+            .unwrap();
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let agent = &json["agents"][0];
+        let offered: Vec<String> = serde_json::from_value(agent["offered_tools"].clone()).unwrap();
+        offered
+    };
+    // `{webfetch: true, websearch: true}` is an opencode map: everything else stays allowed too.
+    let offered = run(dir.path());
+    assert!(offered.contains(&"webfetch".to_string()), "{offered:?}");
+    assert!(!offered.contains(&"websearch".to_string()), "{offered:?}");
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        "[websearch]\nsearxng_url = \"http://127.0.0.1:9/\"\n",
+    )
+    .unwrap();
+    let offered = run(dir.path());
+    assert!(offered.contains(&"websearch".to_string()), "{offered:?}");
+}

@@ -310,7 +310,7 @@ impl Web {
             .to_string();
         // Refuse binaries before reading them: a 50 MB PDF is not downloaded to be rejected.
         if !content_type.is_empty() {
-            convert::Kind::of(&content_type).map_err(|m| failed(m))?;
+            convert::Kind::of(&content_type).map_err(&failed)?;
         }
         let status = response.status().as_u16();
         let final_url = response.url().to_string();
