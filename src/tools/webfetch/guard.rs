@@ -130,7 +130,7 @@ impl Guard {
         Guard {
             allow_hosts: allow_hosts
                 .iter()
-                .map(|h| normalize_host(h).to_string())
+                .map(|h| normalize_host(h).to_ascii_lowercase())
                 .collect(),
             allow_networks,
         }
@@ -138,7 +138,9 @@ impl Guard {
 
     fn host_allowed(&self, host: &str) -> bool {
         let host = normalize_host(host);
-        self.allow_hosts.iter().any(|h| h == host)
+        self.allow_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
     }
 
     /// Whether `host` may be reached at `ip`.
