@@ -10,7 +10,8 @@
 //!
 //! The jobs around the loop live beside it: what caller and child exchange in
 //! [`super::handoff`], running one turn's tool calls and checking `task` calls in
-//! [`super::tool_calls`], the contract gate and its repair turns in [`super::check`].
+//! [`super::tool_calls`], the contract gate and its repair turns in [`super::check`], logging the
+//! hop's end exactly once in [`super::ending`].
 
 use chrono::Utc;
 use std::sync::Arc;
@@ -18,9 +19,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::check::{Gate, Verdict};
-use super::events::{timestamp, EventKind, ViolationRecord};
+use super::ending::{cancel_descendants, finish, never_started, Ending, Finished};
+use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
-use super::shared::Shared;
+use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::tool_calls::{cut, Caller, Prepared};
 use crate::agent::render::{render, PromptContext};
@@ -39,26 +41,6 @@ pub const MODEL_RETRIES: u32 = 3;
 pub const BUDGET_NUDGE: f64 = 0.6;
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
-
-/// The ids and links every event of a hop carries.
-#[derive(Clone)]
-pub(crate) struct HopCtx {
-    pub shared: Arc<Shared>,
-    pub hop_id: String,
-    pub parent_hop_id: Option<String>,
-    pub agent: String,
-}
-
-impl HopCtx {
-    pub fn emit(&self, kind: EventKind) {
-        self.shared.emit(
-            Some(&self.hop_id),
-            self.parent_hop_id.as_deref(),
-            Some(&self.agent),
-            kind,
-        );
-    }
-}
 
 /// A spawned child hop, aborted if the waiting caller is dropped (timeout, Ctrl-C).
 struct AbortOnDrop(tokio::task::JoinHandle<HopResult>);
@@ -108,31 +90,8 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             parent_hop_id,
             agent: req.agent.clone(),
         };
-        let fail = |ctx: &HopCtx, message_id: String, error: String| {
-            let now = timestamp(Utc::now());
-            ctx.emit(EventKind::HopFailed {
-                error: error.clone(),
-                usage: Usage::default(),
-                started_at: now.clone(),
-                ended_at: now,
-                duration_us: 0,
-                violations: Vec::new(),
-            });
-            HopResult {
-                hop_id: ctx.hop_id.clone(),
-                agent: ctx.agent.clone(),
-                message_id,
-                status: HopStatus::Failed,
-                answer: String::new(),
-                error: Some(error),
-                usage: Usage::default(),
-                violations: Vec::new(),
-                written: Vec::new(),
-                reused: false,
-            }
-        };
         let Some(agent) = shared.agents.get(&req.agent).cloned() else {
-            return fail(
+            return never_started(
                 &ctx,
                 String::new(),
                 format!("unknown agent `{}`", req.agent),
@@ -141,11 +100,11 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
         let model_spec =
             match shared.model_spec(&agent, req.parent.as_ref().map(|p| p.model.as_str())) {
                 Ok(s) => s,
-                Err(e) => return fail(&ctx, String::new(), e.to_string()),
+                Err(e) => return never_started(&ctx, String::new(), e.to_string()),
             };
         let model = match shared.models.get(&model_spec) {
             Ok(m) => m,
-            Err(e) => return fail(&ctx, String::new(), e.to_string()),
+            Err(e) => return never_started(&ctx, String::new(), e.to_string()),
         };
         // Children wait for a slot; the primary hop does not take one.
         let permit = if req.depth > 0 {
@@ -159,7 +118,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             None => match shared.ids.allocate(&agent.message_id_prefix(), started) {
                 Ok(id) => id,
                 Err(e) => {
-                    return fail(
+                    return never_started(
                         &ctx,
                         String::new(),
                         format!("cannot allocate a message id: {e}"),
@@ -207,22 +166,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             Err(_) => {
                 // Dropping the loop aborted the children it was waiting for; they cannot log
                 // their own end, so log it here.
-                let now = timestamp(Utc::now());
-                for (hop, parent, agent) in shared.take_descendants(&hop_id) {
-                    shared.emit(
-                        Some(&hop),
-                        parent.as_deref(),
-                        Some(&agent),
-                        EventKind::HopFailed {
-                            error: format!("cancelled: `{}` timed out", state.agent.name),
-                            usage: Usage::default(),
-                            started_at: now.clone(),
-                            ended_at: now.clone(),
-                            duration_us: 0,
-                            violations: Vec::new(),
-                        },
-                    );
-                }
+                cancel_descendants(&shared, &hop_id, &state.agent.name);
                 Ending::failed(format!(
                     "timed out after {} s (wall-clock limit)",
                     wall.as_secs_f64()
@@ -231,27 +175,6 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
         };
         state.finish(ending, clock.elapsed())
     })
-}
-
-/// How the loop ended.
-struct Ending {
-    status: HopStatus,
-    answer: String,
-    error: Option<String>,
-    conformant: Option<bool>,
-    violations: Vec<ViolationRecord>,
-}
-
-impl Ending {
-    fn failed(error: String) -> Self {
-        Ending {
-            status: HopStatus::Failed,
-            answer: String::new(),
-            error: Some(error),
-            conformant: None,
-            violations: Vec::new(),
-        }
-    }
 }
 
 struct HopState {
@@ -579,52 +502,19 @@ impl HopState {
         out
     }
 
-    /// Logs the end of the hop, writes its transcript and builds the caller's result.
+    /// Ends the hop (see [`super::ending::finish`]), giving its semaphore slot back first.
     fn finish(mut self, ending: Ending, elapsed: Duration) -> HopResult {
         self.permit = None;
-        let shared = self.ctx.shared.clone();
-        let ended = Utc::now();
-        shared.write_transcript(&self.ctx.hop_id, &self.system, &self.messages);
-        let duration_us = elapsed.as_micros() as u64;
-        // A hop an ancestor's timeout or Ctrl-C already ended (while it was finishing) is not
-        // ended twice: only the one that takes it out of the in-flight set logs its end.
-        let ended_here = shared.end_in_flight(&self.ctx.hop_id);
-        if ended_here && ending.status == HopStatus::Failed {
-            self.ctx.emit(EventKind::HopFailed {
-                error: ending.error.clone().unwrap_or_default(),
-                usage: self.usage,
-                started_at: timestamp(self.started),
-                ended_at: timestamp(ended),
-                duration_us,
-                violations: ending.violations.clone(),
-            });
-        } else if ended_here {
-            self.ctx.emit(EventKind::HopCompleted {
-                status: ending.status,
-                message_id: self.message_id.clone(),
-                answer: ending.answer.clone(),
-                usage: self.usage,
-                started_at: timestamp(self.started),
-                ended_at: timestamp(ended),
-                duration_us,
-                steps: self.steps,
-                conformant: ending.conformant,
-                violations: ending.violations.clone(),
-                written: self.written.clone(),
-            });
-        }
-        shared.add_usage(self.usage);
-        HopResult {
-            hop_id: self.ctx.hop_id.clone(),
-            agent: self.agent.name.clone(),
+        let finished = Finished {
+            agent: self.agent.name,
             message_id: self.message_id,
-            status: ending.status,
-            answer: ending.answer,
-            error: ending.error,
+            started: self.started,
+            system: self.system,
+            messages: self.messages,
             usage: self.usage,
-            violations: ending.violations,
+            steps: self.steps,
             written: self.written,
-            reused: false,
-        }
+        };
+        finish(&self.ctx, ending, finished, elapsed)
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod dispatch;
+pub(crate) mod ending;
 pub mod events;
 pub mod handoff;
 pub mod hop;

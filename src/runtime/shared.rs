@@ -32,6 +32,26 @@ pub struct ModelChoiceError {
     pub chosen: String,
 }
 
+/// The ids and links every event of a hop carries.
+#[derive(Clone)]
+pub(crate) struct HopCtx {
+    pub shared: Arc<Shared>,
+    pub hop_id: String,
+    pub parent_hop_id: Option<String>,
+    pub agent: String,
+}
+
+impl HopCtx {
+    pub fn emit(&self, kind: EventKind) {
+        self.shared.emit(
+            Some(&self.hop_id),
+            self.parent_hop_id.as_deref(),
+            Some(&self.agent),
+            kind,
+        );
+    }
+}
+
 /// The resume record: (parent hop id or "", agent, prompt, occurrence) → the hop.
 pub(crate) type ResumeRecord = HashMap<(String, String, String, u32), Recorded>;
 

@@ -2,7 +2,7 @@
 //! here and now; a `task` call is checked (grant, arguments, delegation policy) and becomes the
 //! request for a child hop, or a tool error that tells the calling model why not.
 //!
-//! Spawning and awaiting the children stays in the hop loop ([`super::hop`]), which owns the
+//! Spawning and awaiting the children stays in the hop loop (`hop.rs`), which owns the
 //! semaphore permit that waiting gives back.
 
 use super::dispatch::{self, Refusal, TaskCall};
