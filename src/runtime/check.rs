@@ -127,3 +127,92 @@ impl Gate<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    fn judge_twice_over(contract: &Contract) -> (Vec<Verdict>, Vec<&'static str>) {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut gate = Gate {
+            contract: Some(contract),
+            project: &project,
+            correlation_id: "c-1",
+            message_id: "m-1",
+            repairs: 0,
+        };
+        let events = RefCell::new(Vec::new());
+        let emit = |k: EventKind| events.borrow_mut().push(k.name());
+        let verdicts = (0..=contract.max_repairs)
+            .map(|_| gate.judge("not an envelope at all", &emit))
+            .collect();
+        (verdicts, events.into_inner())
+    }
+
+    #[test]
+    fn a_violating_answer_gets_repair_turns_then_the_on_violation_verdict() {
+        let mut contract = Contract::builtin("envelope").unwrap();
+        contract.max_repairs = 1;
+        contract.on_violation = OnViolation::Fail;
+        let (verdicts, events) = judge_twice_over(&contract);
+        assert!(
+            matches!(verdicts[0], Verdict::Repair { .. }),
+            "{verdicts:?}"
+        );
+        let Verdict::Reject {
+            status,
+            summary,
+            violations,
+        } = &verdicts[1]
+        else {
+            panic!("{verdicts:?}");
+        };
+        assert_eq!(*status, HopStatus::Failed);
+        assert!(!violations.is_empty());
+        assert!(
+            summary.starts_with("answer violates contract `envelope` after 1 repair turn(s):"),
+            "{summary}"
+        );
+        assert_eq!(
+            events,
+            ["contract.checked", "hop.repair", "contract.checked"],
+            "the last check asks for no repair"
+        );
+
+        contract.on_violation = OnViolation::Mark;
+        let (verdicts, _) = judge_twice_over(&contract);
+        assert!(
+            matches!(
+                verdicts[1],
+                Verdict::Reject {
+                    status: HopStatus::NonConformant,
+                    ..
+                }
+            ),
+            "{verdicts:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_contract_every_answer_is_accepted_unchecked() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut gate = Gate {
+            contract: None,
+            project: &project,
+            correlation_id: "c",
+            message_id: "m",
+            repairs: 0,
+        };
+        let emitted = RefCell::new(0);
+        let verdict = gate.judge("anything", &|_| *emitted.borrow_mut() += 1);
+        assert_eq!(verdict, Verdict::Accept { conformant: None });
+        assert_eq!(
+            *emitted.borrow(),
+            0,
+            "nothing was checked, so nothing is logged"
+        );
+    }
+}

@@ -27,9 +27,12 @@ pub use super::store::SESSIONS_DIR;
 /// Why a session could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("unknown agent `{0}`")]
+    #[error("unknown agent `{0}`; `switchboard agents` lists the agents this project defines")]
     UnknownAgent(String),
-    #[error("`{0}` is a subagent (mode: subagent) and cannot start a session")]
+    #[error(
+        "`{0}` is a subagent (mode: subagent) and cannot start a session; run a primary agent, or \
+         set `mode: primary` (or `all`) in its frontmatter"
+    )]
     NotPrimary(String),
     #[error("cannot write the session log in {}: {error}", dir.display())]
     Log { dir: PathBuf, error: std::io::Error },
