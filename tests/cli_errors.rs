@@ -38,10 +38,7 @@ fn could_not_run(out: &Output, phrase: &str) -> String {
     // miette wraps long lines; join them back before counting.
     let joined = err
         .lines()
-        .map(|l| {
-            l.trim_start_matches(|c: char| c == ' ' || c == '│' || c == '×')
-                .trim_end()
-        })
+        .map(|l| l.trim_start_matches([' ', '│', '×']).trim_end())
         .collect::<Vec<_>>()
         .join(" ");
     assert_eq!(
