@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{load_agents, print_diagnostics, Global, EXIT_FINDINGS};
+use super::{load_agents, print_diagnostics, Code, Global};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,11 +23,8 @@ struct AgentRow<'a> {
     problems: Vec<&'a crate::diagnostic::Diagnostic>,
 }
 
-pub fn run(global: &Global, args: Args) -> u8 {
-    let (_project, set) = match load_agents(global) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
+    let (_project, set) = load_agents(global)?;
     let rows: Vec<AgentRow> = set
         .iter()
         .map(|a| AgentRow {
@@ -83,9 +80,5 @@ pub fn run(global: &Global, args: Args) -> u8 {
         }
         print_diagnostics(&set.diagnostics);
     }
-    if set.has_errors() {
-        EXIT_FINDINGS
-    } else {
-        0
-    }
+    Ok(Code::findings_if(set.has_errors()))
 }
