@@ -89,7 +89,7 @@ async fn session(p: &Project, script: &str, max_parallel: usize) -> String {
     .expect("session");
     let outcome = s.run().await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
-    outcome.status
+    outcome.status.to_string()
 }
 
 fn vm_hwm_kib() -> u64 {

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{load_agents, print_diagnostics, Global, EXIT_FINDINGS};
+use super::{load_agents, print_diagnostics, Code, Global};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,11 +26,8 @@ struct AgentRow<'a> {
     problems: Vec<&'a crate::diagnostic::Diagnostic>,
 }
 
-pub fn run(global: &Global, args: Args) -> u8 {
-    let (project, set) = match load_agents(global) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
+    let (project, set) = load_agents(global)?;
     // A broken config is lint's to report; here it only means no optional tools are provided.
     let provided = crate::config::Config::load(&project)
         .map(|c| crate::tools::Provided::from_config(&c))
@@ -91,9 +88,5 @@ pub fn run(global: &Global, args: Args) -> u8 {
         }
         print_diagnostics(&set.diagnostics);
     }
-    if set.has_errors() {
-        EXIT_FINDINGS
-    } else {
-        0
-    }
+    Ok(Code::findings_if(set.has_errors()))
 }

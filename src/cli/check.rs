@@ -1,7 +1,9 @@
 //! `switchboard check`: subagent answers against the envelope contract.
 //!
-//! Exit codes: 0 every file conforms, 1 some file violates its contract, 2 could not run
-//! (unreadable file, unknown contract, bad arguments).
+//! Exit codes ([`super::Code`]): 0 every file conforms, 1 some file violates its contract, 2 could
+//! not run (unknown contract or agent, bad arguments: the error is returned and printed once by
+//! `cli::main`; or some file could not be read: reported in line with the others, since the rest
+//! were still checked).
 
 use crate::contract::{
     check_envelope, CheckContext, Contract, ContractDecl, Envelope, FileCache, Report, Rule,
@@ -43,27 +45,16 @@ pub struct Args {
     pub format: Format,
 }
 
-pub fn run(global: &super::Global, args: Args) -> u8 {
+pub fn run(global: &super::Global, args: Args) -> miette::Result<super::Code> {
     let (project, fixed) = match &args.agent {
         Some(name) => {
-            let (project, set) = match super::load_agents(global) {
-                Ok(v) => v,
-                Err(code) => return code,
-            };
-            match agent_contract(&set, name) {
-                Ok(c) => (project, Some(c)),
-                Err(e) => return super::report_error(e),
-            }
+            let (project, set) = super::load_agents(global)?;
+            (project, Some(agent_contract(&set, name)?))
         }
         None => {
-            let project = match super::open_project(global) {
-                Ok(p) => p,
-                Err(e) => return super::report_error(e),
-            };
-            match args.contract.as_deref().map(load_contract).transpose() {
-                Ok(c) => (project, c),
-                Err(e) => return super::report_error(e),
-            }
+            let project = super::open_project(global)?;
+            let contract = args.contract.as_deref().map(load_contract).transpose()?;
+            (project, contract)
         }
     };
 
@@ -181,13 +172,11 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
         }
     }
     let _ = out.flush();
-    if unreadable > 0 {
-        super::EXIT_ERROR
-    } else if failed > 0 {
-        super::EXIT_FINDINGS
+    Ok(if unreadable > 0 {
+        super::Code::CouldNotRun
     } else {
-        0
-    }
+        super::Code::findings_if(failed > 0)
+    })
 }
 
 /// Checks raw bytes: invalid UTF-8 is itself a violation, reported at the first bad byte.

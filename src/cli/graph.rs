@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::{load_agents, Global};
+use super::{load_agents, Code, Global};
 use crate::agent::{AgentSet, Mode};
 use crate::lint::graph::edges;
 
@@ -49,11 +49,8 @@ fn collect(set: &AgentSet) -> Vec<EdgeOut<'_>> {
         .collect()
 }
 
-pub fn run(global: &Global, args: Args) -> u8 {
-    let (_project, set) = match load_agents(global) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
+    let (_project, set) = load_agents(global)?;
     let all = collect(&set);
     // One drawn edge per pair; the first declaration names it, any problem marks it.
     let mut seen = BTreeSet::new();
@@ -126,5 +123,5 @@ pub fn run(global: &Global, args: Args) -> u8 {
     if !out.ends_with('\n') {
         println!();
     }
-    0
+    Ok(Code::Clean)
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{print_diagnostics, Global, EXIT_ERROR};
+use super::{print_diagnostics, Code, Global};
 use crate::diagnostic::Diagnostic;
 use crate::lint::Linter;
 
@@ -44,30 +44,23 @@ fn pass(linter: &mut Linter, paths: &[String]) -> Vec<Diagnostic> {
     findings
 }
 
-pub fn run(global: &Global, args: Args) -> u8 {
+pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     let format = if args.json { Format::Json } else { args.format };
-    let project = match super::open_project(global) {
-        Ok(p) => p,
-        Err(e) => return super::report_error(e),
-    };
+    let project = super::open_project(global)?;
     let mut paths = Vec::new();
     for p in &args.paths {
-        let abs = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()));
-        match abs {
-            Ok(a) if a.starts_with(project.root()) => paths.push(project.relative(&a)),
-            Ok(_) => {
-                eprintln!(
-                    "error: {} is outside the project root {}",
-                    p.display(),
-                    project.root().display()
-                );
-                return EXIT_ERROR;
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_ERROR;
-            }
+        let abs = std::fs::canonicalize(p)
+            .map_err(|e| miette::miette!("cannot lint {}: {e}", p.display()))?;
+        if !abs.starts_with(project.root()) {
+            return Err(miette::miette!(
+                help = "pass files or folders inside the project, or point --root at the project \
+                        that holds them",
+                "{} is outside the project root {}",
+                p.display(),
+                project.root().display()
+            ));
         }
+        paths.push(project.relative(&abs));
     }
     paths.retain(|p| !p.is_empty());
     let options = crate::agent::LoadOptions {
@@ -80,7 +73,7 @@ pub fn run(global: &Global, args: Args) -> u8 {
     if args.watch {
         return watch(&mut linter, &project, &paths, format, findings);
     }
-    crate::lint::exit_code(&findings)
+    Ok(Code::findings_if(crate::lint::exit_code(&findings) != 0))
 }
 
 fn print(format: Format, findings: &[Diagnostic]) {
@@ -107,30 +100,23 @@ fn watch(
     paths: &[String],
     format: Format,
     mut previous: Vec<Diagnostic>,
-) -> u8 {
+) -> miette::Result<Code> {
     use notify::{RecursiveMode, Watcher};
     let (tx, rx) = mpsc::channel();
-    let mut watcher =
-        match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(e) = event {
-                if e.paths
-                    .iter()
-                    .any(|p| p.extension().is_some_and(|x| x == "md" || x == "toml"))
-                {
-                    let _ = tx.send(());
-                }
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(e) = event {
+            if e.paths
+                .iter()
+                .any(|p| p.extension().is_some_and(|x| x == "md" || x == "toml"))
+            {
+                let _ = tx.send(());
             }
-        }) {
-            Ok(w) => w,
-            Err(e) => {
-                eprintln!("error: cannot watch files: {e}");
-                return EXIT_ERROR;
-            }
-        };
-    if let Err(e) = watcher.watch(project.root(), RecursiveMode::Recursive) {
-        eprintln!("error: cannot watch {}: {e}", project.root().display());
-        return EXIT_ERROR;
-    }
+        }
+    })
+    .map_err(|e| miette::miette!("cannot watch files: {e}"))?;
+    watcher
+        .watch(project.root(), RecursiveMode::Recursive)
+        .map_err(|e| miette::miette!("cannot watch {}: {e}", project.root().display()))?;
     eprintln!("watching {} (Ctrl-C to stop)", project.root().display());
     while rx.recv().is_ok() {
         // Let a burst of events (an editor's save) settle into one re-lint.
@@ -157,5 +143,5 @@ fn watch(
         }
         previous = current;
     }
-    0
+    Ok(Code::Clean)
 }

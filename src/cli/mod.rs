@@ -1,8 +1,12 @@
 //! The command line: a thin layer over the library and the only place that prints.
 //!
-//! Each command lives in its own file with its clap arguments and a `run` function returning the
-//! process exit code. Exit codes follow one convention everywhere: 0 clean, 1 findings
-//! (violations, lint problems, a failed session), 2 could not run.
+//! Each command lives in its own file with its clap arguments and
+//! `pub fn run(global: &Global, args: Args) -> miette::Result<Code>`. A command prints its normal
+//! output (reports, tables, findings) itself and returns how it ended; when it cannot run it
+//! returns the error, and [`main`], the one error printer, renders it once on stderr and exits
+//! with [`Code::CouldNotRun`]. The exit codes are [`exit::Code`]: 0 clean, 1 findings
+//! (violations, lint errors, a session that did not complete), 2 could not run — the table in
+//! README's "Exit codes" section.
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -10,6 +14,7 @@ use std::process::ExitCode;
 
 mod agents;
 mod check;
+pub mod exit;
 mod graph;
 mod lint;
 mod render;
@@ -18,11 +23,9 @@ mod run;
 mod schema;
 mod sessions;
 mod trace;
+pub mod view;
 
-/// Exit code for "ran, and found problems".
-pub const EXIT_FINDINGS: u8 = 1;
-/// Exit code for "could not run".
-pub const EXIT_ERROR: u8 = 2;
+pub use exit::Code;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -79,7 +82,8 @@ pub enum Command {
     Schema(schema::Args),
 }
 
-/// Parses arguments and runs the command; errors were already printed when this returns.
+/// Parses arguments, runs the command and prints its error, if any: the one place an error that
+/// stops a command is rendered.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = color_enabled();
@@ -87,7 +91,18 @@ pub fn main() -> ExitCode {
     let _ = miette::set_hook(Box::new(move |_| {
         Box::new(miette::MietteHandlerOpts::new().color(color).build())
     }));
-    let code = match cli.command {
+    match run(cli) {
+        Ok(code) => code.into(),
+        Err(report) => {
+            eprintln!("{report:?}");
+            Code::CouldNotRun.into()
+        }
+    }
+}
+
+/// Runs the command `cli` names.
+fn run(cli: Cli) -> miette::Result<Code> {
+    match cli.command {
         Command::Agents(args) => agents::run(&cli.global, args),
         Command::Render(args) => render::run(&cli.global, args),
         Command::Check(args) => check::run(&cli.global, args),
@@ -98,14 +113,7 @@ pub fn main() -> ExitCode {
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
-    };
-    ExitCode::from(code)
-}
-
-/// Prints an error the way every command does: on stderr, rendered by miette.
-pub(crate) fn report_error(err: impl Into<miette::Report>) -> u8 {
-    eprintln!("{:?}", err.into());
-    EXIT_ERROR
+    }
 }
 
 /// Whether colour is allowed: `NO_COLOR` set to anything non-empty turns it off.
@@ -114,12 +122,11 @@ pub(crate) fn color_enabled() -> bool {
         && std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
-/// Opens the project and loads its agents; on failure the error is printed and the exit code
-/// returned.
+/// Opens the project and loads its agents.
 pub(crate) fn load_agents(
     global: &Global,
-) -> Result<(crate::project::Project, crate::agent::AgentSet), u8> {
-    let project = open_project(global).map_err(report_error)?;
+) -> miette::Result<(crate::project::Project, crate::agent::AgentSet)> {
+    let project = open_project(global)?;
     let options = crate::agent::LoadOptions {
         extra_dirs: global.agent_dirs.clone(),
         only_extra: global.only_agents,

@@ -1,6 +1,6 @@
 //! `switchboard render AGENT`: the system prompt exactly as the model would receive it.
 
-use super::{load_agents, Global, EXIT_ERROR};
+use super::{load_agents, Code, Global};
 use crate::agent::render::PromptContext;
 
 #[derive(Debug, clap::Args)]
@@ -12,29 +12,30 @@ pub struct Args {
     vars: Vec<(String, String)>,
 }
 
-fn parse_var(s: &str) -> Result<(String, String), String> {
+/// A `--var` that is not `KEY=VALUE` (clap prints it after the flag it came with).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not KEY=VALUE (write it as --var name=value)")]
+struct NotKeyValue(String);
+
+fn parse_var(s: &str) -> Result<(String, String), NotKeyValue> {
     s.split_once('=')
         .map(|(k, v)| (k.trim().to_string(), v.to_string()))
         .filter(|(k, _)| !k.is_empty())
-        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
+        .ok_or_else(|| NotKeyValue(s.to_string()))
 }
 
-pub fn run(global: &Global, args: Args) -> u8 {
-    let (project, set) = match load_agents(global) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
+    let (project, set) = load_agents(global)?;
     let Some(agent) = set.get(&args.agent) else {
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
         let hint = crate::diagnostic::nearest(&args.agent, names.iter().copied())
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
-        eprintln!(
-            "error: no agent named `{}`{hint}; known agents: {}",
-            args.agent,
-            names.join(", ")
-        );
-        return EXIT_ERROR;
+        return Err(miette::miette!(
+            help = format!("known agents: {}", names.join(", ")),
+            "no agent named `{}`{hint}",
+            args.agent
+        ));
     };
     let mut context = PromptContext::preview(&project, &set, agent).into_json();
     if let Some(map) = context.as_object_mut() {
@@ -42,15 +43,29 @@ pub fn run(global: &Global, args: Args) -> u8 {
             map.insert(k.clone(), serde_json::Value::String(v.clone()));
         }
     }
-    match crate::agent::render::render(agent, &context) {
-        Ok(text) => {
-            print!("{text}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("  = help: define it with --var NAME=VALUE, or fix the template");
-            EXIT_ERROR
-        }
+    let text = crate::agent::render::render(agent, &context).map_err(|e| {
+        miette::miette!(
+            help = "define it with --var NAME=VALUE, or fix the template",
+            "{e}"
+        )
+    })?;
+    print!("{text}");
+    Ok(Code::Clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn var_is_split_at_the_first_equals_sign_and_a_bad_one_says_how() {
+        assert_eq!(
+            parse_var(" k =a=b"),
+            Ok(("k".to_string(), "a=b".to_string()))
+        );
+        let err = parse_var("=x").unwrap_err();
+        assert_eq!(err, NotKeyValue("=x".into()));
+        assert!(err.to_string().contains("--var name=value"), "{err}");
+        assert!(parse_var("novalue").is_err());
     }
 }

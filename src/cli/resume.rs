@@ -1,10 +1,12 @@
 //! `switchboard resume SESSION`: continues a session whose process died, without re-running hops
 //! that completed.
 
+use miette::IntoDiagnostic;
 use std::io::IsTerminal;
 
+use super::view::View;
+use super::Code;
 use crate::runtime::resume::plan;
-use crate::runtime::view::View;
 use crate::runtime::{RunOptions, Session};
 
 #[derive(Debug, clap::Args)]
@@ -19,15 +21,9 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(global: &super::Global, args: Args) -> u8 {
-    let ctx = match super::run::context(global) {
-        Ok(c) => c,
-        Err(e) => return super::report_error(e),
-    };
-    let plan = match plan(&ctx.project, &args.session) {
-        Ok(p) => p,
-        Err(e) => return super::report_error(miette::miette!("{e}")),
-    };
+pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
+    let ctx = super::run::context(global)?;
+    let plan = plan(&ctx.project, &args.session).into_diagnostic()?;
     if !args.json {
         eprintln!(
             "resuming session {}: {} hop(s) completed before and will not run again",
@@ -40,16 +36,14 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
         observer: view.as_ref().map(|v| v.observer()),
         ..RunOptions::default()
     };
-    let session = match Session::resume(
+    let session = Session::resume(
         ctx.project,
         ctx.agents,
         ctx.config,
         ctx.models,
         options,
         plan,
-    ) {
-        Ok(s) => s,
-        Err(e) => return super::report_error(miette::miette!("{e}")),
-    };
+    )
+    .into_diagnostic()?;
     super::run::drive(&session, view, args.json)
 }

@@ -1,15 +1,17 @@
 //! `switchboard run AGENT "PROMPT"`: runs a session and shows its hop tree, or prints one JSON
 //! object with `--json`.
 
+use miette::IntoDiagnostic;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use super::view::View;
+use super::Code;
 use crate::agent::{load, AgentSet, LoadOptions};
 use crate::config::Config;
 use crate::model::Registry;
 use crate::project::Project;
-use crate::runtime::view::View;
-use crate::runtime::{RunOptions, Session, SessionOutcome};
+use crate::runtime::{RunOptions, Session, SessionOutcome, SessionStatus};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,9 +44,9 @@ pub(crate) struct Context {
     pub models: Arc<Registry>,
 }
 
-pub(crate) fn context(global: &super::Global) -> Result<Context, miette::Report> {
+pub(crate) fn context(global: &super::Global) -> miette::Result<Context> {
     let project = super::open_project(global)?;
-    let config = Config::load(&project).map_err(|e| miette::miette!("{e}"))?;
+    let config = Config::load(&project).into_diagnostic()?;
     let agents = load(
         &project,
         &LoadOptions {
@@ -66,11 +68,8 @@ pub(crate) fn context(global: &super::Global) -> Result<Context, miette::Report>
     })
 }
 
-pub fn run(global: &super::Global, args: Args) -> u8 {
-    let ctx = match context(global) {
-        Ok(c) => c,
-        Err(e) => return super::report_error(e),
-    };
+pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
+    let ctx = context(global)?;
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
     let options = RunOptions {
         model: args.model,
@@ -80,7 +79,7 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
         observer: view.as_ref().map(|v| v.observer()),
         ..RunOptions::default()
     };
-    let session = match Session::new(
+    let session = Session::new(
         ctx.project,
         ctx.agents,
         ctx.config,
@@ -88,24 +87,21 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
         options,
         &args.agent,
         &args.prompt,
-    ) {
-        Ok(s) => s,
-        Err(e) => return super::report_error(miette::miette!("{e}")),
-    };
+    )
+    .into_diagnostic()?;
     drive(&session, view, args.json)
 }
 
 /// Runs (or resumes) a session on a tokio runtime, ending it cleanly on Ctrl-C, and prints.
-pub(crate) fn drive(session: &Session, view: Option<Arc<View>>, json: bool) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+pub(crate) fn drive(
+    session: &Session,
+    view: Option<Arc<View>>,
+    json: bool,
+) -> miette::Result<Code> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            return super::report_error(miette::miette!("cannot start the async runtime: {e}"))
-        }
-    };
+        .map_err(|e| miette::miette!("cannot start the async runtime: {e}"))?;
     let outcome = runtime.block_on(async {
         let ticker = view.clone().map(|v| {
             tokio::spawn(async move {
@@ -130,21 +126,18 @@ pub(crate) fn drive(session: &Session, view: Option<Arc<View>>, json: bool) -> u
         outcome
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    print_outcome(&outcome, json);
-    if outcome.status == "completed" {
-        0
-    } else {
-        super::EXIT_FINDINGS
-    }
+    print_outcome(&outcome, json)?;
+    Ok(Code::findings_if(
+        outcome.status != SessionStatus::Completed,
+    ))
 }
 
-fn print_outcome(outcome: &SessionOutcome, json: bool) {
+fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
     if json {
-        match serde_json::to_string_pretty(outcome) {
-            Ok(s) => println!("{s}"),
-            Err(e) => eprintln!("cannot serialize the outcome: {e}"),
-        }
-        return;
+        let text = serde_json::to_string_pretty(outcome)
+            .map_err(|e| miette::miette!("cannot serialize the outcome: {e}"))?;
+        println!("{text}");
+        return Ok(());
     }
     println!();
     println!(
@@ -162,4 +155,5 @@ fn print_outcome(outcome: &SessionOutcome, json: bool) {
         println!();
         println!("{}", outcome.answer);
     }
+    Ok(())
 }

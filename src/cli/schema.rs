@@ -1,6 +1,6 @@
 //! `switchboard schema agent`: JSON Schema for editors.
 
-use super::Global;
+use super::{Code, Global};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
@@ -14,7 +14,7 @@ pub struct Args {
     which: Which,
 }
 
-pub fn run(_global: &Global, args: Args) -> u8 {
+pub fn run(_global: &Global, args: Args) -> miette::Result<Code> {
     let schema = match args.which {
         Which::Agent => crate::agent::schema::agent_schema(),
     };
@@ -22,5 +22,5 @@ pub fn run(_global: &Global, args: Args) -> u8 {
         "{}",
         serde_json::to_string_pretty(&schema).unwrap_or_default()
     );
-    0
+    Ok(Code::Clean)
 }

@@ -1,5 +1,6 @@
 //! `switchboard sessions`: the project's sessions, newest first.
 
+use super::Code;
 use crate::runtime::trace;
 
 #[derive(Debug, clap::Args)]
@@ -9,11 +10,8 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(global: &super::Global, args: Args) -> u8 {
-    let project = match super::open_project(global) {
-        Ok(p) => p,
-        Err(e) => return super::report_error(e),
-    };
+pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
+    let project = super::open_project(global)?;
     let sessions = trace::list(&project);
     if args.json {
         let rows: Vec<serde_json::Value> = sessions
@@ -27,7 +25,7 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
             })
             .collect();
         println!("{}", serde_json::Value::Array(rows));
-        return 0;
+        return Ok(Code::Clean);
     }
     if sessions.is_empty() {
         println!("no sessions under .switchboard/sessions/");
@@ -39,5 +37,5 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
             s.session_id, s.started_at, s.status, s.agent, s.hops, s.tokens
         );
     }
-    0
+    Ok(Code::Clean)
 }

@@ -1,6 +1,9 @@
 //! `switchboard trace SESSION`: the hop tree with agent, status, duration, tokens and contract
 //! result.
 
+use miette::IntoDiagnostic;
+
+use super::Code;
 use crate::runtime::trace::{self, HopNode};
 
 #[derive(Debug, clap::Args)]
@@ -12,21 +15,12 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(global: &super::Global, args: Args) -> u8 {
-    let project = match super::open_project(global) {
-        Ok(p) => p,
-        Err(e) => return super::report_error(e),
-    };
-    let t = match trace::load(&project, &args.session) {
-        Ok(t) => t,
-        Err(e) => return super::report_error(miette::miette!("{e}")),
-    };
+pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
+    let project = super::open_project(global)?;
+    let t = trace::load(&project, &args.session).into_diagnostic()?;
     if args.json {
-        match serde_json::to_string_pretty(&t) {
-            Ok(s) => println!("{s}"),
-            Err(e) => return super::report_error(miette::miette!("{e}")),
-        }
-        return 0;
+        println!("{}", serde_json::to_string_pretty(&t).into_diagnostic()?);
+        return Ok(Code::Clean);
     }
     println!(
         "session {} ({}), correlation {}, {} hops, {} tokens",
@@ -35,7 +29,7 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
     for root in &t.roots {
         print_node(root, 0);
     }
-    0
+    Ok(Code::Clean)
 }
 
 fn print_node(n: &HopNode, indent: usize) {

@@ -18,29 +18,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use crate::model::Usage;
 
-/// How a hop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HopStatus {
-    /// A final answer that passed its contract (or had none to pass).
-    Completed,
-    /// Budget or steps ran out; the answer is what the agent had.
-    Partial,
-    /// Still violating after the repair turns, handed up marked (`on_violation: mark`).
-    NonConformant,
-    Failed,
-}
-
-impl HopStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HopStatus::Completed => "completed",
-            HopStatus::Partial => "partial",
-            HopStatus::NonConformant => "non_conformant",
-            HopStatus::Failed => "failed",
-        }
-    }
-}
+pub use super::status::{HopStatus, SessionStatus};
 
 /// One contract violation as the log keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,7 +174,7 @@ pub enum EventKind {
     HopReused { message_id: String },
     #[serde(rename = "session.completed")]
     SessionCompleted {
-        status: String,
+        status: SessionStatus,
         answer: String,
         error: Option<String>,
         usage: Usage,
@@ -390,11 +368,6 @@ pub fn read_log(path: &Path) -> std::io::Result<Vec<Event>> {
         .filter(|l| !l.trim().is_empty())
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect())
-}
-
-/// [`read_log`], failing with a message that names the file.
-pub(crate) fn read_log_or_message(path: &Path) -> Result<Vec<Event>, String> {
-    read_log(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// `2026-11-21T10:00:00.123456Z`.

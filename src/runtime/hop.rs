@@ -7,24 +7,31 @@
 //! While a hop waits for its children it gives its semaphore permit back, so a chain of
 //! delegations deeper than `--max-parallel` cannot deadlock.
 
+//!
+//! The jobs around the loop live beside it: what caller and child exchange in
+//! [`super::handoff`], running one turn's tool calls and checking `task` calls in
+//! [`super::tool_calls`], the contract gate and its repair turns in [`super::check`], logging the
+//! hop's end exactly once in [`super::ending`].
+
 use chrono::Utc;
-use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::check::check_answer;
-use super::dispatch::{self, TaskCall};
-use super::events::{timestamp, EventKind, HopStatus, ViolationRecord};
-use super::session::Shared;
+use super::check::{Gate, Verdict};
+use super::ending::{cancel_descendants, finish, never_started, Ending, Finished};
+use super::events::{timestamp, EventKind};
+use super::handoff::{HopRequest, HopResult};
+use super::shared::{HopCtx, Shared};
+use super::status::HopStatus;
+use super::tool_calls::{cut, Caller, Prepared};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
-use crate::contract::OnViolation;
 use crate::model::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
     Usage,
 };
-use crate::tools::{self, ToolContext};
+use crate::tools;
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
@@ -34,116 +41,6 @@ pub const MODEL_RETRIES: u32 = 3;
 pub const BUDGET_NUDGE: f64 = 0.6;
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
-
-/// The hop that made a `task` call.
-#[derive(Debug, Clone)]
-pub struct ParentLink {
-    pub hop_id: String,
-    pub agent: String,
-    pub model: String,
-}
-
-/// A hop to run.
-#[derive(Debug, Clone)]
-pub struct HopRequest {
-    pub agent: String,
-    pub prompt: String,
-    pub description: String,
-    pub parent: Option<ParentLink>,
-    pub depth: u32,
-    /// Agents from the primary down to this hop's caller.
-    pub chain: Vec<String>,
-    /// A preassigned id (the primary hop's, announced in `session.started`).
-    pub hop_id: Option<String>,
-}
-
-/// How a hop ended, as its caller sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HopResult {
-    pub hop_id: String,
-    pub agent: String,
-    pub message_id: String,
-    pub status: HopStatus,
-    pub answer: String,
-    pub error: Option<String>,
-    pub usage: Usage,
-    pub violations: Vec<ViolationRecord>,
-    /// Files written by this hop and its descendants.
-    pub written: Vec<String>,
-    pub reused: bool,
-}
-
-impl HopResult {
-    /// The tool message the caller receives: the answer, marked when partial or non-conformant,
-    /// or an error that says why.
-    pub fn to_tool_message(&self, call_id: &str) -> Message {
-        match self.status {
-            HopStatus::Completed => Message::tool(call_id, self.answer.clone(), false),
-            HopStatus::Partial => Message::tool(
-                call_id,
-                format!(
-                    "[PARTIAL: `{}` stopped before finishing ({}); this is what it had]\n\n{}",
-                    self.agent,
-                    self.error.as_deref().unwrap_or("limit reached"),
-                    self.answer
-                ),
-                false,
-            ),
-            HopStatus::NonConformant => Message::tool(
-                call_id,
-                format!(
-                    "[NON-CONFORMANT: `{}`'s answer still violates its contract]\n{}\n\n{}",
-                    self.agent,
-                    list_violations(&self.violations),
-                    self.answer
-                ),
-                false,
-            ),
-            HopStatus::Failed => Message::tool(
-                call_id,
-                format!(
-                    "subagent `{}` failed: {}",
-                    self.agent,
-                    self.error.as_deref().unwrap_or("unknown error")
-                ),
-                true,
-            ),
-        }
-    }
-}
-
-fn list_violations(v: &[ViolationRecord]) -> String {
-    v.iter()
-        .map(|v| {
-            if v.line > 0 {
-                format!("- line {}: [{}] {}", v.line, v.rule, v.message)
-            } else {
-                format!("- [{}] {}", v.rule, v.message)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The ids and links every event of a hop carries.
-#[derive(Clone)]
-pub(crate) struct HopCtx {
-    pub shared: Arc<Shared>,
-    pub hop_id: String,
-    pub parent_hop_id: Option<String>,
-    pub agent: String,
-}
-
-impl HopCtx {
-    pub fn emit(&self, kind: EventKind) {
-        self.shared.emit(
-            Some(&self.hop_id),
-            self.parent_hop_id.as_deref(),
-            Some(&self.agent),
-            kind,
-        );
-    }
-}
 
 /// A spawned child hop, aborted if the waiting caller is dropped (timeout, Ctrl-C).
 struct AbortOnDrop(tokio::task::JoinHandle<HopResult>);
@@ -193,31 +90,8 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             parent_hop_id,
             agent: req.agent.clone(),
         };
-        let fail = |ctx: &HopCtx, message_id: String, error: String| {
-            let now = timestamp(Utc::now());
-            ctx.emit(EventKind::HopFailed {
-                error: error.clone(),
-                usage: Usage::default(),
-                started_at: now.clone(),
-                ended_at: now,
-                duration_us: 0,
-                violations: Vec::new(),
-            });
-            HopResult {
-                hop_id: ctx.hop_id.clone(),
-                agent: ctx.agent.clone(),
-                message_id,
-                status: HopStatus::Failed,
-                answer: String::new(),
-                error: Some(error),
-                usage: Usage::default(),
-                violations: Vec::new(),
-                written: Vec::new(),
-                reused: false,
-            }
-        };
         let Some(agent) = shared.agents.get(&req.agent).cloned() else {
-            return fail(
+            return never_started(
                 &ctx,
                 String::new(),
                 format!("unknown agent `{}`", req.agent),
@@ -226,11 +100,11 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
         let model_spec =
             match shared.model_spec(&agent, req.parent.as_ref().map(|p| p.model.as_str())) {
                 Ok(s) => s,
-                Err(e) => return fail(&ctx, String::new(), e),
+                Err(e) => return never_started(&ctx, String::new(), e.to_string()),
             };
         let model = match shared.models.get(&model_spec) {
             Ok(m) => m,
-            Err(e) => return fail(&ctx, String::new(), e.to_string()),
+            Err(e) => return never_started(&ctx, String::new(), e.to_string()),
         };
         // Children wait for a slot; the primary hop does not take one.
         let permit = if req.depth > 0 {
@@ -244,7 +118,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             None => match shared.ids.allocate(&agent.message_id_prefix(), started) {
                 Ok(id) => id,
                 Err(e) => {
-                    return fail(
+                    return never_started(
                         &ctx,
                         String::new(),
                         format!("cannot allocate a message id: {e}"),
@@ -292,22 +166,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             Err(_) => {
                 // Dropping the loop aborted the children it was waiting for; they cannot log
                 // their own end, so log it here.
-                let now = timestamp(Utc::now());
-                for (hop, parent, agent) in shared.take_descendants(&hop_id) {
-                    shared.emit(
-                        Some(&hop),
-                        parent.as_deref(),
-                        Some(&agent),
-                        EventKind::HopFailed {
-                            error: format!("cancelled: `{}` timed out", state.agent.name),
-                            usage: Usage::default(),
-                            started_at: now.clone(),
-                            ended_at: now.clone(),
-                            duration_us: 0,
-                            violations: Vec::new(),
-                        },
-                    );
-                }
+                cancel_descendants(&shared, &hop_id, &state.agent.name);
                 Ending::failed(format!(
                     "timed out after {} s (wall-clock limit)",
                     wall.as_secs_f64()
@@ -316,27 +175,6 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
         };
         state.finish(ending, clock.elapsed())
     })
-}
-
-/// How the loop ended.
-struct Ending {
-    status: HopStatus,
-    answer: String,
-    error: Option<String>,
-    conformant: Option<bool>,
-    violations: Vec<ViolationRecord>,
-}
-
-impl Ending {
-    fn failed(error: String) -> Self {
-        Ending {
-            status: HopStatus::Failed,
-            answer: String::new(),
-            error: Some(error),
-            conformant: None,
-            violations: Vec::new(),
-        }
-    }
 }
 
 struct HopState {
@@ -394,7 +232,14 @@ impl HopState {
             });
         self.messages.push(Message::user(self.req.prompt.clone()));
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
-        let mut repairs = 0u32;
+        let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
+        let mut gate = Gate {
+            contract: contract.as_ref(),
+            project: &shared.project,
+            correlation_id: &shared.correlation_id,
+            message_id: &message_id,
+            repairs: 0,
+        };
         let mut nudged = false;
         let mut turn = 0u32;
         loop {
@@ -460,69 +305,29 @@ impl HopState {
             if response.tool_calls.is_empty() {
                 self.messages
                     .push(Message::assistant(response.content.clone(), Vec::new()));
-                let Some(contract) = self.agent.contract.clone() else {
-                    return Ending {
-                        status: HopStatus::Completed,
-                        answer: response.content,
-                        error: None,
-                        conformant: None,
-                        violations: Vec::new(),
-                    };
+                let verdict = gate.judge(&response.content, &|kind| self.ctx.emit(kind));
+                let (status, error, conformant, violations) = match verdict {
+                    Verdict::Accept { conformant } => {
+                        (HopStatus::Completed, None, conformant, Vec::new())
+                    }
+                    Verdict::Repair { prompt } => {
+                        // Repair turns do not count against `steps`.
+                        self.steps -= 1;
+                        self.messages.push(Message::user(prompt));
+                        continue;
+                    }
+                    Verdict::Reject {
+                        status,
+                        summary,
+                        violations,
+                    } => (status, Some(summary), Some(false), violations),
                 };
-                let outcome = check_answer(
-                    &response.content,
-                    &contract,
-                    &shared.project,
-                    &shared.correlation_id,
-                    &self.message_id,
-                );
-                self.ctx.emit(EventKind::ContractChecked {
-                    contract: contract.name.clone(),
-                    message_id: self.message_id.clone(),
-                    conformant: outcome.conformant,
-                    repair: repairs,
-                    violations: outcome.violations.clone(),
-                });
-                if outcome.conformant {
-                    return Ending {
-                        status: HopStatus::Completed,
-                        answer: response.content,
-                        error: None,
-                        conformant: Some(true),
-                        violations: Vec::new(),
-                    };
-                }
-                if repairs < contract.max_repairs {
-                    repairs += 1;
-                    // Repair turns do not count against `steps`.
-                    self.steps -= 1;
-                    self.ctx.emit(EventKind::HopRepair {
-                        repair: repairs,
-                        violations: outcome.violations.len(),
-                    });
-                    self.messages.push(Message::user(outcome.repair_prompt));
-                    continue;
-                }
-                let summary = format!(
-                    "answer violates contract `{}` after {repairs} repair turn(s):\n{}",
-                    contract.name,
-                    list_violations(&outcome.violations)
-                );
-                return match contract.on_violation {
-                    OnViolation::Fail => Ending {
-                        status: HopStatus::Failed,
-                        answer: response.content,
-                        error: Some(summary),
-                        conformant: Some(false),
-                        violations: outcome.violations,
-                    },
-                    OnViolation::Mark => Ending {
-                        status: HopStatus::NonConformant,
-                        answer: response.content,
-                        error: Some(summary),
-                        conformant: Some(false),
-                        violations: outcome.violations,
-                    },
+                return Ending {
+                    status,
+                    answer: response.content,
+                    error,
+                    conformant,
+                    violations,
                 };
             }
             self.messages.push(Message::assistant(
@@ -623,6 +428,13 @@ impl HopState {
             Child(AbortOnDrop),
         }
         let shared = self.ctx.shared.clone();
+        let caller = Caller {
+            shared: &shared,
+            agent: &self.agent,
+            request: &self.req,
+            hop_id: &self.ctx.hop_id,
+            model_spec: &self.model_spec,
+        };
         let mut pending = Vec::with_capacity(calls.len());
         for call in calls {
             self.ctx.emit(EventKind::ToolCall {
@@ -631,47 +443,20 @@ impl HopState {
                 arguments: call.arguments.clone(),
             });
             let tool = crate::agent::tools::canonical_tool_name(&call.name);
-            if tool == "task" {
-                match self.task_request(&call.arguments) {
-                    Ok(child) => {
-                        let handle = tokio::spawn(run_hop(shared.clone(), child));
-                        pending.push(Pending::Child(AbortOnDrop(handle)));
-                    }
-                    Err(e) => pending.push(Pending::Done(Message::tool(&call.id, e, true), None)),
-                }
-                continue;
-            }
-            let ctx = ToolContext {
-                project: &shared.project,
-                agent: &self.agent,
-            };
-            let result = if tool == "webfetch" || tool == "websearch" {
-                let (result, record) = match shared.web() {
-                    Ok(web) => web.invoke(ctx, &tool, &call.arguments).await,
-                    Err(e) => (
-                        Err(tools::ToolError::Failed {
-                            tool: tool.clone(),
-                            message: e.to_string(),
-                        }),
-                        None,
-                    ),
-                };
+            if tool == "webfetch" || tool == "websearch" {
+                let (message, record) = caller.web(call, &tool).await;
                 if let Some(record) = record {
                     self.ctx.emit(EventKind::WebFetch(record));
                 }
-                result
-            } else {
-                tools::invoke(ctx, &tool, &call.arguments)
-            };
-            match result {
-                Ok(out) => pending.push(Pending::Done(
-                    Message::tool(&call.id, out.text, false),
-                    out.written,
-                )),
-                Err(e) => pending.push(Pending::Done(
-                    Message::tool(&call.id, e.to_string(), true),
-                    None,
-                )),
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
+            match caller.prepare(call) {
+                Prepared::Done(message, written) => pending.push(Pending::Done(message, written)),
+                Prepared::Child(child) => {
+                    let handle = tokio::spawn(run_hop(shared.clone(), child));
+                    pending.push(Pending::Child(AbortOnDrop(handle)));
+                }
             }
         }
         let has_children = pending.iter().any(|p| matches!(p, Pending::Child(_)));
@@ -727,94 +512,19 @@ impl HopState {
         out
     }
 
-    /// Checks a `task` call and builds the child hop, or says why not.
-    fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, String> {
-        tools::check_grant(&self.agent, "task").map_err(|e| e.to_string())?;
-        let call = TaskCall::parse(args).map_err(|e| e.to_string())?;
-        let shared = &self.ctx.shared;
-        let mut chain = self.req.chain.clone();
-        chain.push(self.agent.name.clone());
-        dispatch::check(
-            &self.agent,
-            &chain,
-            self.req.depth,
-            shared.options.max_depth,
-            &call.subagent_type,
-            &shared.agents,
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(HopRequest {
-            agent: call.subagent_type,
-            prompt: call.prompt,
-            description: call.description,
-            parent: Some(ParentLink {
-                hop_id: self.ctx.hop_id.clone(),
-                agent: self.agent.name.clone(),
-                model: self.model_spec.clone(),
-            }),
-            depth: self.req.depth + 1,
-            chain,
-            hop_id: None,
-        })
-    }
-
-    /// Logs the end of the hop, writes its transcript and builds the caller's result.
+    /// Ends the hop (see [`super::ending::finish`]), giving its semaphore slot back first.
     fn finish(mut self, ending: Ending, elapsed: Duration) -> HopResult {
         self.permit = None;
-        let shared = self.ctx.shared.clone();
-        let ended = Utc::now();
-        shared.write_transcript(&self.ctx.hop_id, &self.system, &self.messages);
-        let duration_us = elapsed.as_micros() as u64;
-        // A hop an ancestor's timeout or Ctrl-C already ended (while it was finishing) is not
-        // ended twice: only the one that takes it out of the in-flight set logs its end.
-        let ended_here = shared.end_in_flight(&self.ctx.hop_id);
-        if ended_here && ending.status == HopStatus::Failed {
-            self.ctx.emit(EventKind::HopFailed {
-                error: ending.error.clone().unwrap_or_default(),
-                usage: self.usage,
-                started_at: timestamp(self.started),
-                ended_at: timestamp(ended),
-                duration_us,
-                violations: ending.violations.clone(),
-            });
-        } else if ended_here {
-            self.ctx.emit(EventKind::HopCompleted {
-                status: ending.status,
-                message_id: self.message_id.clone(),
-                answer: ending.answer.clone(),
-                usage: self.usage,
-                started_at: timestamp(self.started),
-                ended_at: timestamp(ended),
-                duration_us,
-                steps: self.steps,
-                conformant: ending.conformant,
-                violations: ending.violations.clone(),
-                written: self.written.clone(),
-            });
-        }
-        shared.add_usage(self.usage);
-        HopResult {
-            hop_id: self.ctx.hop_id.clone(),
-            agent: self.agent.name.clone(),
+        let finished = Finished {
+            agent: self.agent.name,
             message_id: self.message_id,
-            status: ending.status,
-            answer: ending.answer,
-            error: ending.error,
+            started: self.started,
+            system: self.system,
+            messages: self.messages,
             usage: self.usage,
-            violations: ending.violations,
+            steps: self.steps,
             written: self.written,
-            reused: false,
-        }
+        };
+        finish(&self.ctx, ending, finished, elapsed)
     }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} bytes]", &s[..end], s.len())
 }

@@ -6,27 +6,44 @@
 
 pub mod check;
 pub mod dispatch;
+pub(crate) mod ending;
 pub mod events;
+pub mod handoff;
 pub mod hop;
 pub mod ids;
+pub mod options;
 pub mod resume;
 pub mod session;
+pub mod shared;
+pub mod status;
+pub mod store;
+pub mod tool_calls;
 pub mod trace;
-pub mod view;
 
-pub use events::{Event, EventKind, FsyncPolicy, HopStatus};
-pub use session::{RunOptions, RuntimeError, Session, SessionOutcome};
+pub use events::{Event, EventKind, FsyncPolicy, Observer};
+pub use options::RunOptions;
+pub use session::{RuntimeError, Session, SessionOutcome};
+pub use status::{HopStatus, SessionStatus};
 
 use std::sync::Arc;
 
 use crate::agent::{load, LoadOptions};
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::model::Registry;
 use crate::project::Project;
 
 /// The registry for a project: built-in providers with the config's provider tables.
 pub fn registry_for(project: &Project, config: &Config) -> Registry {
     Registry::for_project(project, config)
+}
+
+/// Why [`run`] could not start a session.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Start(#[from] RuntimeError),
 }
 
 /// Loads the project's agents and config and runs `agent` on `prompt`.
@@ -36,8 +53,8 @@ pub async fn run(
     agent: &str,
     prompt: &str,
     options: RunOptions,
-) -> Result<SessionOutcome, String> {
-    let config = Config::load(project).map_err(|e| e.to_string())?;
+) -> Result<SessionOutcome, RunError> {
+    let config = Config::load(project)?;
     let agents = Arc::new(load(project, load_options));
     let models = Arc::new(registry_for(project, &config));
     let session = Session::new(
@@ -48,7 +65,6 @@ pub async fn run(
         options,
         agent,
         prompt,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     Ok(session.run().await)
 }

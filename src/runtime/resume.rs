@@ -8,13 +8,34 @@
 //! hop keeps its id, its children recognise their parent in the log too.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::events::{read_log_or_message, EventKind, HopStatus};
-use super::hop::HopResult;
-use super::session::log_path;
-use crate::model::Usage;
+use super::events::EventKind;
+use super::handoff::HopResult;
+use super::status::SessionStatus;
+use super::store::{self, log_path, LogError};
 use crate::project::Project;
+
+/// Why a session cannot be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(
+        "{} has no session.started event, so there is no prompt to run again; start a new \
+         session with `switchboard run`",
+        path.display()
+    )]
+    NoStart { path: PathBuf },
+    #[error(
+        "session {session_id} already ended ({status}); nothing to resume (`switchboard trace \
+         {session_id}` shows how it went)"
+    )]
+    AlreadyEnded {
+        session_id: String,
+        status: SessionStatus,
+    },
+}
 
 /// What the log says about one hop.
 #[derive(Debug, Clone)]
@@ -44,35 +65,37 @@ pub struct ResumePlan {
 }
 
 /// Reads `SESSION`'s log into a plan; refuses a session that already completed.
-pub fn plan(project: &Project, session_id: &str) -> Result<ResumePlan, String> {
+pub fn plan(project: &Project, session_id: &str) -> Result<ResumePlan, ResumeError> {
     plan_from_log(&log_path(project, session_id)?)
 }
 
-pub fn plan_from_log(path: &Path) -> Result<ResumePlan, String> {
-    let events = read_log_or_message(path)?;
-    let first = events
+/// [`plan`] for the log at `path`.
+pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
+    let events = store::read(path)?;
+    let (first, prompt, model, max_parallel, max_depth) = events
         .iter()
-        .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
-        .ok_or_else(|| format!("{} has no session.started event", path.display()))?;
-    let EventKind::SessionStarted {
-        prompt,
-        model,
-        max_parallel,
-        max_depth,
-        ..
-    } = &first.kind
-    else {
-        return Err("unreachable".into());
-    };
+        .find_map(|e| match &e.kind {
+            EventKind::SessionStarted {
+                prompt,
+                model,
+                max_parallel,
+                max_depth,
+                ..
+            } => Some((e, prompt, model, max_parallel, max_depth)),
+            _ => None,
+        })
+        .ok_or_else(|| ResumeError::NoStart {
+            path: path.to_path_buf(),
+        })?;
     if let Some(last) = events.iter().rev().find_map(|e| match &e.kind {
-        EventKind::SessionCompleted { status, .. } => Some(status.clone()),
+        EventKind::SessionCompleted { status, .. } => Some(*status),
         _ => None,
     }) {
-        if last != "interrupted" {
-            return Err(format!(
-                "session {} already ended ({last}); nothing to resume",
-                first.session_id
-            ));
+        if last != SessionStatus::Interrupted {
+            return Err(ResumeError::AlreadyEnded {
+                session_id: first.session_id.clone(),
+                status: last,
+            });
         }
     }
     let mut hops: HashMap<(String, String, String, u32), Recorded> = HashMap::new();
@@ -133,7 +156,6 @@ pub fn plan_from_log(path: &Path) -> Result<ResumePlan, String> {
         }
     }
     let completed_hops = hops.values().filter(|r| r.completed.is_some()).count();
-    let _ = (HopStatus::Completed, Usage::default());
     Ok(ResumePlan {
         session_id: first.session_id.clone(),
         correlation_id: first.correlation_id.clone(),

@@ -1,77 +1,41 @@
 //! A session: one run of a primary agent on one prompt, with everything it delegates.
 //!
-//! The session owns what hops share: the ids (session, correlation, message-id allocator), the
-//! event log, the `--max-parallel` semaphore, the model registry, the files written, and (when
-//! resuming) the record of hops that already completed.
+//! The session starts the primary hop and ends the session (normally or on Ctrl-C); what its hops
+//! share (ids, log, semaphore, models) lives in [`super::shared`].
 
 use chrono::Utc;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::events::{timestamp, Event, EventKind, EventLog, FsyncPolicy, HopStatus, Observer};
-use super::hop::{run_hop, HopRequest, HopResult};
-use super::ids::{new_id, MessageIds};
-use super::resume::{Recorded, ResumePlan};
-use crate::agent::{Agent, AgentSet};
-use crate::config::{Config, BUILTIN_DEFAULT_MODEL};
-use crate::model::{Message, Registry, Usage};
+use super::events::{timestamp, EventKind, EventLog};
+use super::handoff::{HopRequest, HopResult};
+use super::hop::run_hop;
+use super::ids::new_id;
+use super::resume::ResumePlan;
+use super::shared::{ResumeRecord, Shared};
+use super::status::{HopStatus, SessionStatus};
+use crate::agent::AgentSet;
+use crate::config::Config;
+use crate::model::{Registry, Usage};
 use crate::project::Project;
 
-/// Where sessions live, relative to the project root.
-pub const SESSIONS_DIR: &str = ".switchboard/sessions";
-
-/// Where session `session_id`'s event log is, resolved through the project like any other path.
-pub(crate) fn log_path(project: &Project, session_id: &str) -> Result<PathBuf, String> {
-    let rel = format!("{SESSIONS_DIR}/{session_id}/events.jsonl");
-    project
-        .resolve(&rel)
-        .map_err(|e| format!("no session `{session_id}`: {e}"))
-}
-
-/// How a session runs.
-#[derive(Clone)]
-pub struct RunOptions {
-    /// `--model`: wins over every other choice, for every hop.
-    pub model: Option<String>,
-    pub correlation_id: Option<String>,
-    pub max_parallel: usize,
-    pub max_depth: u32,
-    /// Wall-clock limit of a hop whose agent sets no `budget.wall_seconds`.
-    pub hop_timeout: Duration,
-    pub fsync: FsyncPolicy,
-    /// Sees every event as it is logged (the live view).
-    pub observer: Option<Observer>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            model: None,
-            correlation_id: None,
-            max_parallel: 8,
-            max_depth: 3,
-            hop_timeout: Duration::from_secs(600),
-            fsync: FsyncPolicy::Background,
-            observer: None,
-        }
-    }
-}
+pub use super::options::RunOptions;
+pub use super::store::SESSIONS_DIR;
 
 /// Why a session could not start.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("unknown agent `{0}`")]
+    #[error("unknown agent `{0}`; `switchboard agents` lists the agents this project defines")]
     UnknownAgent(String),
-    #[error("`{0}` is a subagent (mode: subagent) and cannot start a session")]
+    #[error(
+        "`{0}` is a subagent (mode: subagent) and cannot start a session; run a primary agent, or \
+         set `mode: primary` (or `all`) in its frontmatter"
+    )]
     NotPrimary(String),
-    #[error("cannot write the session log: {0}")]
-    Log(String),
-    #[error("{0}")]
-    Resume(String),
+    #[error("cannot write the session log in {}: {error}", dir.display())]
+    Log { dir: PathBuf, error: std::io::Error },
 }
 
 /// What `run` hands back (and `--json` prints).
@@ -79,8 +43,7 @@ pub enum RuntimeError {
 pub struct SessionOutcome {
     pub session_id: String,
     pub correlation_id: String,
-    /// `completed`, `partial`, `non_conformant`, `failed` or `interrupted`.
-    pub status: String,
+    pub status: SessionStatus,
     pub answer: String,
     pub error: Option<String>,
     /// Project-relative paths of files the session's agents wrote.
@@ -88,207 +51,6 @@ pub struct SessionOutcome {
     /// The event log.
     pub events: PathBuf,
     pub usage: Usage,
-}
-
-/// State every hop of a session shares.
-pub(crate) struct Shared {
-    pub project: Project,
-    pub agents: Arc<AgentSet>,
-    pub config: Config,
-    pub models: Arc<Registry>,
-    pub options: RunOptions,
-    pub session_id: String,
-    pub correlation_id: String,
-    pub dir: PathBuf,
-    pub log: EventLog,
-    pub ids: MessageIds,
-    pub semaphore: Arc<Semaphore>,
-    /// `transcripts.jsonl`, appended once per hop.
-    transcripts: Mutex<Option<std::fs::File>>,
-    written: Mutex<Vec<String>>,
-    /// Tokens of every hop of the session.
-    usage: Mutex<Usage>,
-    occurrences: Mutex<HashMap<(String, String, String), u32>>,
-    in_flight: Mutex<HashMap<String, (Option<String>, String)>>,
-    resume: Option<HashMap<(String, String, String, u32), Recorded>>,
-    /// `webfetch`/`websearch`, set up on first use so sessions that never fetch pay nothing.
-    web: std::sync::OnceLock<
-        Result<crate::tools::webfetch::Web, crate::tools::webfetch::SetupError>,
-    >,
-}
-
-impl Shared {
-    /// The session's web tools, built from `[webfetch]`/`[websearch]` on first use.
-    pub fn web(&self) -> &Result<crate::tools::webfetch::Web, crate::tools::webfetch::SetupError> {
-        self.web.get_or_init(|| {
-            crate::tools::webfetch::Web::new(&self.config.webfetch, &self.config.websearch)
-        })
-    }
-
-    pub fn emit(
-        &self,
-        hop_id: Option<&str>,
-        parent: Option<&str>,
-        agent: Option<&str>,
-        kind: EventKind,
-    ) {
-        self.log.append(&Event {
-            timestamp: timestamp(Utc::now()),
-            session_id: self.session_id.clone(),
-            correlation_id: self.correlation_id.clone(),
-            hop_id: hop_id.map(str::to_string),
-            parent_hop_id: parent.map(str::to_string),
-            agent: agent.map(str::to_string),
-            kind,
-        });
-    }
-
-    pub fn add_usage(&self, u: Usage) {
-        if let Ok(mut total) = self.usage.lock() {
-            total.input_tokens += u.input_tokens;
-            total.output_tokens += u.output_tokens;
-        }
-    }
-
-    pub fn add_written(&self, files: &[String]) {
-        if let Ok(mut w) = self.written.lock() {
-            for f in files {
-                if !w.contains(f) {
-                    w.push(f.clone());
-                }
-            }
-        }
-    }
-
-    /// Marks a hop running (with its parent and agent), for `interrupt` and timeouts.
-    pub fn hop_started(&self, hop_id: &str, parent: Option<&str>, agent: &str) {
-        if let Ok(mut s) = self.in_flight.lock() {
-            s.insert(
-                hop_id.to_string(),
-                (parent.map(str::to_string), agent.to_string()),
-            );
-        }
-    }
-
-    /// Takes a hop out of the in-flight set; true if it was there. Only the taker logs the hop's
-    /// end, so a hop that an ancestor's timeout or Ctrl-C already ended is not ended twice.
-    pub fn end_in_flight(&self, hop_id: &str) -> bool {
-        self.in_flight
-            .lock()
-            .map(|mut s| s.remove(hop_id).is_some())
-            .unwrap_or(false)
-    }
-
-    /// Takes the in-flight descendants of `hop_id` out of the set, as (hop, parent, agent).
-    pub fn take_descendants(&self, hop_id: &str) -> Vec<(String, Option<String>, String)> {
-        let Ok(mut s) = self.in_flight.lock() else {
-            return Vec::new();
-        };
-        let below = |hop: &String| {
-            let mut hop = hop.as_str();
-            while let Some((Some(parent), _)) = s.get(hop) {
-                if parent == hop_id {
-                    return true;
-                }
-                hop = parent.as_str();
-            }
-            false
-        };
-        let ids: Vec<String> = s.keys().filter(|h| below(h)).cloned().collect();
-        ids.into_iter()
-            .filter_map(|h| s.remove(&h).map(|(parent, agent)| (h, parent, agent)))
-            .collect()
-    }
-
-    /// How many times this parent already called this agent with this prompt (0 the first time).
-    pub fn next_occurrence(&self, parent: Option<&str>, agent: &str, prompt: &str) -> u32 {
-        let key = (
-            parent.unwrap_or("").to_string(),
-            agent.to_string(),
-            prompt.to_string(),
-        );
-        let Ok(mut map) = self.occurrences.lock() else {
-            return 0;
-        };
-        let n = map.entry(key).or_insert(0);
-        let current = *n;
-        *n += 1;
-        current
-    }
-
-    pub fn resume_lookup(
-        &self,
-        parent: Option<&str>,
-        agent: &str,
-        prompt: &str,
-        occurrence: u32,
-    ) -> Option<Recorded> {
-        let key = (
-            parent.unwrap_or("").to_string(),
-            agent.to_string(),
-            prompt.to_string(),
-            occurrence,
-        );
-        self.resume.as_ref()?.get(&key).cloned()
-    }
-
-    /// The model for a hop: `--model`, then the agent's `model` (`inherit` = the caller's), then
-    /// the config (`[agents.NAME]`, then `[model] default`), then the built-in default. Short
-    /// names go through `[aliases]`.
-    pub fn model_spec(&self, agent: &Agent, caller_model: Option<&str>) -> Result<String, String> {
-        if let Some(m) = &self.options.model {
-            return Ok(self.config.expand_alias(m).to_string());
-        }
-        let from_agent = agent
-            .model
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty());
-        let chosen = match from_agent {
-            Some("inherit") => caller_model.map(str::to_string),
-            Some(m) => Some(m.to_string()),
-            None => None,
-        };
-        let chosen = chosen
-            .or_else(|| self.config.model_for(&agent.name).map(str::to_string))
-            .unwrap_or_else(|| BUILTIN_DEFAULT_MODEL.to_string());
-        let expanded = self.config.expand_alias(&chosen).to_string();
-        if expanded.contains('/') {
-            Ok(expanded)
-        } else {
-            Err(format!(
-                "agent `{}` asks for model `{chosen}`, which is not `provider/model`; map it in \
-                 switchboard.toml under [aliases] (e.g. {chosen} = \"anthropic/...\") or pass --model",
-                agent.name
-            ))
-        }
-    }
-
-    /// Appends a hop's conversation to `transcripts.jsonl` beside the log (one line per hop).
-    ///
-    /// One open file rather than a file per hop: creating files is a journaled metadata operation
-    /// that stalls behind the event log's fsync.
-    pub fn write_transcript(&self, hop_id: &str, system: &str, messages: &[Message]) {
-        #[derive(Serialize)]
-        struct Transcript<'a> {
-            hop_id: &'a str,
-            agent_system_prompt: &'a str,
-            messages: &'a [Message],
-        }
-        let Ok(mut line) = serde_json::to_vec(&Transcript {
-            hop_id,
-            agent_system_prompt: system,
-            messages,
-        }) else {
-            return;
-        };
-        line.push(b'\n');
-        if let Ok(mut f) = self.transcripts.lock() {
-            if let Some(f) = f.as_mut() {
-                let _ = std::io::Write::write_all(f, &line);
-            }
-        }
-    }
 }
 
 /// A running (or resumable) session.
@@ -382,20 +144,15 @@ impl Session {
         session_id: String,
         correlation_id: String,
         root_hop_id: String,
-        resume: Option<HashMap<(String, String, String, u32), Recorded>>,
+        resume: Option<ResumeRecord>,
     ) -> Result<Self, RuntimeError> {
         let dir = project.root().join(SESSIONS_DIR).join(&session_id);
-        let log = EventLog::open(&dir, options.fsync, options.observer.clone())
-            .map_err(|e| RuntimeError::Log(format!("{}: {e}", dir.display())))?;
-        let ids = MessageIds::for_project(project.root());
-        let transcripts = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("transcripts.jsonl"))
-            .ok();
-        let semaphore = Arc::new(Semaphore::new(options.max_parallel.max(1)));
+        let log = match EventLog::open(&dir, options.fsync, options.observer.clone()) {
+            Ok(log) => log,
+            Err(error) => return Err(RuntimeError::Log { dir, error }),
+        };
         Ok(Session {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Shared::new(
                 project,
                 agents,
                 config,
@@ -405,16 +162,8 @@ impl Session {
                 correlation_id,
                 dir,
                 log,
-                ids,
-                semaphore,
-                transcripts: Mutex::new(transcripts),
-                written: Mutex::new(Vec::new()),
-                usage: Mutex::new(Usage::default()),
-                occurrences: Mutex::new(HashMap::new()),
-                in_flight: Mutex::new(HashMap::new()),
                 resume,
-                web: std::sync::OnceLock::new(),
-            }),
+            )),
             agent: agent.to_string(),
             prompt: prompt.to_string(),
             root_hop_id,
@@ -467,16 +216,16 @@ impl Session {
         self.complete(&result, None)
     }
 
-    fn complete(&self, result: &HopResult, status: Option<&str>) -> SessionOutcome {
-        let status = status.unwrap_or(result.status.as_str()).to_string();
-        let written = self.written();
-        let usage = self.shared.usage.lock().map(|u| *u).unwrap_or_default();
+    fn complete(&self, result: &HopResult, status: Option<SessionStatus>) -> SessionOutcome {
+        let status = status.unwrap_or(result.status.into());
+        let written = self.shared.written();
+        let usage = self.shared.usage();
         self.shared.emit(
             Some(&self.root_hop_id),
             None,
             Some(&self.agent),
             EventKind::SessionCompleted {
-                status: status.clone(),
+                status,
                 answer: result.answer.clone(),
                 error: result.error.clone(),
                 usage,
@@ -504,12 +253,7 @@ impl Session {
     /// still in flight is logged as failed with `interrupted`, then the session, and the log is
     /// synced. `resume` can continue it.
     pub fn interrupt(&self) -> SessionOutcome {
-        let hops: Vec<(String, (Option<String>, String))> = self
-            .shared
-            .in_flight
-            .lock()
-            .map(|mut s| s.drain().collect())
-            .unwrap_or_default();
+        let hops = self.shared.drain_in_flight();
         let now = timestamp(Utc::now());
         for (hop, (parent, agent)) in hops {
             self.shared.emit(
@@ -538,14 +282,6 @@ impl Session {
             written: Vec::new(),
             reused: false,
         };
-        self.complete(&result, Some("interrupted"))
-    }
-
-    fn written(&self) -> Vec<String> {
-        self.shared
-            .written
-            .lock()
-            .map(|w| w.clone())
-            .unwrap_or_default()
+        self.complete(&result, Some(SessionStatus::Interrupted))
     }
 }

@@ -4,8 +4,9 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::events::{read_log_or_message, EventKind};
-use super::session::{log_path, SESSIONS_DIR};
+use super::events::EventKind;
+use super::status::{HopProgress, HopStatus, SessionProgress};
+use super::store::{self, log_path, LogError, SESSIONS_DIR};
 use crate::project::Project;
 
 /// One hop as the log tells it.
@@ -17,7 +18,7 @@ pub struct HopNode {
     pub depth: u32,
     pub message_id: String,
     /// `running` (no end in the log), `completed`, `partial`, `non_conformant`, `failed`.
-    pub status: String,
+    pub status: HopProgress,
     pub attempts: u32,
     pub reused: bool,
     pub started_at: Option<String>,
@@ -39,27 +40,28 @@ pub struct SessionTrace {
     pub agent: String,
     pub prompt: String,
     pub started_at: String,
-    /// `running`/`incomplete` when the log has no `session.completed`.
-    pub status: String,
+    /// `incomplete` when the log has no `session.completed`.
+    pub status: SessionProgress,
     pub hops: usize,
     pub tokens: u64,
     pub roots: Vec<HopNode>,
 }
 
 /// Reads `.switchboard/sessions/<id>/events.jsonl` of `project`.
-pub fn load(project: &Project, session_id: &str) -> Result<SessionTrace, String> {
+pub fn load(project: &Project, session_id: &str) -> Result<SessionTrace, LogError> {
     from_log(&log_path(project, session_id)?)
 }
 
-pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
-    let events = read_log_or_message(path)?;
+/// Rebuilds the trace from the log at `path`.
+pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
+    let events = store::read(path)?;
     let mut trace = SessionTrace {
         session_id: String::new(),
         correlation_id: String::new(),
         agent: String::new(),
         prompt: String::new(),
         started_at: String::new(),
-        status: "incomplete".into(),
+        status: SessionProgress::Incomplete,
         hops: 0,
         tokens: 0,
         roots: Vec::new(),
@@ -78,9 +80,11 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
                     trace.prompt = prompt.clone();
                     trace.started_at = e.timestamp.clone();
                 }
-                trace.status = "incomplete".into();
+                trace.status = SessionProgress::Incomplete;
             }
-            EventKind::SessionCompleted { status, .. } => trace.status = status.clone(),
+            EventKind::SessionCompleted { status, .. } => {
+                trace.status = SessionProgress::Ended(*status)
+            }
             EventKind::HopStarted {
                 depth,
                 attempt,
@@ -93,7 +97,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
                     n.attempts = n.attempts.max(*attempt);
                     n.message_id = message_id.clone();
                     n.started_at = Some(started_at.clone());
-                    n.status = "running".into();
+                    n.status = HopProgress::Running;
                     n.error = None;
                 }
             }
@@ -123,7 +127,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
                 ..
             } => {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
-                    n.status = status.as_str().into();
+                    n.status = HopProgress::Ended(*status);
                     n.duration_ms = Some(*duration_us as f64 / 1000.0);
                 }
             }
@@ -131,7 +135,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
                 error, duration_us, ..
             } => {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
-                    n.status = "failed".into();
+                    n.status = HopProgress::Ended(HopStatus::Failed);
                     n.error = Some(error.clone());
                     if *duration_us > 0 {
                         n.duration_ms = Some(*duration_us as f64 / 1000.0);
@@ -197,7 +201,7 @@ fn node_for<'n>(
         agent: e.agent.clone().unwrap_or_default(),
         depth: 0,
         message_id: String::new(),
-        status: "running".into(),
+        status: HopProgress::Running,
         attempts: 0,
         reused: false,
         started_at: None,

@@ -1,0 +1,141 @@
+//! How a hop ends: the loop's [`Ending`], logged as `hop.completed` or `hop.failed` exactly once
+//! (a hop an ancestor's timeout or Ctrl-C already ended is not ended twice), its transcript
+//! written, and the [`HopResult`] its caller receives.
+
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+use super::events::{timestamp, EventKind, ViolationRecord};
+use super::handoff::HopResult;
+use super::shared::{HopCtx, Shared};
+use super::status::HopStatus;
+use crate::model::{Message, Usage};
+
+/// How the loop ended.
+pub(crate) struct Ending {
+    pub status: HopStatus,
+    pub answer: String,
+    pub error: Option<String>,
+    /// `None` when the agent declares no contract.
+    pub conformant: Option<bool>,
+    pub violations: Vec<ViolationRecord>,
+}
+
+impl Ending {
+    pub fn failed(error: String) -> Self {
+        Ending {
+            status: HopStatus::Failed,
+            answer: String::new(),
+            error: Some(error),
+            conformant: None,
+            violations: Vec::new(),
+        }
+    }
+}
+
+/// What the loop leaves behind for the log and the transcript.
+pub(crate) struct Finished {
+    pub agent: String,
+    pub message_id: String,
+    pub started: DateTime<Utc>,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub usage: Usage,
+    pub steps: u32,
+    pub written: Vec<String>,
+}
+
+/// Fails a hop before its loop started (unknown agent, no model, no message id): logs
+/// `hop.failed` and returns the caller's result.
+pub(crate) fn never_started(ctx: &HopCtx, message_id: String, error: String) -> HopResult {
+    let now = timestamp(Utc::now());
+    ctx.emit(EventKind::HopFailed {
+        error: error.clone(),
+        usage: Usage::default(),
+        started_at: now.clone(),
+        ended_at: now,
+        duration_us: 0,
+        violations: Vec::new(),
+    });
+    HopResult {
+        hop_id: ctx.hop_id.clone(),
+        agent: ctx.agent.clone(),
+        message_id,
+        status: HopStatus::Failed,
+        answer: String::new(),
+        error: Some(error),
+        usage: Usage::default(),
+        violations: Vec::new(),
+        written: Vec::new(),
+        reused: false,
+    }
+}
+
+/// Logs `hop.failed` for every in-flight descendant of `hop_id`, whose loop `agent`'s timeout
+/// dropped: aborted, they cannot log their own end.
+pub(crate) fn cancel_descendants(shared: &Shared, hop_id: &str, agent: &str) {
+    let now = timestamp(Utc::now());
+    for (hop, parent, child_agent) in shared.take_descendants(hop_id) {
+        shared.emit(
+            Some(&hop),
+            parent.as_deref(),
+            Some(&child_agent),
+            EventKind::HopFailed {
+                error: format!("cancelled: `{agent}` timed out"),
+                usage: Usage::default(),
+                started_at: now.clone(),
+                ended_at: now.clone(),
+                duration_us: 0,
+                violations: Vec::new(),
+            },
+        );
+    }
+}
+
+/// Logs the end of the hop, writes its transcript and builds the caller's result.
+pub(crate) fn finish(ctx: &HopCtx, ending: Ending, done: Finished, elapsed: Duration) -> HopResult {
+    let shared = &ctx.shared;
+    let ended = Utc::now();
+    shared.write_transcript(&ctx.hop_id, &done.system, &done.messages);
+    let duration_us = elapsed.as_micros() as u64;
+    // A hop an ancestor's timeout or Ctrl-C already ended (while it was finishing) is not
+    // ended twice: only the one that takes it out of the in-flight set logs its end.
+    let ended_here = shared.end_in_flight(&ctx.hop_id);
+    if ended_here && ending.status == HopStatus::Failed {
+        ctx.emit(EventKind::HopFailed {
+            error: ending.error.clone().unwrap_or_default(),
+            usage: done.usage,
+            started_at: timestamp(done.started),
+            ended_at: timestamp(ended),
+            duration_us,
+            violations: ending.violations.clone(),
+        });
+    } else if ended_here {
+        ctx.emit(EventKind::HopCompleted {
+            status: ending.status,
+            message_id: done.message_id.clone(),
+            answer: ending.answer.clone(),
+            usage: done.usage,
+            started_at: timestamp(done.started),
+            ended_at: timestamp(ended),
+            duration_us,
+            steps: done.steps,
+            conformant: ending.conformant,
+            violations: ending.violations.clone(),
+            written: done.written.clone(),
+        });
+    }
+    shared.add_usage(done.usage);
+    HopResult {
+        hop_id: ctx.hop_id.clone(),
+        agent: done.agent,
+        message_id: done.message_id,
+        status: ending.status,
+        answer: ending.answer,
+        error: ending.error,
+        usage: done.usage,
+        violations: ending.violations,
+        written: done.written,
+        reused: false,
+    }
+}

@@ -1,0 +1,101 @@
+//! What passes between a caller and a child hop: the request (who to run, on what, from where in
+//! the call chain) and the result, with the tool message the caller's model reads.
+//!
+//! Its own module because the session, the hop loop, `task` dispatch and `resume` all speak these
+//! types while none of them should depend on another just to name them.
+
+use serde::Serialize;
+
+use super::events::ViolationRecord;
+use super::status::HopStatus;
+use crate::model::{Message, Usage};
+
+/// The hop that made a `task` call.
+#[derive(Debug, Clone)]
+pub struct ParentLink {
+    pub hop_id: String,
+    pub agent: String,
+    pub model: String,
+}
+
+/// A hop to run.
+#[derive(Debug, Clone)]
+pub struct HopRequest {
+    pub agent: String,
+    pub prompt: String,
+    pub description: String,
+    pub parent: Option<ParentLink>,
+    pub depth: u32,
+    /// Agents from the primary down to this hop's caller.
+    pub chain: Vec<String>,
+    /// A preassigned id (the primary hop's, announced in `session.started`).
+    pub hop_id: Option<String>,
+}
+
+/// How a hop ended, as its caller sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HopResult {
+    pub hop_id: String,
+    pub agent: String,
+    pub message_id: String,
+    pub status: HopStatus,
+    pub answer: String,
+    pub error: Option<String>,
+    pub usage: Usage,
+    pub violations: Vec<ViolationRecord>,
+    /// Files written by this hop and its descendants.
+    pub written: Vec<String>,
+    pub reused: bool,
+}
+
+impl HopResult {
+    /// The tool message the caller receives: the answer, marked when partial or non-conformant,
+    /// or an error that says why.
+    pub fn to_tool_message(&self, call_id: &str) -> Message {
+        match self.status {
+            HopStatus::Completed => Message::tool(call_id, self.answer.clone(), false),
+            HopStatus::Partial => Message::tool(
+                call_id,
+                format!(
+                    "[PARTIAL: `{}` stopped before finishing ({}); this is what it had]\n\n{}",
+                    self.agent,
+                    self.error.as_deref().unwrap_or("limit reached"),
+                    self.answer
+                ),
+                false,
+            ),
+            HopStatus::NonConformant => Message::tool(
+                call_id,
+                format!(
+                    "[NON-CONFORMANT: `{}`'s answer still violates its contract]\n{}\n\n{}",
+                    self.agent,
+                    list_violations(&self.violations),
+                    self.answer
+                ),
+                false,
+            ),
+            HopStatus::Failed => Message::tool(
+                call_id,
+                format!(
+                    "subagent `{}` failed: {}",
+                    self.agent,
+                    self.error.as_deref().unwrap_or("unknown error")
+                ),
+                true,
+            ),
+        }
+    }
+}
+
+pub(crate) fn list_violations(v: &[ViolationRecord]) -> String {
+    v.iter()
+        .map(|v| {
+            if v.line > 0 {
+                format!("- line {}: [{}] {}", v.line, v.rule, v.message)
+            } else {
+                format!("- [{}] {}", v.rule, v.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,34 @@
+//! How a session runs: the knobs `switchboard run` and the library's callers set.
+
+use std::time::Duration;
+
+use super::events::{FsyncPolicy, Observer};
+
+/// How a session runs.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// `--model`: wins over every other choice, for every hop.
+    pub model: Option<String>,
+    pub correlation_id: Option<String>,
+    pub max_parallel: usize,
+    pub max_depth: u32,
+    /// Wall-clock limit of a hop whose agent sets no `budget.wall_seconds`.
+    pub hop_timeout: Duration,
+    pub fsync: FsyncPolicy,
+    /// Sees every event as it is logged (the live view).
+    pub observer: Option<Observer>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            model: None,
+            correlation_id: None,
+            max_parallel: 8,
+            max_depth: 3,
+            hop_timeout: Duration::from_secs(600),
+            fsync: FsyncPolicy::Background,
+            observer: None,
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! One model turn's tool calls, before anything waits: built-in tools (`read`, `grep`, …) run
+//! here and now; a `task` call is checked (grant, arguments, delegation policy) and becomes the
+//! request for a child hop, or a tool error that tells the calling model why not.
+//!
+//! Spawning and awaiting the children stays in the hop loop (`hop.rs`), which owns the
+//! semaphore permit that waiting gives back.
+
+use super::dispatch::{self, Refusal, TaskCall};
+use super::handoff::{HopRequest, ParentLink};
+use super::shared::Shared;
+use crate::agent::Agent;
+use crate::model::{Message, ToolCall};
+use crate::tools::{self, ToolContext, ToolError};
+
+/// A tool call, ready: answered already, or a child hop to run.
+pub(crate) enum Prepared {
+    /// The tool message, and the file the tool wrote (if any).
+    Done(Message, Option<String>),
+    Child(HopRequest),
+}
+
+/// Why a `task` call does not become a child hop. The message is the tool error the caller's
+/// model reads, so each variant keeps the wording of the check that refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    /// The caller's tools do not include `task`.
+    #[error(transparent)]
+    NotGranted(#[from] ToolError),
+    /// Bad arguments, or the delegation policy said no.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+/// The hop making the calls: who it is and where it sits in the call chain.
+pub(crate) struct Caller<'a> {
+    pub shared: &'a Shared,
+    pub agent: &'a Agent,
+    /// The request the calling hop runs (its depth and chain).
+    pub request: &'a HopRequest,
+    pub hop_id: &'a str,
+    pub model_spec: &'a str,
+}
+
+impl Caller<'_> {
+    /// Runs a built-in tool, or turns a `task` call into a child request.
+    pub fn prepare(&self, call: &ToolCall) -> Prepared {
+        let tool = crate::agent::tools::canonical_tool_name(&call.name);
+        if tool == "task" {
+            return match self.task_request(&call.arguments) {
+                Ok(child) => Prepared::Child(child),
+                Err(e) => Prepared::Done(Message::tool(&call.id, e.to_string(), true), None),
+            };
+        }
+        let ctx = ToolContext {
+            project: &self.shared.project,
+            agent: self.agent,
+        };
+        match tools::invoke(ctx, &tool, &call.arguments) {
+            Ok(out) => Prepared::Done(Message::tool(&call.id, out.text, false), out.written),
+            Err(e) => Prepared::Done(Message::tool(&call.id, e.to_string(), true), None),
+        }
+    }
+
+    /// Runs `webfetch`/`websearch`, the tools that wait on the network; the record of a fetch
+    /// (when one was tried) is for the caller to log.
+    pub async fn web(
+        &self,
+        call: &ToolCall,
+        tool: &str,
+    ) -> (Message, Option<crate::tools::webfetch::FetchRecord>) {
+        let ctx = ToolContext {
+            project: &self.shared.project,
+            agent: self.agent,
+        };
+        let (result, record) = match self.shared.web() {
+            Ok(web) => web.invoke(ctx, tool, &call.arguments).await,
+            Err(e) => (
+                Err(ToolError::Failed {
+                    tool: tool.to_string(),
+                    message: e.to_string(),
+                }),
+                None,
+            ),
+        };
+        let message = match result {
+            Ok(out) => Message::tool(&call.id, out.text, false),
+            Err(e) => Message::tool(&call.id, e.to_string(), true),
+        };
+        (message, record)
+    }
+
+    /// Checks a `task` call and builds the child hop, or says why not.
+    pub fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, TaskError> {
+        tools::check_grant(self.agent, "task")?;
+        let call = TaskCall::parse(args)?;
+        let shared = self.shared;
+        let mut chain = self.request.chain.clone();
+        chain.push(self.agent.name.clone());
+        dispatch::check(
+            self.agent,
+            &chain,
+            self.request.depth,
+            shared.options.max_depth,
+            &call.subagent_type,
+            &shared.agents,
+        )?;
+        Ok(HopRequest {
+            agent: call.subagent_type,
+            prompt: call.prompt,
+            description: call.description,
+            parent: Some(ParentLink {
+                hop_id: self.hop_id.to_string(),
+                agent: self.agent.name.clone(),
+                model: self.model_spec.to_string(),
+            }),
+            depth: self.request.depth + 1,
+            chain,
+            hop_id: None,
+        })
+    }
+}
+
+/// `s` cut to at most `max` bytes (on a character boundary), saying how long it was.
+pub(crate) fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} bytes]", &s[..end], s.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn cut_keeps_short_text_and_marks_long_text_on_a_char_boundary() {
+        assert_eq!(cut("short", 10), "short");
+        // `é` is two bytes: a cut at 2 would split it, so it backs off to 1.
+        assert_eq!(cut("aé€xyz", 2), "a… [9 bytes]");
+    }
+}
