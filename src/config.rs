@@ -40,6 +40,39 @@ pub struct Config {
     /// Provider settings, kept as free tables so providers own their own keys.
     #[serde(default)]
     pub providers: BTreeMap<String, toml::Table>,
+    /// What `webfetch` may reach and how much it reads (docs/webfetch.md).
+    #[serde(default)]
+    pub webfetch: WebfetchSection,
+    /// The search endpoint behind `websearch`; without one the tool is not offered.
+    #[serde(default)]
+    pub websearch: WebsearchSection,
+}
+
+/// `[webfetch]`: by default only public addresses are fetched; these open named exceptions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebfetchSection {
+    /// Host names or IP literals fetched whatever they resolve to (`localhost`, `127.0.0.1`).
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// Networks fetched although not public (`10.20.0.0/16`).
+    #[serde(default)]
+    pub allow_networks: Vec<ipnet::IpNet>,
+    /// Whole-request time limit in seconds (default 30).
+    pub timeout_secs: Option<f64>,
+    /// Most bytes of a body read (default 5 MiB); a longer body is cut and the result says so.
+    pub max_bytes: Option<usize>,
+    /// Most redirects followed (default 5); each one is checked like the first request.
+    pub max_redirects: Option<usize>,
+}
+
+/// `[websearch]`: a SearXNG instance's base URL (its JSON format enabled).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebsearchSection {
+    pub searxng_url: Option<String>,
+    /// Results per search (default 8).
+    pub max_results: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -340,3 +340,49 @@ fn claude_style_folder_lints_with_its_known_quirks() {
         "`model: inherit` is understood"
     );
 }
+
+#[test]
+fn granted_tools_switchboard_does_not_provide() {
+    let lead = |tools: &str| primary("Alone.\n", &format!("tools: {tools}\n"));
+    // A foreign runtime's tool, in an opencode map: warned at the name, with what to do.
+    let f = lint(&[("lead", &lead("{read: true, bash: true}"))]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "agent/tool-not-provided")
+        .expect("reported");
+    assert_eq!(
+        (d.file.as_str(), d.line, d.column),
+        ("agent/lead.md", 4, 21)
+    );
+    assert!(d.message.contains("`bash`"), "{}", d.message);
+    assert!(d.help.as_deref().unwrap().contains("remove the grant"));
+    // websearch with no endpoint: warned, naming the setting; with one, not.
+    let f = lint(&[("lead", &lead("[Read, WebSearch]"))]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "agent/tool-not-provided")
+        .expect("reported");
+    assert!(d
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("[websearch] searxng_url"));
+    assert_eq!((d.line, d.column), (4, 15));
+    let f = lint_with_config(
+        &[("lead", &lead("[Read, WebSearch]"))],
+        "[websearch]\nsearxng_url = \"http://127.0.0.1:8888\"\n",
+    );
+    assert!(!codes(&f).contains(&"agent/tool-not-provided"), "{f:#?}");
+    // Provided tools, denied tools and typos are not this rule's business.
+    for tools in [
+        "{webfetch: true, read: true}",
+        "{bash: false}",
+        "[Read, Grpe]",
+    ] {
+        let f = lint(&[("lead", &lead(tools))]);
+        assert!(
+            !codes(&f).contains(&"agent/tool-not-provided"),
+            "{tools}: {f:#?}"
+        );
+    }
+}

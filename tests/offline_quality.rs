@@ -104,7 +104,7 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
             agent: agent.name.clone(),
             system: system.clone(),
             messages: messages.clone(),
-            tools: tools::specs_for(agent),
+            tools: tools::specs_for(agent, tools::Provided::default()),
             temperature: None,
             top_p: None,
             response_contract: agent.contract.clone().map(|contract| ResponseContract {
@@ -396,4 +396,28 @@ fn locator_finds_the_planted_document_among_1000() {
     let prompt = format!("Find every document about: Which fonts does the billing dashboard use?\nCorrelation: {CORRELATION}");
     let (answer, _) = run_agent(&f, locator, &prompt, 2);
     assert!(listed(&answer).is_empty(), "{answer}");
+}
+
+/// The offline model serving the web researcher says it cannot reach the web, in a conforming
+/// envelope with no findings, and never calls a tool or invents a source.
+#[test]
+fn web_researcher_says_plainly_it_has_no_web_access() {
+    let f = fixture();
+    let agent = f
+        .agents
+        .get("web-search-researcher")
+        .expect("shipped agent");
+    let (answer, message_id) = run_agent(
+        &f,
+        agent,
+        "What does the reqwest 0.13 changelog say about rustls?",
+        7,
+    );
+    assert_conformant(&f, agent, &answer, &message_id);
+    assert!(answer.contains("Web access: not available"), "{answer}");
+    assert!(answer.contains("no findings"), "{answer}");
+    assert!(
+        !answer.contains("http://") && !answer.contains("https://"),
+        "{answer}"
+    );
 }

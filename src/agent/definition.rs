@@ -187,6 +187,8 @@ pub struct Agent {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub tools: ToolGrants,
+    /// 1-based file line of the `tools:` key (0 when absent), for lint.
+    pub tools_line: usize,
     pub permission: Permission,
     /// Model turns allowed per hop.
     pub steps: Option<u32>,

@@ -232,6 +232,10 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         model: raw.model.map(|m| m.value),
         temperature: raw.temperature,
         top_p: raw.top_p,
+        tools_line: raw
+            .tools
+            .as_ref()
+            .map_or(0, |t| t.referenced.line() as usize + line_offset),
         tools,
         permission: raw.permission.unwrap_or_else(Permission::default),
         steps: raw.steps,

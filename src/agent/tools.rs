@@ -8,7 +8,22 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The tools switchboard itself provides.
-pub const BUILTIN_TOOLS: &[&str] = &["read", "list", "glob", "grep", "write", "task"];
+/// `websearch` is among them but is offered only when a search endpoint is configured.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read",
+    "list",
+    "glob",
+    "grep",
+    "write",
+    "task",
+    "webfetch",
+    "websearch",
+];
+
+/// Tools that reach outside the machine. They are granted only by a rule that names them (exactly
+/// or by a glob such as `web*`), never by a map's default or a bare `*`: an agent folder written
+/// before switchboard had these tools must not gain network access by upgrading.
+pub const NETWORK_TOOLS: &[&str] = &["webfetch", "websearch"];
 
 /// Tool names other runtimes provide; accepted in grants (so their agent files load unchanged)
 /// but not provided here.
@@ -17,8 +32,6 @@ pub const FOREIGN_TOOLS: &[&str] = &[
     "edit",
     "patch",
     "multiedit",
-    "webfetch",
-    "websearch",
     "todowrite",
     "todoread",
     "notebookedit",
@@ -143,16 +156,19 @@ impl ToolGrants {
 
     /// Whether `tool` is granted. An exact rule beats a glob; among globs the longest (most
     /// specific) pattern wins, so `{"*": false, read: true}` means "only read".
+    /// [`NETWORK_TOOLS`] need a rule that names them.
     pub fn allows(&self, tool: &str) -> bool {
         let tool = canonical_tool_name(tool);
         if let Some(rule) = self.rules.iter().find(|r| r.pattern == tool) {
             return rule.allow;
         }
+        let network = NETWORK_TOOLS.contains(&tool.as_str());
         self.rules
             .iter()
+            .filter(|r| !(network && r.pattern == "*"))
             .filter(|r| glob_matches(&r.pattern, &tool))
             .max_by_key(|r| r.pattern.len())
-            .map_or(self.default_allow, |r| r.allow)
+            .map_or(self.default_allow && !network, |r| r.allow)
     }
 
     /// The built-in tools this agent may use, in a stable order.
@@ -215,7 +231,25 @@ mod tests {
         assert!(g.allows("read"));
         assert!(g.allows("webfetch"));
         assert!(!g.allows("write"));
-        assert_eq!(g.granted_builtins(), vec!["read"]);
+        assert_eq!(g.granted_builtins(), vec!["read", "webfetch", "websearch"]);
+    }
+
+    #[test]
+    fn network_tools_need_a_rule_that_names_them() {
+        let map = |pairs: &[(&str, bool)]| {
+            ToolGrants::from_decl(&ToolsDecl::Map(
+                pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ))
+        };
+        assert!(!map(&[("read", true)]).allows("webfetch"));
+        assert!(!map(&[("*", true)]).allows("webfetch"));
+        assert!(!ToolGrants::default().allows("websearch"));
+        assert!(map(&[("webfetch", true)]).allows("webfetch"));
+        assert!(map(&[("web*", true)]).allows("websearch"));
+        assert!(!map(&[("web*", true), ("websearch", false)]).allows("websearch"));
+        assert!(ToolGrants::from_decl(&ToolsDecl::Csv("Read, WebFetch".into())).allows("webfetch"));
+        // Other tools keep the map's default.
+        assert!(map(&[("webfetch", true)]).allows("grep"));
     }
 
     #[test]

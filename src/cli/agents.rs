@@ -20,11 +20,18 @@ struct AgentRow<'a> {
     file: &'a str,
     contract: Option<&'a str>,
     tools: Vec<&'static str>,
+    /// What the agent will really be offered at run time: granted, provided by switchboard with
+    /// this configuration, and not denied by `permission`.
+    offered_tools: Vec<&'static str>,
     problems: Vec<&'a crate::diagnostic::Diagnostic>,
 }
 
 pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
-    let (_project, set) = load_agents(global)?;
+    let (project, set) = load_agents(global)?;
+    // A broken config is lint's to report; here it only means no optional tools are provided.
+    let provided = crate::config::Config::load(&project)
+        .map(|c| crate::tools::Provided::from_config(&c))
+        .unwrap_or_default();
     let rows: Vec<AgentRow> = set
         .iter()
         .map(|a| AgentRow {
@@ -35,6 +42,7 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
             file: &a.file,
             contract: a.contract.as_ref().map(|c| c.name.as_str()),
             tools: a.tools.granted_builtins(),
+            offered_tools: crate::tools::offered(a, provided),
             problems: set.diagnostics_for(&a.file).collect(),
         })
         .collect();

@@ -79,3 +79,76 @@ pub fn models(
         out.push(d);
     }
 }
+
+/// `agent/tool-not-provided`: a tool the frontmatter grants that switchboard does not provide with
+/// this configuration (a foreign runtime's `bash`, `websearch` with no search endpoint, an MCP
+/// tool). The agent would run without it and nobody would be told; lint says so on the line that
+/// grants it, with what to configure.
+pub fn ungranted_tools(
+    project: &crate::project::Project,
+    set: &AgentSet,
+    provided: crate::tools::Provided,
+    out: &mut Vec<Diagnostic>,
+) {
+    for agent in set.iter() {
+        let missing: Vec<&str> = agent
+            .tools
+            .rules
+            .iter()
+            .filter(|r| r.allow && !r.pattern.contains(['*', '?', '[']))
+            .map(|r| r.pattern.as_str())
+            // Names nobody provides are typos, which `agent/unknown-tool` already reports.
+            .filter(|t| {
+                crate::agent::tools::BUILTIN_TOOLS.contains(t)
+                    || crate::agent::tools::FOREIGN_TOOLS.contains(t)
+                    || t.starts_with("mcp__")
+            })
+            .filter(|t| !provided.provides(t))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(project.root().join(&agent.file)).unwrap_or_default();
+        for tool in missing {
+            let mut d = Diagnostic::new(
+                Severity::Warning,
+                "agent/tool-not-provided",
+                &agent.file,
+                format!(
+                    "`{}` grants `{tool}`, which switchboard does not provide here; the agent will run without it",
+                    agent.name
+                ),
+            )
+            .help(crate::tools::Provided::how_to_provide(tool));
+            if agent.tools_line > 0 {
+                let (line, column) = grant_position(&text, agent.tools_line, tool);
+                d = d.at_line_of(&text, line, column);
+            }
+            out.push(d);
+        }
+    }
+}
+
+/// Where `tool` is written in the `tools:` entry that starts at `tools_line`: its own line and
+/// column when it can be found (a flow map, or a block list below the key), else the key's line.
+fn grant_position(text: &str, tools_line: usize, tool: &str) -> (usize, usize) {
+    let lower = tool.to_ascii_lowercase();
+    for (i, line) in text.lines().enumerate().skip(tools_line - 1) {
+        let n = i + 1;
+        if n > tools_line && !line.starts_with([' ', '\t', '-']) {
+            break;
+        }
+        let hay = line.to_ascii_lowercase();
+        let mut from = 0;
+        while let Some(at) = hay[from..].find(&lower).map(|a| a + from) {
+            let before = hay[..at].chars().next_back();
+            let after = hay[at + lower.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if !word(before) && !word(after) {
+                return (n, line[..at].chars().count() + 1);
+            }
+            from = at + lower.len();
+        }
+    }
+    (tools_line, 1)
+}

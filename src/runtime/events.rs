@@ -122,6 +122,9 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         child_hop_id: Option<String>,
     },
+    /// One `webfetch`: where it went, what came back, whether it was cut or served from cache.
+    #[serde(rename = "web.fetch")]
+    WebFetch(crate::tools::webfetch::FetchRecord),
     #[serde(rename = "contract.checked")]
     ContractChecked {
         contract: String,
@@ -193,6 +196,7 @@ impl EventKind {
             EventKind::ModelRetry { .. } => "model.retry",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
+            EventKind::WebFetch(_) => "web.fetch",
             EventKind::ContractChecked { .. } => "contract.checked",
             EventKind::HopRepair { .. } => "hop.repair",
             EventKind::HopBudget { .. } => "hop.budget",

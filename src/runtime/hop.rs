@@ -218,7 +218,8 @@ impl HopState {
             Ok(s) => s,
             Err(e) => return Ending::failed(format!("cannot render the prompt: {e}")),
         };
-        let tool_specs = tools::specs_for(&self.agent);
+        let tool_specs =
+            tools::specs_for(&self.agent, tools::Provided::from_config(&shared.config));
         let response_contract = self
             .agent
             .contract
@@ -441,6 +442,15 @@ impl HopState {
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
+            let tool = crate::agent::tools::canonical_tool_name(&call.name);
+            if tool == "webfetch" || tool == "websearch" {
+                let (message, record) = caller.web(call, &tool).await;
+                if let Some(record) = record {
+                    self.ctx.emit(EventKind::WebFetch(record));
+                }
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
             match caller.prepare(call) {
                 Prepared::Done(message, written) => pending.push(Pending::Done(message, written)),
                 Prepared::Child(child) => {

@@ -19,6 +19,7 @@ use crate::agent::{Agent, AgentSet};
 use crate::config::{Config, BUILTIN_DEFAULT_MODEL};
 use crate::model::{Message, Registry, Usage};
 use crate::project::Project;
+use crate::tools::webfetch::{SetupError, Web};
 
 /// Why no model could be chosen for a hop. The message is what the hop fails with (and what the
 /// event log keeps), so it says how to fix the choice.
@@ -76,9 +77,17 @@ pub(crate) struct Shared {
     occurrences: Mutex<HashMap<(String, String, String), u32>>,
     in_flight: Mutex<HashMap<String, (Option<String>, String)>>,
     resume: Option<ResumeRecord>,
+    /// `webfetch`/`websearch`, set up on first use so sessions that never fetch pay nothing.
+    web: std::sync::OnceLock<Result<Web, SetupError>>,
 }
 
 impl Shared {
+    /// The session's web tools, built from `[webfetch]`/`[websearch]` on first use.
+    pub fn web(&self) -> &Result<Web, SetupError> {
+        self.web
+            .get_or_init(|| Web::new(&self.config.webfetch, &self.config.websearch))
+    }
+
     /// The shared state of a session whose log `log` is open in `dir`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -118,6 +127,7 @@ impl Shared {
             occurrences: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             resume,
+            web: std::sync::OnceLock::new(),
         }
     }
 

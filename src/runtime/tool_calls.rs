@@ -61,6 +61,34 @@ impl Caller<'_> {
         }
     }
 
+    /// Runs `webfetch`/`websearch`, the tools that wait on the network; the record of a fetch
+    /// (when one was tried) is for the caller to log.
+    pub async fn web(
+        &self,
+        call: &ToolCall,
+        tool: &str,
+    ) -> (Message, Option<crate::tools::webfetch::FetchRecord>) {
+        let ctx = ToolContext {
+            project: &self.shared.project,
+            agent: self.agent,
+        };
+        let (result, record) = match self.shared.web() {
+            Ok(web) => web.invoke(ctx, tool, &call.arguments).await,
+            Err(e) => (
+                Err(ToolError::Failed {
+                    tool: tool.to_string(),
+                    message: e.to_string(),
+                }),
+                None,
+            ),
+        };
+        let message = match result {
+            Ok(out) => Message::tool(&call.id, out.text, false),
+            Err(e) => Message::tool(&call.id, e.to_string(), true),
+        };
+        (message, record)
+    }
+
     /// Checks a `task` call and builds the child hop, or says why not.
     pub fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, TaskError> {
         tools::check_grant(self.agent, "task")?;

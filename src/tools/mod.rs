@@ -16,6 +16,7 @@ pub mod glob;
 pub mod grep;
 pub mod list;
 pub mod read;
+pub mod webfetch;
 pub mod write;
 
 /// Where `write` may put files unless the agent's `permission.write` grants more.
@@ -43,7 +44,7 @@ impl ToolOutput {
 pub enum ToolError {
     #[error("tool `{tool}` is not granted to agent `{agent}`")]
     NotGranted { tool: String, agent: String },
-    #[error("unknown tool `{0}`; available tools: read, list, glob, grep, write, task")]
+    #[error("unknown tool `{0}`; available tools: read, list, glob, grep, write, task, webfetch, websearch")]
     Unknown(String),
     #[error("`{tool}`: {message}")]
     BadArguments { tool: String, message: String },
@@ -102,6 +103,17 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
                 "path": {"type": "string"}, "content": {"type": "string"}},
                 "required": ["path", "content"]}),
         ),
+        "webfetch" => (
+            "Fetch an http(s) URL on the public web. HTML comes back as markdown; text, markdown \
+             and JSON as they are. Bounded in time and size; private and local addresses are \
+             refused.",
+            webfetch::spec_parameters(),
+        ),
+        "websearch" => (
+            "Search the web; results are numbered `title`, URL and a snippet. Fetch a result \
+             with `webfetch` before you cite it.",
+            webfetch::search::spec_parameters(),
+        ),
         "task" => (
             "Delegate a task to a subagent and get its final answer back. Several task calls in one \
              turn run in parallel.",
@@ -120,11 +132,55 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
     })
 }
 
-/// The tool specs an agent is granted.
-pub fn specs_for(agent: &Agent) -> Vec<ToolSpec> {
+/// Which tools this runtime provides with its configuration: every built-in, except that
+/// `websearch` needs a configured search endpoint. A granted tool that is not provided is not
+/// offered to the model (and lint says so: `agent/tool-not-provided`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Provided {
+    pub websearch: bool,
+}
+
+impl Provided {
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Provided {
+            websearch: config.websearch.searxng_url.is_some(),
+        }
+    }
+
+    pub fn provides(self, tool: &str) -> bool {
+        crate::agent::tools::BUILTIN_TOOLS.contains(&tool)
+            && (tool != "websearch" || self.websearch)
+    }
+
+    /// What to configure so that `tool` is provided, for messages.
+    pub fn how_to_provide(tool: &str) -> String {
+        match tool {
+            "websearch" => "set [websearch] searxng_url in switchboard.toml".into(),
+            t if t.starts_with("mcp__") => {
+                "switchboard does not connect to MCP servers yet; remove the grant".into()
+            }
+            t => format!(
+                "switchboard has no `{t}` tool (it provides {}); remove the grant or give the \
+                 work to an agent of the runtime that has it",
+                crate::agent::tools::BUILTIN_TOOLS.join(", ")
+            ),
+        }
+    }
+}
+
+/// The tools an agent will really be offered: granted, provided, and not denied by `permission`.
+pub fn offered(agent: &Agent, provided: Provided) -> Vec<&'static str> {
     agent
         .tools
         .granted_builtins()
+        .into_iter()
+        .filter(|t| provided.provides(t) && check_grant(agent, t).is_ok())
+        .collect()
+}
+
+/// The tool specs an agent is offered.
+pub fn specs_for(agent: &Agent, provided: Provided) -> Vec<ToolSpec> {
+    offered(agent, provided)
         .into_iter()
         .filter_map(spec)
         .collect()
@@ -159,9 +215,9 @@ pub fn invoke(ctx: ToolContext<'_>, tool: &str, args: &Value) -> Result<ToolOutp
         "glob" => glob::run(ctx, args),
         "grep" => grep::run(ctx, args),
         "write" => write::run(ctx, args),
-        "task" => Err(ToolError::Failed {
-            tool: "task".into(),
-            message: "task is dispatched by the runtime".into(),
+        "task" | "webfetch" | "websearch" => Err(ToolError::Failed {
+            tool: tool.into(),
+            message: format!("{tool} is run by the runtime, not inline"),
         }),
         other => Err(ToolError::Unknown(other.to_string())),
     }

@@ -66,6 +66,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Analyzer => analyzer::turn(request, &history),
         role::Role::Locator => locator::turn(request, &history),
         role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
+        role::Role::Web => Turn::Answer(web_answer(request, &history)),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),
@@ -104,6 +105,24 @@ fn plain_answer(request: &ModelRequest, history: &History) -> String {
         thinking: "The offline model has no tool it can use for this agent's role.".into(),
         answer: format!(
             "The offline model cannot answer this without search or read tools.\n\nRequest: {}",
+            first_line(history.task)
+        ),
+    };
+    env.render(request.response_contract.as_ref())
+}
+
+/// A web researcher's answer when the offline model serves it: no findings, and why. Inventing
+/// what a page says is the one thing this answer must never do.
+fn web_answer(request: &ModelRequest, history: &History) -> String {
+    let env = envelope::Envelope {
+        fields: Vec::new(),
+        thinking: "This agent's work is fetching pages from the web. The offline model runs \
+                   without network access, so it fetched nothing and reports no findings."
+            .into(),
+        answer: format!(
+            "Web access: not available: the offline model does not reach the network, so \
+             nothing was fetched and there are no findings.\n\nTo research this on the web, run \
+             with a real model (`--model`), which can call `webfetch`.\n\nRequest: {}",
             first_line(history.task)
         ),
     };

@@ -11,6 +11,9 @@ pub enum Role {
     Primary,
     /// Has `read` and a contract that demands evidence: reads a document and quotes it.
     Analyzer,
+    /// Has `webfetch` or `websearch` (and no `task`): its work is on the web, which the offline
+    /// model cannot reach, so it says exactly that.
+    Web,
     /// Has search tools (`grep`, `glob`, `list`) and no `read`: ranks and lists paths.
     Locator,
     /// Anything else: an honest short answer that says what the offline model cannot do.
@@ -44,6 +47,8 @@ pub fn infer(request: &ModelRequest, history: &History) -> Role {
     let searches = has_tool(request, "grep") || has_tool(request, "glob");
     if has_tool(request, "task") {
         Role::Primary
+    } else if has_tool(request, "webfetch") || has_tool(request, "websearch") {
+        Role::Web
     } else if has_tool(request, "read") && evidence_required {
         Role::Analyzer
     } else if searches {
