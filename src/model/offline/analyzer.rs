@@ -131,7 +131,7 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
                 let scope = locator::scope(history.task, &request.system);
                 return Turn::Calls(locator::search_calls(request, &terms, &scope));
             }
-            let ranked = locator::rank(&terms, &search);
+            let ranked = locator::rank(&terms, &task, &search);
             locator::keep(&ranked).first().map(|s| s.path.clone())
         }
     };

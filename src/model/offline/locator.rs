@@ -77,7 +77,7 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         }
     }
     let searched: Vec<super::Exchange> = search.iter().chain(refine.iter()).copied().collect();
-    let ranked = rank(&terms, &searched);
+    let ranked = rank(&terms, &query_text, &searched);
     let kept = keep(&ranked);
     let meta = history.step("meta");
     if meta.is_empty() && !kept.is_empty() && has_tool(request, "grep") {
@@ -274,8 +274,10 @@ pub fn headings_pattern(terms: &[String]) -> String {
 
 /// Scores every file the search saw: names from glob, lines from every search grep (each
 /// `path:line` counted once), document frequencies corrected for a truncated first grep.
-pub fn rank(terms: &[String], search: &[super::Exchange]) -> Vec<bm25::Scored> {
+/// `question` is the text the terms came from (its participles weigh less in coverage).
+pub fn rank(terms: &[String], question: &str, search: &[super::Exchange]) -> Vec<bm25::Scored> {
     let mut ranker = Ranker::new(terms.to_vec());
+    ranker.set_predicates(question);
     let mut seen: std::collections::HashSet<(&str, usize)> = std::collections::HashSet::new();
     for ex in search {
         let Some(out) = ex.ok() else { continue };

@@ -591,14 +591,69 @@ fn summary(g: &Gathered) -> String {
         } else {
             ""
         };
-        s.push_str(&format!(
-            " {} in `{doc}` ({}): {}{note}.",
-            f.kind,
-            f.status,
-            f.title.trim_end_matches(['.', '…'])
-        ));
+        // Titles are cut to a few words; only a whole sentence of the excerpt may stand as one.
+        match first_sentence(&f.block) {
+            Some(sentence) => s.push_str(&format!(
+                " {} in `{doc}` ({}){note}: {sentence}",
+                f.kind, f.status
+            )),
+            None => s.push_str(&format!(
+                " {} in `{doc}` ({}){note}, titled “{}”.",
+                f.kind, f.status, f.title
+            )),
+        }
     }
     s
+}
+
+/// Longest sentence the summary quotes, in characters.
+const MAX_SENTENCE: usize = 320;
+
+/// The first whole sentence of a finding's excerpt (prose only: table rows and fences are not
+/// sentences), or `None` when the excerpt holds no sentence that ends within it.
+fn first_sentence(block: &str) -> Option<String> {
+    let mut prose: Vec<&str> = Vec::new();
+    let mut in_excerpt = false;
+    for line in block.lines() {
+        let t = line.trim();
+        if t.starts_with("```") {
+            if in_excerpt {
+                break;
+            }
+            in_excerpt = true;
+            continue;
+        }
+        if !in_excerpt || t.starts_with('|') {
+            continue;
+        }
+        let t = t
+            .trim_start_matches('#')
+            .trim_start_matches(['-', '*', '+', '>'])
+            .trim();
+        if !t.is_empty() {
+            prose.push(t);
+        }
+    }
+    let text = prose.join(" ");
+    let chars: Vec<char> = text.chars().collect();
+    let mut ticks = 0;
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '`' {
+            ticks += 1;
+        }
+        let ends = matches!(c, '.' | '!' | '?')
+            && ticks % 2 == 0
+            && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+        if ends {
+            let sentence: String = chars[..=i].iter().collect();
+            let starts_well = sentence
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_uppercase() || c == '`' || c.is_ascii_digit());
+            return (starts_well && sentence.chars().count() <= MAX_SENTENCE).then_some(sentence);
+        }
+    }
+    None
 }
 
 fn write_call(wf: &Workflow, question: &str, history: &History) -> crate::model::ToolCall {
@@ -666,6 +721,62 @@ mod tests {
             analyze_prompt(&wf, "thoughts/a.md"),
             "Extract the decisions in thoughts/a.md. Correlation: corr-9"
         );
+    }
+
+    /// Item titles are cut to a few words ("… before…"); the summary quoted them as if they
+    /// were sentences, so it stopped mid-sentence. It must carry whole sentences only.
+    #[test]
+    fn summary_never_ends_mid_sentence() {
+        let finding = |title: &str, excerpt: &[&str]| Finding {
+            kind: "Decision".into(),
+            title: title.into(),
+            block: format!(
+                "- **Evidence**: `thoughts/d.md:16-17`\n- **Excerpt**:\n  ```markdown\n{}\n  ```",
+                excerpt
+                    .iter()
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+            source: "thoughts-2026-11-21-002".into(),
+            document: "thoughts/d.md".into(),
+            status: "accepted".into(),
+            reliability: "High".into(),
+        };
+        let g = Gathered {
+            findings: vec![
+                finding(
+                    "We decided that the runtime checks every task() call before…",
+                    &[
+                        "We decided that the runtime checks every `task()` call before it allocates ids or writes",
+                        "`hop.started`. A refused call does not start a hop.",
+                    ],
+                ),
+                // A table row has no sentence to quote: the title is named, not used as one.
+                finding(
+                    "Refusal rules: Unknown agent, Depth, Cycle, Permission, Mode, Grant, Steps…",
+                    &["| Rule | A call is refused when |", "| --- | --- |"],
+                ),
+            ],
+            documents: vec![("thoughts/d.md".into(), "accepted".into(), "High".into())],
+            open: Vec::new(),
+        };
+        let s = summary(&g);
+        assert!(
+            s.contains("We decided that the runtime checks every `task()` call before it allocates ids or writes `hop.started`."),
+            "{s}"
+        );
+        assert!(!s.contains("before."), "{s}");
+        assert!(!s.contains("Steps."), "{s}");
+        assert!(s.ends_with('.'), "{s}");
+        // Every sentence the summary shows ends where a sentence of its source ends.
+        for part in s.split(": ").skip(1) {
+            let quoted = part.split(" Decision in ").next().unwrap_or(part);
+            assert!(
+                quoted.trim_end().ends_with(['.', '!', '?', '”']),
+                "{quoted}"
+            );
+        }
     }
 
     #[test]
