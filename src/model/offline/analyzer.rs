@@ -529,8 +529,16 @@ pub fn extract(doc: &Document, max_lines: usize) -> Vec<Item> {
         let section_title = unit.headings.last().cloned();
         let constraint = CONSTRAINT_WORDS.find(src);
         let decision = DECISION_WORDS.find(src);
+        // A table is a spec when its section says so, or when it stands under the title of a
+        // document that says so. Under any other heading (a list of related links, "Historical
+        // Documentation") the title's word does not reach it.
+        let table_kind = if unit.headings.is_empty() {
+            section.or(doc_kind)
+        } else {
+            section
+        };
         let (kind, hit) = if unit.table {
-            match section.or(doc_kind) {
+            match table_kind {
                 Some(_) => (Kind::Spec, None),
                 None => continue,
             }
