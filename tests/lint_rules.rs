@@ -340,3 +340,27 @@ fn claude_style_folder_lints_with_its_known_quirks() {
         "`model: inherit` is understood"
     );
 }
+
+/// A `task(...)` call written in a sentence (as prompts for other tools do) is a delegation:
+/// a missing target is reported at the target's line and column.
+#[test]
+fn task_call_written_in_prose_is_checked() {
+    let f = lint(&[
+        (
+            "lead",
+            &primary(
+                "Hand each file over with task(subagent_type=\"helpr\", prompt=\"check it\").\n",
+                "",
+            ),
+        ),
+        ("helper", &helper()),
+    ]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "delegation/missing-target")
+        .unwrap_or_else(|| panic!("not reported: {f:#?}"));
+    assert_eq!(
+        (d.file.as_str(), d.line, d.column),
+        ("agent/lead.md", 5, 46)
+    );
+}
