@@ -332,3 +332,84 @@ fn one_name_twice_inside_one_folder_family_is_still_an_error() {
         "Scout from our own folder"
     );
 }
+
+/// Loads one agent file `agent/a.md` with `frontmatter` lines after `description`.
+fn load_one(frontmatter: &str) -> agent::AgentSet {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/a.md"),
+        format!("---\ndescription: \"an agent\"\n{frontmatter}\n---\nBody.\n"),
+    )
+    .unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    agent::load(&project, &LoadOptions::default())
+}
+
+/// A value of the wrong shape is explained in the user's terms: which key, what it must be,
+/// what was written, and where. serde's vocabulary ("externally tagged enum", "expected mapping
+/// start") never reaches the user.
+#[test]
+fn yaml_shape_errors_say_what_was_written_and_what_was_expected() {
+    for (line, key, expected, found) in [
+        (
+            "tools: 5",
+            "tools",
+            "a map of name: true/false",
+            "a number (`5`)",
+        ),
+        (
+            "mode: [primary, subagent]",
+            "mode",
+            "`primary`, `subagent` or `all`",
+            "a list (`[primary, subagent]`)",
+        ),
+        (
+            "permission: [edit]",
+            "permission",
+            "a map of tool to allow/ask/deny",
+            "a list (`[edit]`)",
+        ),
+        ("steps: many", "steps", "a whole number", "text (`many`)"),
+    ] {
+        let set = load_one(line);
+        let d: Vec<_> = set.diagnostics_for("agent/a.md").collect();
+        assert_eq!(d.len(), 1, "{line}: {d:#?}");
+        let d = d[0];
+        assert_eq!(d.code, "agent/yaml", "{line}");
+        assert_eq!(d.line, 3, "{line}: {d:?}");
+        assert!(d.column >= 1, "{line}");
+        assert!(
+            d.message.contains(&format!("`{key}` must be")) && d.message.contains(expected),
+            "{line}: {}",
+            d.message
+        );
+        assert!(
+            d.message.contains(&format!("found {found}")),
+            "{line}: {}",
+            d.message
+        );
+        for jargon in [
+            "externally tagged",
+            "mapping start",
+            "invalid u32",
+            "invalid type",
+        ] {
+            assert!(!d.message.contains(jargon), "{line}: {}", d.message);
+        }
+    }
+}
+
+/// Metadata keys that catalogues and other tools put in agent files load silently; a typo of a
+/// key switchboard reads still warns.
+#[test]
+fn common_metadata_keys_are_accepted_silently() {
+    let set = load_one("author: \"Ada\"\ntags: [review, docs]\nversion: 1.2.0\nlicense: MIT\ncategory: review\nkeywords: [a]\ncreated: 2026-01-01\nupdated: 2026-02-01");
+    assert!(set.get("a").is_some());
+    assert!(set.diagnostics.is_empty(), "{:#?}", set.diagnostics);
+    let set = load_one("modle: x");
+    assert_eq!(
+        set.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
+        ["agent/unknown-key"]
+    );
+}

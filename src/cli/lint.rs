@@ -29,6 +29,15 @@ pub struct Args {
     /// Re-lint on every change and print only what changed
     #[arg(long)]
     watch: bool,
+    /// Exit 1 on findings of this severity too (`--deny warnings`, for CI)
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    deny: Option<Deny>,
+}
+
+/// What `--deny` makes fail besides errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Deny {
+    Warnings,
 }
 
 /// One lint pass over the project as it is now, keeping the findings under `paths`.
@@ -79,6 +88,12 @@ pub fn run(global: &Global, args: Args) -> u8 {
     print(format, &findings);
     if args.watch {
         return watch(&mut linter, &project, &paths, format, findings);
+    }
+    let warned = findings
+        .iter()
+        .any(|d| d.severity >= crate::diagnostic::Severity::Warning);
+    if args.deny == Some(Deny::Warnings) && warned {
+        return super::EXIT_FINDINGS;
     }
     crate::lint::exit_code(&findings)
 }
