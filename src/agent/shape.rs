@@ -114,7 +114,7 @@ pub(super) fn explain(
     let (key, line) = keys
         .iter()
         .rev()
-        .find(|(_, l)| l + 1 <= error_line.max(1))
+        .find(|(_, l)| *l < error_line.max(1))
         .copied()?;
     let shape = SHAPES.iter().find(|s| s.key == key)?;
     let doc: Value = serde_saphyr::from_str(yaml).ok()?;
