@@ -11,11 +11,15 @@
 pub mod analyzer;
 pub mod bm25;
 pub mod envelope;
+pub mod extract;
 pub mod locator;
 pub mod parse;
 pub mod primary;
+pub mod rank;
+pub mod report;
 pub mod role;
 pub mod synth;
+pub mod workflow;
 
 use serde_json::Value;
 

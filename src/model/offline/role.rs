@@ -30,7 +30,7 @@ pub fn has_tool(request: &ModelRequest, name: &str) -> bool {
 
 /// Whether the prompt documents a delegation workflow the primary role can follow.
 fn documents_workflow(request: &ModelRequest) -> bool {
-    !super::primary::examples(&request.system).is_empty()
+    !super::workflow::examples(&request.system).is_empty()
 }
 
 /// Chooses the role for `request`. On a turn where the runtime withdrew the tools (the last
