@@ -12,8 +12,9 @@ use std::sync::LazyLock;
 use super::bm25;
 use super::envelope::Envelope;
 use super::parse;
-pub use super::rank::TOP_K;
-use super::rank::{headings_pattern, keep, name_words, rank, refine_plan, terms_pattern};
+// Kept reachable here: the locator's search pattern and list size are its public face.
+use super::rank::{headings_pattern, keep, name_words, rank, refine_plan};
+pub use super::rank::{terms_pattern, TOP_K};
 use super::role::has_tool;
 use super::{call, first_line, strip_boilerplate, History, Turn};
 use crate::model::ModelRequest;
