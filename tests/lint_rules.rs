@@ -386,3 +386,59 @@ fn granted_tools_switchboard_does_not_provide() {
         );
     }
 }
+
+/// A `task(...)` call written in a sentence (as prompts for other tools do) is a delegation:
+/// a missing target is reported at the target's line and column.
+#[test]
+fn task_call_written_in_prose_is_checked() {
+    let f = lint(&[
+        (
+            "lead",
+            &primary(
+                "Hand each file over with task(subagent_type=\"helpr\", prompt=\"check it\").\n",
+                "",
+            ),
+        ),
+        ("helper", &helper()),
+    ]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "delegation/missing-target")
+        .unwrap_or_else(|| panic!("not reported: {f:#?}"));
+    assert_eq!(
+        (d.file.as_str(), d.line, d.column),
+        ("agent/lead.md", 5, 46)
+    );
+}
+
+/// `lint --deny warnings` fails CI on warnings: exit 1 where plain `lint` exits 0, and still 0
+/// when there is nothing to report.
+#[test]
+fn deny_warnings_turns_warnings_into_a_failing_exit_code() {
+    let run = |agent: &str, deny: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+        std::fs::write(dir.path().join("agent/solo.md"), agent).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.arg("--root")
+            .arg(dir.path())
+            .arg("lint")
+            .env("NO_COLOR", "1");
+        if deny {
+            cmd.args(["--deny", "warnings"]);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let warned = primary("Works alone.\n", "modle: x\n");
+    let (code, stderr) = run(&warned, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("agent/unknown-key"), "{stderr}");
+    let (code, stderr) = run(&warned, true);
+    assert_eq!(code, Some(1), "{stderr}");
+    let (code, stderr) = run(&primary("Works alone.\n", ""), true);
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -222,3 +222,194 @@ fn project_agents_load_and_lint_clean() {
     let findings = switchboard::lint::lint(&set);
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+/// A project carrying the same agents in `agent/` and `.opencode/agent/` (as projects migrating
+/// between tools do) loads without errors: our own folder wins, and each shadowed file is noted
+/// once, with a pointer to the flags that pick the other folder.
+#[test]
+fn same_agents_in_our_folder_and_opencode_folder_shadow_with_one_note_each() {
+    let set = load("both");
+    assert!(!set.has_errors(), "{:#?}", set.diagnostics);
+    assert_eq!(
+        set.get("scout").unwrap().description,
+        "Scout from our own folder"
+    );
+    assert_eq!(
+        set.get("judge").unwrap().description,
+        "Judge from our own folder"
+    );
+    assert_eq!(
+        set.get("solo").unwrap().file,
+        ".opencode/agent/solo.md",
+        "agents only the opencode folder has still load"
+    );
+    let notes: Vec<_> = set
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "agent/shadowed")
+        .collect();
+    let files: Vec<_> = notes.iter().map(|d| d.file.as_str()).collect();
+    assert_eq!(
+        files,
+        [".opencode/agent/judge.md", ".opencode/agent/scout.md"],
+        "one note per shadowed file: {:#?}",
+        set.diagnostics
+    );
+    for n in &notes {
+        assert_eq!(n.severity, Severity::Note);
+        assert!(n.message.contains("agent/"), "{}", n.message);
+        let help = n.help.as_deref().unwrap_or_default();
+        assert!(
+            help.contains("--agents .opencode/agent") && help.contains("--only-agents"),
+            "{help}"
+        );
+    }
+    assert_eq!(set.diagnostics.len(), 2, "{:#?}", set.diagnostics);
+    let shadowed = set
+        .files
+        .iter()
+        .find(|f| f.file == ".opencode/agent/scout.md")
+        .unwrap();
+    assert_eq!(shadowed.status, "shadowed");
+    assert_eq!(
+        shadowed.reason.as_deref(),
+        Some("shadowed by agent/scout.md")
+    );
+}
+
+/// `--agents .opencode/agent` picks the opencode copies: the folder is then read only as the
+/// override folder, so its agents replace ours and none replaces itself.
+#[test]
+fn agents_flag_naming_the_opencode_folder_makes_it_win() {
+    let project = Project::open(fixture("both")).unwrap();
+    let set = agent::load(
+        &project,
+        &LoadOptions {
+            extra_dirs: vec![PathBuf::from(".opencode/agent")],
+            only_extra: false,
+        },
+    );
+    assert!(!set.has_errors(), "{:#?}", set.diagnostics);
+    assert_eq!(
+        set.get("scout").unwrap().description,
+        "Scout from the opencode folder"
+    );
+    assert_eq!(set.get("solo").unwrap().file, ".opencode/agent/solo.md");
+    let replaced: Vec<_> = set
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "agent/overridden")
+        .map(|d| d.file.as_str())
+        .collect();
+    assert_eq!(replaced, ["agent/judge.md", "agent/scout.md"]);
+    assert!(
+        set.diagnostics.iter().all(|d| d.code != "agent/shadowed"),
+        "{:#?}",
+        set.diagnostics
+    );
+}
+
+/// Two files of one folder family (`.opencode/agent/` and `.opencode/agents/`) defining one name
+/// stay an error even when our own folder also defines it.
+#[test]
+fn one_name_twice_inside_one_folder_family_is_still_an_error() {
+    let set = load("both-twice");
+    let dup: Vec<_> = set
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "agent/duplicate-name")
+        .collect();
+    assert_eq!(dup.len(), 1, "{:#?}", set.diagnostics);
+    assert_eq!(dup[0].severity, Severity::Error);
+    assert!(
+        dup[0].message.contains(".opencode/agent/scout.md")
+            && dup[0].message.contains(".opencode/agents/scout.md"),
+        "{}",
+        dup[0].message
+    );
+    assert_eq!(
+        set.get("scout").unwrap().description,
+        "Scout from our own folder"
+    );
+}
+
+/// Loads one agent file `agent/a.md` with `frontmatter` lines after `description`.
+fn load_one(frontmatter: &str) -> agent::AgentSet {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/a.md"),
+        format!("---\ndescription: \"an agent\"\n{frontmatter}\n---\nBody.\n"),
+    )
+    .unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    agent::load(&project, &LoadOptions::default())
+}
+
+/// A value of the wrong shape is explained in the user's terms: which key, what it must be,
+/// what was written, and where. serde's vocabulary ("externally tagged enum", "expected mapping
+/// start") never reaches the user.
+#[test]
+fn yaml_shape_errors_say_what_was_written_and_what_was_expected() {
+    for (line, key, expected, found) in [
+        (
+            "tools: 5",
+            "tools",
+            "a map of name: true/false",
+            "a number (`5`)",
+        ),
+        (
+            "mode: [primary, subagent]",
+            "mode",
+            "`primary`, `subagent` or `all`",
+            "a list (`[primary, subagent]`)",
+        ),
+        (
+            "permission: [edit]",
+            "permission",
+            "a map of tool to allow/ask/deny",
+            "a list (`[edit]`)",
+        ),
+        ("steps: many", "steps", "a whole number", "text (`many`)"),
+    ] {
+        let set = load_one(line);
+        let d: Vec<_> = set.diagnostics_for("agent/a.md").collect();
+        assert_eq!(d.len(), 1, "{line}: {d:#?}");
+        let d = d[0];
+        assert_eq!(d.code, "agent/yaml", "{line}");
+        // Points at the value: line 3 of the file, the column after `key: `.
+        assert_eq!((d.line, d.column), (3, key.len() + 3), "{line}: {d:?}");
+        assert!(
+            d.message.contains(&format!("`{key}` must be")) && d.message.contains(expected),
+            "{line}: {}",
+            d.message
+        );
+        assert!(
+            d.message.contains(&format!("found {found}")),
+            "{line}: {}",
+            d.message
+        );
+        for jargon in [
+            "externally tagged",
+            "mapping start",
+            "invalid u32",
+            "invalid type",
+        ] {
+            assert!(!d.message.contains(jargon), "{line}: {}", d.message);
+        }
+    }
+}
+
+/// Metadata keys that catalogues and other tools put in agent files load silently; a typo of a
+/// key switchboard reads still warns.
+#[test]
+fn common_metadata_keys_are_accepted_silently() {
+    let set = load_one("author: \"Ada\"\ntags: [review, docs]\nversion: 1.2.0\nlicense: MIT\ncategory: review\nkeywords: [a]\ncreated: 2026-01-01\nupdated: 2026-02-01");
+    assert!(set.get("a").is_some());
+    assert!(set.diagnostics.is_empty(), "{:#?}", set.diagnostics);
+    let set = load_one("modle: x");
+    assert_eq!(
+        set.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
+        ["agent/unknown-key"]
+    );
+}

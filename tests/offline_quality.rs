@@ -223,6 +223,43 @@ fn locator_recall_at_5_and_nothing_found() {
     );
 }
 
+/// The field report's question: "correlation" was dropped as boilerplate and "ids" never met
+/// "id", so the answer cited documents that matched only the rest of the question. Both terms
+/// must be searched, the documents that say how the correlation id travels (the id-allocation
+/// decision: fixed per session, passed unchanged to every hop; the event-log spec) must be
+/// listed, and every listed document must be about correlation ids.
+#[test]
+fn correlation_id_question_keeps_its_terms_and_finds_the_allocation_decision() {
+    let f = fixture();
+    let locator = f.agents.get("thoughts-locator").unwrap();
+    let prompt = format!(
+        "Find every document about: How are correlation ids propagated?\nCorrelation: {CORRELATION}"
+    );
+    let (answer, id) = run_agent(&f, locator, &prompt, 1);
+    assert_conformant(&f, locator, &answer, &id);
+    assert!(
+        answer.contains("Search terms: correlat, id, propagat."),
+        "{answer}"
+    );
+    let got = listed(&answer);
+    for expected in [
+        "thoughts/shared/decisions/2026-11-07-message-id-allocation.md",
+        "thoughts/shared/specs/2026-11-08-event-log.md",
+    ] {
+        assert!(
+            got.iter().any(|g| g == expected),
+            "{expected} not in {got:?}\n{answer}"
+        );
+    }
+    for path in &got {
+        let text = std::fs::read_to_string(f.project.root().join(path)).unwrap();
+        assert!(
+            text.to_lowercase().contains("correlation id") || text.contains("correlation_id"),
+            "{path} is not about correlation ids"
+        );
+    }
+}
+
 #[test]
 fn every_analyzer_answer_conforms_and_every_excerpt_verifies() {
     let f = fixture();

@@ -142,6 +142,32 @@ pub const FOREIGN_KEYS: &[&str] = &[
     "disallowedTools",
 ];
 
+/// Descriptive metadata that agent catalogues and other tools write into agent files (who wrote
+/// it, which version, how it is filed). It says nothing about how the agent runs, so it is
+/// accepted silently: a collection carrying it must not drown real problems in warnings.
+/// Documented in README ("Agent files from other tools").
+pub const METADATA_KEYS: &[&str] = &[
+    "author",
+    "authors",
+    "maintainer",
+    "maintainers",
+    "version",
+    "license",
+    "tags",
+    "keywords",
+    "category",
+    "categories",
+    "created",
+    "updated",
+    "date",
+    "last_updated",
+    "homepage",
+    "repository",
+    "source",
+    "icon",
+    "emoji",
+];
+
 /// Frontmatter exactly as deserialized; positions kept where later checks report them.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct RawFrontmatter {

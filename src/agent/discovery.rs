@@ -2,9 +2,12 @@
 //!
 //! Precedence, first to last: `agent/`, `agents/`, `.opencode/agent/`, `.opencode/agents/`,
 //! `.claude/agents/` (all under the project root), then each `--agents DIR` in the order given.
-//! Two files in the project's own folders that define one name are an error naming both: there
-//! is no silent winner. A `--agents` folder is the deliberate override: its agent replaces a
-//! same-named project agent, with a note saying which file lost.
+//! The folders come in families, one per tool (ours, opencode's, Claude Code's). Across
+//! families the earlier family wins and each shadowed file gets one note, because projects that
+//! serve several tools carry the same agents in each tool's folder (decision of 2026-11-23).
+//! Inside one family, two files defining one name are an error naming both: there is no silent
+//! winner. A `--agents` folder is the deliberate override: its agent replaces a same-named
+//! project agent, with a note saying which file lost.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,22 @@ pub const STANDARD_DIRS: &[&str] = &[
     ".claude/agents",
 ];
 
+/// The tool a standard folder belongs to: one name in two folders of one family is a conflict
+/// the user must settle, one name in two families is the same agent kept for two tools.
+fn family(dir: &str) -> &'static str {
+    if dir.starts_with(".opencode/") {
+        "opencode"
+    } else if dir.starts_with(".claude/") {
+        "claude"
+    } else {
+        "switchboard"
+    }
+}
+
+/// The family of every `--agents` folder: they override the project, and conflict among
+/// themselves.
+const EXTRA_FAMILY: &str = "--agents";
+
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Extra folders (`--agents`), searched after the standard ones.
@@ -35,7 +54,7 @@ pub struct LoadOptions {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FileReport {
     pub file: String,
-    /// `loaded`, `skipped`, `replaced` or `error`.
+    /// `loaded`, `skipped`, `shadowed`, `replaced` or `error`.
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
@@ -132,26 +151,40 @@ fn load_inner(
     mut cache: Option<&mut ParseCache>,
 ) -> AgentSet {
     let mut set = AgentSet::default();
-    // name → (file, from an --agents folder)
-    let mut owners: BTreeMap<String, (String, bool)> = BTreeMap::new();
-    let mut folders: Vec<(PathBuf, bool)> = Vec::new();
+    // name → (file, family, from an --agents folder)
+    let mut owners: BTreeMap<String, (String, &'static str, bool)> = BTreeMap::new();
+    // (family, name) → the first file of that family defining it
+    let mut in_family: BTreeMap<(&'static str, String), String> = BTreeMap::new();
+    let extra: Vec<PathBuf> = options
+        .extra_dirs
+        .iter()
+        .map(|d| {
+            if d.is_absolute() {
+                d.clone()
+            } else {
+                project.root().join(d)
+            }
+        })
+        .collect();
+    let same_dir = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let mut folders: Vec<(PathBuf, &'static str, &str)> = Vec::new();
     if !options.only_extra {
+        // A standard folder also given with `--agents` is read once, as the override it was
+        // named to be (`--agents .opencode/agent` makes opencode's copies win).
         folders.extend(
             STANDARD_DIRS
                 .iter()
-                .map(|d| (project.root().join(d), false)),
+                .map(|d| (project.root().join(d), family(d), *d))
+                .filter(|(dir, _, _)| !extra.iter().any(|e| same_dir(dir, e))),
         );
     }
-    folders.extend(options.extra_dirs.iter().map(|d| {
-        let dir = if d.is_absolute() {
-            d.clone()
-        } else {
-            project.root().join(d)
-        };
-        (dir, true)
-    }));
+    folders.extend(extra.into_iter().map(|dir| (dir, EXTRA_FAMILY, "")));
 
-    for (folder, is_extra) in folders {
+    for (folder, fam, rel_dir) in folders {
+        let is_extra = fam == EXTRA_FAMILY;
         if is_extra && !folder.is_dir() {
             set.diagnostics.push(Diagnostic::new(
                 Severity::Error,
@@ -200,8 +233,26 @@ fn load_inner(
                 Outcome::Failed => set.files.push(report(&file, "error", None, None)),
                 Outcome::Loaded(agent) => {
                     let name = agent.name.clone();
-                    match owners.get(&name).cloned() {
-                        Some((other, other_extra)) if is_extra && !other_extra => {
+                    let twin = in_family.get(&(fam, name.clone())).cloned();
+                    let owner = match twin {
+                        // One family, two files: the conflict is between these two.
+                        Some(first) => Some((first, fam, is_extra)),
+                        None => owners.get(&name).cloned(),
+                    };
+                    match owner {
+                        Some((other, other_fam, false)) if !is_extra && other_fam != fam => {
+                            set.diagnostics
+                                .push(shadowed_note(&name, &file, &other, rel_dir));
+                            in_family.insert((fam, name.clone()), file.clone());
+                            set.files.push(report(
+                                &file,
+                                "shadowed",
+                                Some(name),
+                                Some(format!("shadowed by {other}")),
+                            ));
+                            continue;
+                        }
+                        Some((other, _, other_extra)) if is_extra && !other_extra => {
                             set.diagnostics.push(Diagnostic::new(
                                 Severity::Note,
                                 "agent/overridden",
@@ -213,7 +264,7 @@ fn load_inner(
                                 r.reason = Some(format!("replaced by {file}"));
                             }
                         }
-                        Some((other, _)) => {
+                        Some((other, _, _)) => {
                             set.diagnostics.push(
                                 Diagnostic::new(
                                     Severity::Error,
@@ -235,7 +286,8 @@ fn load_inner(
                         }
                         None => {}
                     }
-                    owners.insert(name.clone(), (file.clone(), is_extra));
+                    in_family.insert((fam, name.clone()), file.clone());
+                    owners.insert(name.clone(), (file.clone(), fam, is_extra));
                     set.files
                         .push(report(&file, "loaded", Some(name.clone()), None));
                     set.agents.insert(name, *agent);
@@ -244,6 +296,19 @@ fn load_inner(
         }
     }
     set
+}
+
+/// The one note for a file whose agent an earlier folder family already defines.
+fn shadowed_note(name: &str, file: &str, winner: &str, rel_dir: &str) -> Diagnostic {
+    Diagnostic::new(
+        Severity::Note,
+        "agent/shadowed",
+        file,
+        format!("agent `{name}` is also defined in {winner}, which comes first; this file is not used"),
+    )
+    .help(format!(
+        "folders are read in the order agent/, agents/, .opencode/agent/, .opencode/agents/, .claude/agents/; to use this folder's agents instead, pass `--agents {rel_dir}` (add `--only-agents` to use nothing else)"
+    ))
 }
 
 fn report(

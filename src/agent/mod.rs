@@ -12,6 +12,7 @@ pub mod permission;
 pub mod references;
 pub mod render;
 pub mod schema;
+mod shape;
 pub mod tools;
 
 pub use definition::{Agent, Budget, Mode};

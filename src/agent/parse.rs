@@ -1,6 +1,6 @@
 //! One file → one agent (or a skip, or errors), with every problem located in the file.
 
-use super::definition::{Agent, RawFrontmatter, FOREIGN_KEYS, KNOWN_KEYS};
+use super::definition::{Agent, RawFrontmatter, FOREIGN_KEYS, KNOWN_KEYS, METADATA_KEYS};
 use super::frontmatter::{self, SplitError};
 use super::permission::Permission;
 use super::references;
@@ -77,6 +77,16 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                     .location()
                     .map(|l| (l.line() as usize, l.column() as usize))
                     .unwrap_or((1, 1));
+                if let Some((message, line, col, help)) =
+                    super::shape::explain(yaml, &top_level_keys(yaml), line)
+                {
+                    diags.push(
+                        Diagnostic::new(Severity::Error, "agent/yaml", file, message)
+                            .at_line_of(text, line + line_offset, col)
+                            .help(help),
+                    );
+                    return failed(diags);
+                }
                 diags.push(
                     Diagnostic::new(
                         Severity::Error,
@@ -305,7 +315,7 @@ fn top_level_keys(yaml: &str) -> Vec<(&str, usize)> {
 
 fn check_keys(yaml: &str, text: &str, file: &str, line_offset: usize, diags: &mut Vec<Diagnostic>) {
     for (key, i) in top_level_keys(yaml) {
-        if KNOWN_KEYS.contains(&key) {
+        if KNOWN_KEYS.contains(&key) || METADATA_KEYS.contains(&key) {
             continue;
         }
         let line = i + 1 + line_offset;

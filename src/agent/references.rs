@@ -1,7 +1,10 @@
-//! Delegations an agent's prompt mentions: `task(...)` calls in code and "Delegate to `x`" prose.
+//! Delegations an agent's prompt mentions: `task(...)` calls (in code or written in a sentence)
+//! and "Delegate to `x`" prose.
 //!
 //! pulldown-cmark tells code from prose, so an example inside a fenced block counts as a call
-//! example and a word in a paragraph does not pretend to be one. Lint uses these to build the
+//! example and a word in a paragraph does not pretend to be one. A `task(subagent_type=…)` call
+//! written in plain prose counts too: prompts written for other tools do that, and a model copies
+//! it as readily as a fenced example. Lint uses these to build the
 //! delegation graph; the runtime tells primaries which subagents exist from the same data.
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
@@ -14,9 +17,9 @@ use crate::markdown::LineIndex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReferenceKind {
-    /// `task({ subagent_type: "x", ... })` (JS-object form) in code.
+    /// `task({ subagent_type: "x", ... })` (JS-object form), in code or prose.
     TaskObject,
-    /// `task(subagent_type="x", ...)` (keyword form) in code.
+    /// `task(subagent_type="x", ...)` (keyword form), in code or prose.
     TaskKeyword,
     /// "Delegate to `x`" in prose.
     Prose,
@@ -81,10 +84,13 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
     // In prose: after text ending in "delegate to", collect the inline-code names that follow.
     let mut after_delegate = false;
     let mut in_code_block = false;
+    // Code blocks and spans already scanned; a call outside them is a call written in prose.
+    let mut code_ranges: Vec<std::ops::Range<usize>> = Vec::new();
     for (event, range) in Parser::new_ext(body, Options::empty()).into_offset_iter() {
         match event {
             Event::Start(Tag::CodeBlock(_)) => {
                 in_code_block = true;
+                code_ranges.push(range.clone());
                 // Scan the raw source so offsets stay exact even inside indented list items.
                 scan_code(range.start, &body[range.clone()], &mut out);
             }
@@ -97,6 +103,7 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
                 }
             }
             Event::Code(code) => {
+                code_ranges.push(range.clone());
                 if code.contains("task") && code.contains("subagent_type") {
                     scan_code(range.start, &body[range.clone()], &mut out);
                 } else if after_delegate {
@@ -124,6 +131,19 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
             }
             _ => {}
         }
+    }
+    let before = out.len();
+    for cap in TASK_CALL.captures_iter(body) {
+        let Some(whole) = cap.get(0) else { continue };
+        if code_ranges.iter().any(|r| r.contains(&whole.start())) {
+            continue;
+        }
+        let mut prose = Vec::new();
+        scan_code(whole.start(), whole.as_str(), &mut prose);
+        out.extend(prose);
+    }
+    if out.len() > before {
+        out.sort_by_key(|r| (r.line, r.column));
     }
     out
 }
@@ -169,6 +189,36 @@ mod tests {
                 ("codebase-pattern-finder", ReferenceKind::Prose, 11),
                 ("thoughts-locator", ReferenceKind::TaskObject, 15),
                 ("web-search-researcher", ReferenceKind::TaskKeyword, 20),
+            ]
+        );
+    }
+
+    /// Prompts written for other tools often call `task(` in a sentence, not in code. Those
+    /// delegations are real (the model copies them) and must reach lint with their position.
+    #[test]
+    fn finds_task_calls_written_in_prose_with_line_and_column() {
+        let body = concat!(
+            "# Lead\n",
+            "\n",
+            "When the map is ready, call task(subagent_type=\"doc-reader\", prompt=\"read it\") once per note.\n",
+            "Otherwise task({subagent_type: \"doc-finder\", description: \"d\"}) finds them first.\n",
+            "\n",
+            "- In a list: task(subagent_type='scribe', prompt='write')\n",
+            "\n",
+            "A span `task(subagent_type=\"spanned\")` is found once.\n",
+        );
+        let refs = extract(body, 5);
+        let got: Vec<_> = refs
+            .iter()
+            .map(|r| (r.target.as_str(), r.kind, r.line, r.column))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("doc-reader", ReferenceKind::TaskKeyword, 7, 49),
+                ("doc-finder", ReferenceKind::TaskObject, 8, 33),
+                ("scribe", ReferenceKind::TaskKeyword, 10, 34),
+                ("spanned", ReferenceKind::TaskKeyword, 12, 29),
             ]
         );
     }

@@ -29,6 +29,15 @@ pub struct Args {
     /// Re-lint on every change and print only what changed
     #[arg(long)]
     watch: bool,
+    /// Exit 1 on findings of this severity too (`--deny warnings`, for CI)
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    deny: Option<Deny>,
+}
+
+/// What `--deny` makes fail besides errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Deny {
+    Warnings,
 }
 
 /// One lint pass over the project as it is now, keeping the findings under `paths`.
@@ -73,7 +82,13 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     if args.watch {
         return watch(&mut linter, &project, &paths, format, findings);
     }
-    Ok(Code::findings_if(crate::lint::exit_code(&findings) != 0))
+    let warned = findings
+        .iter()
+        .any(|d| d.severity >= crate::diagnostic::Severity::Warning);
+    let denied = args.deny == Some(Deny::Warnings) && warned;
+    Ok(Code::findings_if(
+        denied || crate::lint::exit_code(&findings) != 0,
+    ))
 }
 
 fn print(format: Format, findings: &[Diagnostic]) {

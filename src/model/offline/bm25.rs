@@ -142,26 +142,23 @@ const STOPWORDS: &[&str] = &[
     "thing",
     "things",
     "kind",
-    // Prompt boilerplate.
+    // Question and prompt boilerplate: the verbs a request is phrased with. Nouns stay terms,
+    // even ones the runtime's `Correlation: …` suffix uses (that suffix is cut off before
+    // tokenizing) and ones a prompt also uses (`list`, `answer`, `search`): a user asking about
+    // correlation ids means them.
+    "decide",
     "find",
     "document",
     "documents",
     "doc",
     "docs",
-    "topic",
-    "topics",
     "related",
     "relevant",
-    "correlation",
     "please",
-    "list",
     "locate",
-    "search",
     "look",
     "tell",
     "know",
-    "question",
-    "answer",
     "thoughts",
     "shared",
     "md",
@@ -180,7 +177,15 @@ pub fn is_stopword(word: &str) -> bool {
 /// which [`grep_prefix`] undoes.
 pub fn stem(word: &str) -> String {
     let mut w = word.to_string();
-    if w.len() <= 3 || !w.is_ascii() {
+    if !w.is_ascii() {
+        return w;
+    }
+    if w.len() <= 3 {
+        // Short plurals (`ids`, `ops`) meet their singular; `bus`, `gas`-like words are rare
+        // enough in design documents that a shared stem costs nothing.
+        if w.len() == 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
+            w.pop();
+        }
         return w;
     }
     if let Some(s) = w.strip_suffix("sses") {
@@ -233,6 +238,16 @@ pub fn tokenize(text: &str) -> Vec<String> {
     out
 }
 
+/// The stems of the question's participles (`propagated`, `stored`, `handling`): how the asker
+/// words what happens to the topic, which documents often word differently.
+pub fn predicate_terms(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.len() > 5 && (w.ends_with("ed") || w.ends_with("ing")) && !is_stopword(w))
+        .map(|w| stem(&w))
+        .collect()
+}
+
 /// Query terms in first-seen order, each once.
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
@@ -283,6 +298,8 @@ pub struct Ranker {
     docs: BTreeMap<String, Vec<f64>>,
     /// Lower bounds on document frequencies known from outside the added text.
     df_floor: Vec<f64>,
+    /// Terms that came from a participle of the question (see [`predicate_terms`]).
+    predicates: Vec<usize>,
 }
 
 /// A ranked document.
@@ -305,6 +322,7 @@ impl Ranker {
             .collect();
         Ranker {
             df_floor: vec![0.0; terms.len()],
+            predicates: Vec::new(),
             terms,
             term_index,
             docs: BTreeMap::new(),
@@ -316,6 +334,14 @@ impl Ranker {
         if let Some(f) = self.df_floor.get_mut(i) {
             *f = df;
         }
+    }
+
+    /// Marks the terms that stem from the question's participles (`predicate_terms`).
+    pub fn set_predicates(&mut self, question: &str) {
+        let predicates = predicate_terms(question);
+        self.predicates = (0..self.terms.len())
+            .filter(|&i| predicates.contains(&self.terms[i]))
+            .collect();
     }
 
     pub fn terms(&self) -> &[String] {
@@ -358,11 +384,29 @@ impl Ranker {
             .iter()
             .zip(&self.df_floor)
             .map(|(&d, &floor)| {
-                let d = (d as f64).max(floor).min(n);
+                // A term no document holds weighs as much as one held by a single document:
+                // it still counts against coverage (a question about something the corpus never
+                // mentions finds nothing), but one unmatched verb ("propagated") no longer
+                // outweighs two matched nouns ("correlation ids").
+                let d = (d as f64).max(floor).max(1.0).min(n);
                 (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
             })
             .collect();
-        let total: f64 = idf.iter().sum();
+        // The coverage a document needs is measured against the query's IDF mass. A term no
+        // document holds that came from a participle ("how are ids *propagated*") is the
+        // question's predicate, worded as the asker would; documents word it their own way
+        // ("passed to every hop"), so it counts half.
+        let total: f64 = idf
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                if df[i] == 0 && self.predicates.contains(&i) {
+                    w / 2.0
+                } else {
+                    *w
+                }
+            })
+            .sum();
         let mut out: Vec<Scored> = self
             .docs
             .iter()
@@ -423,6 +467,30 @@ mod tests {
             vec!["event", "log"]
         );
         assert_eq!(query_terms("log logs LOG event"), vec!["log", "event"]);
+    }
+
+    /// Domain nouns are query terms, even ones that also appear in prompt boilerplate
+    /// (`Correlation: …`) or look short (`ids`); only the question's own words are dropped.
+    #[test]
+    fn query_keeps_domain_nouns_and_drops_question_words() {
+        assert_eq!(
+            query_terms("How are correlation ids propagated?"),
+            vec!["correlat", "id", "propagat"]
+        );
+        assert_eq!(
+            query_terms("What did we decide about the event log?"),
+            vec!["event", "log"]
+        );
+        // The same noun in a document and in a query meets as one term.
+        assert_eq!(
+            tokenize("every `correlation_id` of a hop")[..2],
+            ["correlat", "id"]
+        );
+        assert_eq!(
+            predicate_terms("How are correlation ids propagated?"),
+            ["propagat"]
+        );
+        assert_eq!(query_terms("the answer list"), vec!["answer", "list"]);
     }
 
     #[test]

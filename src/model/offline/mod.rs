@@ -11,11 +11,15 @@
 pub mod analyzer;
 pub mod bm25;
 pub mod envelope;
+pub mod extract;
 pub mod locator;
 pub mod parse;
 pub mod primary;
+pub mod rank;
+pub mod report;
 pub mod role;
 pub mod synth;
+pub mod workflow;
 
 use serde_json::Value;
 
@@ -99,12 +103,19 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
     }
 }
 
+/// The answer for an agent the offline model cannot play: what it cannot do, why, and what to
+/// use instead. It invents nothing.
 fn plain_answer(request: &ModelRequest, history: &History) -> String {
+    let why = role::why_not(request);
     let env = envelope::Envelope {
         fields: Vec::new(),
-        thinking: "The offline model has no tool it can use for this agent's role.".into(),
+        thinking: format!(
+            "No offline role fits agent `{}`: {why}.",
+            request.agent
+        ),
         answer: format!(
-            "The offline model cannot answer this without search or read tools.\n\nRequest: {}",
+            "The offline model cannot serve agent `{}`: {why}.\n\nIt plays three roles, read from an agent's tools and contract: a lead that follows the `task(...)` workflow its prompt documents, a locator that searches (`grep`, `glob`), and an analyzer that reads (`read`) and quotes. Run this agent with a real model instead (`--model PROVIDER/MODEL`, see docs/providers.md).\n\nRequest: {}",
+            request.agent,
             first_line(history.task)
         ),
     };
@@ -303,8 +314,17 @@ mod tests {
     #[test]
     fn role_comes_from_declarations_not_the_name() {
         let h = History::new(&[]);
-        let r = request("x", &["task", "read"], None, vec![]);
+        // A lead documents its workflow; `task` alone (opencode grants it unless switched off)
+        // does not make one.
+        let lead = "```\ntask({ subagent_type: \"finder\", prompt: \"Find docs\" })\n```\n";
+        let r = request(lead, &["task", "read"], None, vec![]);
         assert_eq!(role::infer(&r, &h), role::Role::Primary);
+        let r = request("x", &["task", "read", "grep"], None, vec![]);
+        assert_eq!(role::infer(&r, &h), role::Role::Analyzer);
+        let r = request("x", &["task", "grep", "glob"], None, vec![]);
+        assert_eq!(role::infer(&r, &h), role::Role::Locator);
+        let r = request("x", &["task", "write", "read"], None, vec![]);
+        assert_eq!(role::infer(&r, &h), role::Role::Plain);
         let r = request(
             "x",
             &["read", "grep"],

@@ -1,5 +1,10 @@
 //! Which part the offline model plays, from what the agent declares: its tools, its contract and
 //! the structure of its prompt. Never from its name.
+//!
+//! Agents written for other tools grant more than they use: an opencode `tools:` map that only
+//! switches `write` off still grants `task`. So `task` alone does not make a lead; the lead's
+//! workflow must be documented in its prompt (`task(...)` examples), because that is what the
+//! offline model follows. When no role fits, [`why_not`] says why, in words for the user.
 
 use super::History;
 use crate::contract::EvidencePolicy;
@@ -7,21 +12,28 @@ use crate::model::ModelRequest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Has `task`: follows the delegation workflow its prompt documents and writes a report.
+    /// Has `task` and a prompt that documents the delegation workflow: follows it and writes a
+    /// report.
     Primary,
-    /// Has `read` and a contract that demands evidence: reads a document and quotes it.
+    /// Has `read`, and either owes evidence or owes no contract at all: reads a document and
+    /// quotes it.
     Analyzer,
-    /// Has `webfetch` or `websearch` (and no `task`): its work is on the web, which the offline
+    /// Has `webfetch` or `websearch` (and is no lead): its work is on the web, which the offline
     /// model cannot reach, so it says exactly that.
     Web,
-    /// Has search tools (`grep`, `glob`, `list`) and no `read`: ranks and lists paths.
+    /// Has search tools (`grep`, `glob`) and no reading job: ranks and lists paths.
     Locator,
-    /// Anything else: an honest short answer that says what the offline model cannot do.
+    /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
 
 pub fn has_tool(request: &ModelRequest, name: &str) -> bool {
     request.tools.iter().any(|t| t.name == name)
+}
+
+/// Whether the prompt documents a delegation workflow the primary role can follow.
+fn documents_workflow(request: &ModelRequest) -> bool {
+    !super::workflow::examples(&request.system).is_empty()
 }
 
 /// Chooses the role for `request`. On a turn where the runtime withdrew the tools (the last
@@ -44,19 +56,50 @@ pub fn infer(request: &ModelRequest, history: &History) -> Role {
     let evidence_required = request.response_contract.as_ref().is_some_and(|rc| {
         rc.contract.evidence == EvidencePolicy::Required || !rc.contract.signal_headings.is_empty()
     });
+    let owes_contract = request.response_contract.is_some();
+    let reads = has_tool(request, "read");
     let searches = has_tool(request, "grep") || has_tool(request, "glob");
-    if has_tool(request, "task") {
+    let lead = has_tool(request, "task") && has_tool(request, "write");
+    if has_tool(request, "task") && documents_workflow(request) {
         Role::Primary
+    } else if lead {
+        // May delegate and write, but documents no workflow: nothing to follow.
+        Role::Plain
     } else if has_tool(request, "webfetch") || has_tool(request, "websearch") {
         Role::Web
-    } else if has_tool(request, "read") && evidence_required {
+    } else if reads && (evidence_required || !owes_contract) {
         Role::Analyzer
     } else if searches {
         Role::Locator
-    } else if has_tool(request, "read") {
-        // Read without an evidence contract: still the best we can do is to quote.
+    } else if reads {
+        // Read under a contract that owes no evidence: still the best we can do is to quote.
         Role::Analyzer
     } else {
         Role::Plain
+    }
+}
+
+/// Why the offline model plays no role for `request` (for a [`Role::Plain`] answer).
+pub fn why_not(request: &ModelRequest) -> String {
+    if has_tool(request, "task") && !documents_workflow(request) {
+        "it may delegate (`task`), but its prompt documents no delegation workflow: no \
+         `task(subagent_type: …, prompt: …)` example in a code block shows which agent to call \
+         for what, and the offline model only follows documented workflows"
+            .to_string()
+    } else {
+        let granted: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        format!(
+            "it is granted none of the tools the offline model works with (`read`, `grep`, \
+             `glob`, `list`); granted here: {}",
+            if granted.is_empty() {
+                "none of switchboard's tools".to_string()
+            } else {
+                granted
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        )
     }
 }
