@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 use mock::{answer, call, Mock, Proto, Reply};
 use switchboard::model::anthropic::Anthropic;
-use switchboard::model::http::{self, BuildOptions, HttpConfig, Protocol, ProviderSettings};
 use switchboard::model::openai::OpenAi;
+use switchboard::model::registry;
+use switchboard::model::settings::{BuildOptions, HttpConfig, Protocol, ProviderSettings};
 use switchboard::model::{Message, Model, ModelRequest, ToolSpec};
 
 /// A 4 kB answer with one tool call, and a request with a realistic system prompt and history.
@@ -119,7 +120,7 @@ fn bench(c: &mut Criterion) {
                 observer: None,
             };
             let model: Arc<dyn Model> =
-                http::build(label, "bench", Some(&settings), &options, &|_| None)
+                registry::build(label, "bench", Some(&settings), &options, &|_| None)
                     .expect("http provider")
                     .expect("builds");
             let check = rt.block_on(model.complete(&request)).expect("answer");

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-use super::http::{encode, HttpClient, HttpConfig, SseEvent};
+use super::client::{encode, ClientError, HttpClient};
+use super::settings::HttpConfig;
+use super::sse::SseEvent;
 use super::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage};
 
 /// The API version sent in `anthropic-version`.
@@ -19,13 +21,6 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is used when the config names none.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Claude's short names, used when the project config does not define them in `[aliases]`.
-pub const BUILTIN_ALIASES: &[(&str, &str)] = &[
-    ("sonnet", "anthropic/claude-sonnet-4-5"),
-    ("haiku", "anthropic/claude-haiku-4-5"),
-    ("opus", "anthropic/claude-opus-4-1"),
-];
-
 /// A Messages API provider.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
@@ -33,7 +28,7 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    pub fn new(config: HttpConfig) -> Result<Anthropic, String> {
+    pub fn new(config: HttpConfig) -> Result<Anthropic, ClientError> {
         Ok(Anthropic {
             http: HttpClient::new(config)?,
         })
@@ -225,7 +220,7 @@ fn api_error(http: &HttpClient, error: Option<&Value>) -> ModelError {
     let message = http.redact(&format!(
         "{}: the API reported {kind}: {}",
         http.config.provider,
-        super::http::snippet(text)
+        super::client::snippet(text)
     ));
     if matches!(
         kind,
@@ -330,7 +325,7 @@ struct StreamAccumulator {
     stopped: bool,
 }
 
-impl super::http::StreamAccumulator for StreamAccumulator {
+impl super::client::StreamAccumulator for StreamAccumulator {
     fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
         let data = event.data.trim();
         if data.is_empty() {
@@ -463,7 +458,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::http::Protocol;
+    use crate::model::settings::Protocol;
     use crate::model::{Message, ToolSpec};
 
     fn provider() -> Anthropic {

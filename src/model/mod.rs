@@ -5,8 +5,12 @@
 //! noticing. Anything a provider needs to know about the agent travels in the request.
 
 pub mod anthropic;
-pub mod http;
+pub mod client;
 pub mod openai;
+pub mod retry;
+pub mod secrets;
+pub mod settings;
+pub mod sse;
 pub mod textual;
 
 use serde::{Deserialize, Serialize};
@@ -162,6 +166,16 @@ pub enum ModelError {
     /// script that ran out.
     #[error("{0}")]
     Fatal(String),
+    /// The prompt plus the room asked for the answer does not fit the model's context window.
+    /// Not retried (the same request overflows again), and not a wrong model name or missing
+    /// tool support either: the user has to make the conversation fit.
+    #[error(
+        "{message}. The conversation does not fit the model's context window: give the agent a \
+         shorter task (or split it across subagents), start the server with a larger context \
+         (llama.cpp --ctx-size, Ollama num_ctx, vLLM --max-model-len), or lower max_tokens \
+         (agent frontmatter `max_tokens:` or [providers.NAME] max_tokens)"
+    )]
+    ContextOverflow { message: String },
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-use super::http::{encode, HttpClient, HttpConfig, SseEvent};
+use super::client::{encode, ClientError, HttpClient};
+use super::settings::HttpConfig;
+use super::sse::SseEvent;
 use super::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage,
 };
@@ -22,7 +24,7 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(config: HttpConfig) -> Result<OpenAi, String> {
+    pub fn new(config: HttpConfig) -> Result<OpenAi, ClientError> {
         Ok(OpenAi {
             http: HttpClient::new(config)?,
         })
@@ -115,7 +117,7 @@ impl OpenAi {
             return Err(ModelError::Fatal(self.http.redact(&format!(
                 "{}: the server answered with an error: {}",
                 self.http.config.provider,
-                super::http::snippet(&err.to_string())
+                super::client::snippet(&err.to_string())
             ))));
         }
         let Some(choice) = parsed.choices.into_iter().next() else {
@@ -339,7 +341,7 @@ struct StreamAccumulator {
     done: bool,
 }
 
-impl super::http::StreamAccumulator for StreamAccumulator {
+impl super::client::StreamAccumulator for StreamAccumulator {
     fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
         let data = event.data.trim();
         if data == "[DONE]" {
@@ -357,7 +359,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
             )
         })?;
         if let Some(err) = chunk.error {
-            let text = http.redact(&super::http::snippet(&err.to_string()));
+            let text = http.redact(&super::client::snippet(&err.to_string()));
             let message = format!(
                 "{}: the server reported an error mid-stream: {text}",
                 http.config.provider
@@ -455,7 +457,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::http::Protocol;
+    use crate::model::settings::Protocol;
     use crate::model::ToolSpec;
 
     fn provider() -> OpenAi {

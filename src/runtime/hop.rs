@@ -20,6 +20,7 @@ use super::session::Shared;
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::contract::OnViolation;
+use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
 use crate::model::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
     Usage,
@@ -28,8 +29,6 @@ use crate::tools::{self, ToolContext};
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
-/// Retries of a transient model failure before the hop fails.
-pub const MODEL_RETRIES: u32 = 3;
 /// Share of the token budget at which the agent is told to wrap up.
 pub const BUDGET_NUDGE: f64 = 0.6;
 /// Tool output kept in the event log (the transcript keeps everything).
@@ -562,56 +561,42 @@ impl HopState {
         }
     }
 
-    /// One completion, with retries for transient failures.
+    /// One completion under the one retry policy ([`RetryPolicy::run`]). HTTP providers retry
+    /// inside `complete` with their configured policy and give up with a fatal error, so this
+    /// layer only retries transient errors of models that do not retry themselves. Every
+    /// retried attempt is a `model.retry` event; the final failure a `model.error`.
     async fn complete(
         &self,
         request: &ModelRequest,
         step: u32,
     ) -> Result<ModelResponse, ModelError> {
-        let mut attempt = 0;
-        // HTTP providers retry transient failures themselves; each failed attempt is logged.
         let ctx = self.ctx.clone();
-        let observer: crate::model::http::AttemptObserver =
-            Arc::new(move |e: &crate::model::http::AttemptEvent| {
-                if let crate::model::http::AttemptOutcome::Retrying { error, delay } = &e.outcome {
-                    ctx.emit(EventKind::ModelRetry {
-                        step,
-                        provider: e.provider.clone(),
-                        attempt: e.attempt,
-                        max_attempts: e.max_attempts,
-                        error: error.clone(),
-                        delay_ms: delay.as_millis() as u64,
-                        elapsed_us: e.elapsed.as_micros() as u64,
-                    });
-                }
-            });
-        loop {
-            let call = self.model.complete(request);
-            match crate::model::http::observe(observer.clone(), call).await {
-                Ok(r) => return Ok(r),
-                Err(ModelError::Transient {
-                    message,
-                    retry_after,
-                }) if attempt < MODEL_RETRIES => {
-                    attempt += 1;
-                    self.ctx.emit(EventKind::ModelError {
-                        step,
-                        error: message,
-                        retry: true,
-                    });
-                    let backoff = Duration::from_millis(250 * 2u64.pow(attempt));
-                    tokio::time::sleep(retry_after.unwrap_or(backoff)).await;
-                }
-                Err(e) => {
-                    self.ctx.emit(EventKind::ModelError {
-                        step,
-                        error: e.to_string(),
-                        retry: false,
-                    });
-                    return Err(e);
-                }
+        let observer: AttemptObserver = Arc::new(move |e: &AttemptEvent| {
+            if let AttemptOutcome::Retrying { error, delay } = &e.outcome {
+                ctx.emit(EventKind::ModelRetry {
+                    step,
+                    provider: e.provider.clone(),
+                    attempt: e.attempt,
+                    max_attempts: e.max_attempts,
+                    error: error.clone(),
+                    delay_ms: delay.as_millis() as u64,
+                    elapsed_us: e.elapsed.as_micros() as u64,
+                });
             }
+        });
+        let policy = RetryPolicy::default();
+        let call = policy.run(self.model.provider(), &request.model, None, || {
+            self.model.complete(request)
+        });
+        let result = retry::observe(observer, call).await;
+        if let Err(e) = &result {
+            self.ctx.emit(EventKind::ModelError {
+                step,
+                error: e.to_string(),
+                retry: false,
+            });
         }
+        result
     }
 
     /// Runs one turn's tool calls: built-ins inline, `task` calls as concurrent child hops;
