@@ -55,6 +55,7 @@ fn fixture() -> (Reply, ModelRequest) {
             .collect(),
         temperature: Some(0.0),
         top_p: None,
+        max_tokens: None,
         response_contract: None,
     };
     (reply, request)

@@ -89,6 +89,7 @@ fn request(agent: &str, messages: Vec<Message>, tools: &[&str]) -> ModelRequest 
         tools: tools.iter().map(|t| tool(t)).collect(),
         temperature: Some(0.0),
         top_p: None,
+        max_tokens: None,
         response_contract: None,
     }
 }
@@ -569,7 +570,7 @@ async fn textual_task_calls_for_model_without_tools() {
                 "llama3.1".into(),
                 ModelSettings {
                     tools: Some(false),
-                    max_tokens: None,
+                    ..ModelSettings::default()
                 },
             );
             let (model, _) = build(proto, "llama3.1", &s, stream);

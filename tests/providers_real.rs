@@ -141,12 +141,16 @@ async fn truncated_answer_is_an_event_and_is_continued() {
         let mock = Mock::start().await;
         mock.push(truncated(answer("The event log is appended to ", vec![])))
             .push(answer("events.jsonl, one line per event.", vec![]));
-        let (outcome, events) =
-            session(&project, &config(&mock, proto, ""), "mock/m", "Explain the log").await;
+        let (outcome, events) = session(
+            &project,
+            &config(&mock, proto, ""),
+            "mock/m",
+            "Explain the log",
+        )
+        .await;
         assert_eq!(outcome.status, "completed", "{proto:?} {outcome:?}");
         assert_eq!(
-            outcome.answer,
-            "The event log is appended to events.jsonl, one line per event.",
+            outcome.answer, "The event log is appended to events.jsonl, one line per event.",
             "{proto:?}: the continuation is joined to the cut-off part"
         );
         assert_eq!(named(&events, "model.truncated").len(), 1, "{proto:?}");
@@ -155,6 +159,23 @@ async fn truncated_answer_is_an_event_and_is_continued() {
         let second = seen[1].body.to_string();
         assert!(second.contains("The event log is appended to "), "{second}");
         assert!(second.contains("cut off"), "{second}");
+    }
+}
+
+#[tokio::test]
+async fn both_protocols_report_the_cut_streamed_or_not() {
+    for proto in PROTOS {
+        for stream in [true, false] {
+            let mock = Mock::start().await;
+            mock.push(truncated(answer("cut here", vec![])))
+                .push(answer("whole", vec![]));
+            let model = provider(&mock, proto, stream);
+            let r = model.complete(&request(&[])).await.expect("answer");
+            assert!(r.truncated, "{proto:?} stream={stream}");
+            assert_eq!(r.content, "cut here");
+            let r = model.complete(&request(&[])).await.expect("answer");
+            assert!(!r.truncated, "{proto:?} stream={stream}");
+        }
     }
 }
 
@@ -214,7 +235,11 @@ async fn every_request_carries_max_tokens_agent_over_model_over_default() {
     let cases: [(&str, &str, u64); 4] = [
         ("", "", 4096),
         ("context_tokens = 2048\n", "", 512),
-        ("[providers.mock.models.\"m\"]\nmax_tokens = 1000\n", "", 1000),
+        (
+            "[providers.mock.models.\"m\"]\nmax_tokens = 1000\n",
+            "",
+            1000,
+        ),
         (
             "[providers.mock.models.\"m\"]\nmax_tokens = 1000\n",
             "max_tokens: 300\n",
@@ -301,7 +326,11 @@ async fn tools_dropped_by_the_server_fall_back_to_textual_calls_once() {
     .await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
     assert_eq!(outcome.answer, "Final: hello.");
-    assert_eq!(named(&events, "model.tools_fallback").len(), 1, "warned once");
+    assert_eq!(
+        named(&events, "model.tools_fallback").len(),
+        1,
+        "warned once"
+    );
     let seen = mock.requests();
     assert_eq!(seen.len(), 3);
     assert!(seen[0].body.get("tools").is_some(), "tools were sent first");
@@ -409,13 +438,8 @@ async fn trace_shows_the_whole_error_and_every_violation() {
     ))
     .push(answer("no envelope at all", vec![]))
     .push(answer("Final: the helper failed.", vec![]));
-    let (outcome, events) = session(
-        &project,
-        &config(&mock, Proto::OpenAi, ""),
-        "mock/m",
-        "hi",
-    )
-    .await;
+    let (outcome, events) =
+        session(&project, &config(&mock, Proto::OpenAi, ""), "mock/m", "hi").await;
     let violations: Vec<String> = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -446,7 +470,10 @@ async fn trace_shows_the_whole_error_and_every_violation() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("answer violates contract"), "{text}");
     for v in &violations {
-        assert!(text.contains(v.as_str()), "violation {v:?} missing from:\n{text}");
+        assert!(
+            text.contains(v.as_str()),
+            "violation {v:?} missing from:\n{text}"
+        );
     }
 }
 
@@ -468,4 +495,3 @@ async fn plain_http_server_loads_no_tls_roots() {
         );
     }
 }
-

@@ -116,6 +116,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "model",
     "temperature",
     "top_p",
+    "max_tokens",
     "tools",
     "permission",
     "steps",
@@ -158,6 +159,8 @@ pub(crate) struct RawFrontmatter {
     #[serde(default)]
     pub top_p: Option<f64>,
     #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
     pub tools: Option<Spanned<ToolsDecl>>,
     #[serde(default)]
     pub permission: Option<Permission>,
@@ -186,6 +189,8 @@ pub struct Agent {
     pub model_line: usize,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
+    /// Longest answer per model turn (frontmatter `max_tokens:`); over the provider's setting.
+    pub max_tokens: Option<u32>,
     pub tools: ToolGrants,
     pub permission: Permission,
     /// Model turns allowed per hop.

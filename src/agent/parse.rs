@@ -232,6 +232,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         model: raw.model.map(|m| m.value),
         temperature: raw.temperature,
         top_p: raw.top_p,
+        max_tokens: raw.max_tokens,
         tools,
         permission: raw.permission.unwrap_or_else(Permission::default),
         steps: raw.steps,

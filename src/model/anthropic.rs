@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use std::borrow::Cow;
 
 use super::client::{encode, ClientError, HttpClient};
+use super::retry::Verdict;
 use super::settings::HttpConfig;
 use super::sse::SseEvent;
 use super::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage};
@@ -102,7 +103,10 @@ impl Anthropic {
             .collect();
         let mut body = json!({
             "model": request.model,
-            "max_tokens": self.http.config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "max_tokens": request
+                .max_tokens
+                .or(self.http.config.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS),
             "messages": messages,
         });
         let Some(obj) = body.as_object_mut() else {
@@ -185,6 +189,7 @@ impl Anthropic {
             content,
             tool_calls,
             usage: parsed.usage.map(WireUsage::usage).unwrap_or_default(),
+            truncated: parsed.stop_reason.as_deref() == Some(MAX_TOKENS),
         })
     }
 }
@@ -222,23 +227,25 @@ fn api_error(http: &HttpClient, error: Option<&Value>) -> ModelError {
         http.config.provider,
         super::client::snippet(text)
     ));
-    if matches!(
-        kind,
-        "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
-    ) {
-        ModelError::Transient {
-            message,
-            retry_after: None,
+    let verdict = match super::retry::classify(None, text) {
+        Verdict::ContextOverflow => Verdict::ContextOverflow,
+        _ if matches!(
+            kind,
+            "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
+        ) =>
+        {
+            Verdict::Transient
         }
-    } else {
-        ModelError::Fatal(message)
-    }
+        _ => Verdict::Permanent,
+    };
+    super::retry::error_for(verdict, message, None)
 }
 
 #[derive(Deserialize)]
 struct WireMessage {
     #[serde(rename = "type")]
     kind: Option<String>,
+    stop_reason: Option<String>,
     content: Option<Vec<WireBlock>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
@@ -305,7 +312,12 @@ struct StreamDelta<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    stop_reason: Option<Cow<'a, str>>,
 }
+
+/// The stop reason of an answer cut off by `max_tokens`.
+const MAX_TOKENS: &str = "max_tokens";
 
 enum Block {
     Text(String),
@@ -323,6 +335,7 @@ struct StreamAccumulator {
     blocks: Vec<Block>,
     usage: Usage,
     stopped: bool,
+    truncated: bool,
 }
 
 impl super::client::StreamAccumulator for StreamAccumulator {
@@ -393,6 +406,9 @@ impl super::client::StreamAccumulator for StreamAccumulator {
                 }
             }
             "message_delta" => {
+                if let Some(reason) = parsed.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
+                    self.truncated = reason == MAX_TOKENS;
+                }
                 if let Some(u) = parsed.usage {
                     if let Some(out) = u.output_tokens {
                         self.usage.output_tokens = out;
@@ -451,6 +467,7 @@ impl super::client::StreamAccumulator for StreamAccumulator {
             content,
             tool_calls,
             usage: self.usage,
+            truncated: self.truncated,
         })
     }
 }
@@ -494,6 +511,7 @@ mod tests {
             }],
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: None,
         };
         let body = provider().body(&req, true);

@@ -7,9 +7,11 @@
 //! answer goes through [`HttpClient::redact`] in case the server echoes the key back.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use super::retry::{self, parse_retry_after};
+use super::retry::{self, parse_retry_after, Verdict};
 use super::secrets;
 use super::settings::{HttpConfig, Protocol};
 use super::sse::{SseEvent, SseParser};
@@ -25,10 +27,51 @@ pub struct ClientError {
 }
 
 /// A provider's `reqwest` client and the config it was built with.
+///
+/// For a plain-http base URL (a local server) the client is built with an empty root store, so
+/// the platform's root certificates are never loaded (that took ~14 ms before the first
+/// request); for an https base URL the client, with the platform's roots, is built on the first
+/// request instead of when the provider is.
 #[derive(Clone)]
 pub struct HttpClient {
     pub config: HttpConfig,
-    client: reqwest::Client,
+    client: Arc<OnceLock<Result<reqwest::Client, ModelError>>>,
+}
+
+/// How many clients with the platform's root certificates this process has built.
+static TLS_CONFIGS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many clients with the platform's root certificates this process has built (tests check
+/// that plain-http providers build none).
+pub fn tls_configs_built() -> usize {
+    TLS_CONFIGS.load(Ordering::Relaxed)
+}
+
+/// The common part of both clients.
+fn builder(config: &HttpConfig) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(config.timeouts.connect)
+        .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+}
+
+/// A client for a plain-http server: no root certificates, and a redirect to https is refused
+/// with a message (the root store it would need was never loaded).
+fn plain_client(config: &HttpConfig) -> Result<reqwest::Client, reqwest::Error> {
+    builder(config)
+        .tls_certs_only(Vec::<reqwest::Certificate>::new())
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.url().scheme() == "https" {
+                let to = attempt.url().to_string();
+                attempt.error(format!(
+                    "the server redirected to {to}; set base_url to the https address"
+                ))
+            } else if attempt.previous().len() >= 10 {
+                attempt.error("too many redirects")
+            } else {
+                attempt.follow()
+            }
+        }))
+        .build()
 }
 
 impl fmt::Debug for HttpClient {
@@ -59,15 +102,61 @@ const ERROR_SNIPPET: usize = 600;
 impl HttpClient {
     pub fn new(config: HttpConfig) -> Result<HttpClient, ClientError> {
         install_crypto_provider();
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.timeouts.connect)
-            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|source| ClientError {
+        let client = Arc::new(OnceLock::new());
+        if config.base_url.starts_with("http://") {
+            let plain = plain_client(&config).map_err(|source| ClientError {
                 provider: config.provider.clone(),
                 source,
             })?;
+            let _ = client.set(Ok(plain));
+        }
         Ok(HttpClient { config, client })
+    }
+
+    /// The client; for https, built (with the platform's roots) on first use.
+    fn client(&self) -> Result<&reqwest::Client, ModelError> {
+        let built = self.client.get_or_init(|| {
+            TLS_CONFIGS.fetch_add(1, Ordering::Relaxed);
+            builder(&self.config).build().map_err(|source| {
+                ModelError::Fatal(
+                    ClientError {
+                        provider: self.config.provider.clone(),
+                        source,
+                    }
+                    .to_string(),
+                )
+            })
+        });
+        built.as_ref().map_err(Clone::clone)
+    }
+
+    /// Asks an OpenAI-compatible server whether its chat template supports tools: llama.cpp's
+    /// `GET /props` (at the server root, beside `/v1`) has `chat_template_caps.supports_tools`
+    /// in newer builds. `None` when the server does not say (no such endpoint, an older build,
+    /// another server, an error): only a clear `false` changes anything.
+    pub async fn server_supports_tools(&self) -> Option<bool> {
+        let root = self.config.base_url.trim_end_matches("/v1");
+        let url = format!("{root}/props");
+        let mut request = self.client().ok()?.get(&url);
+        if let Some(key) = &self.config.api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = tokio::time::timeout(self.config.timeouts.connect, request.send())
+            .await
+            .ok()?
+            .ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let body = tokio::time::timeout(self.config.timeouts.connect, response.bytes())
+            .await
+            .ok()?
+            .ok()?;
+        let props: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        props
+            .pointer("/chat_template_caps/supports_tools")
+            .or_else(|| props.get("supports_tools"))
+            .and_then(serde_json::Value::as_bool)
     }
 
     /// `text` with the API key replaced by `***`, wherever a server might have echoed it.
@@ -79,9 +168,6 @@ impl HttpClient {
         format!("{}{}", self.config.base_url, path)
     }
 
-    /// Runs `attempt` until it succeeds, fails fatally, or the retries run out; every attempt is
-    /// reported to the observer. After the last retry the error becomes fatal, so the caller
-    /// does not retry on top.
     /// Runs `attempt` under the provider's retry policy, reporting every attempt.
     pub async fn with_retries<F, Fut>(
         &self,
@@ -113,7 +199,7 @@ impl HttpClient {
     ) -> Result<reqwest::Response, ModelError> {
         let url = self.url(path);
         let mut request = self
-            .client
+            .client()?
             .post(&url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
@@ -146,21 +232,28 @@ impl HttpClient {
         let body = self.read_error_body(response).await;
         let snippet = snippet(&self.redact(&body));
         let code = status.as_u16();
+        let verdict = retry::classify(Some(code), &body);
+        // A context overflow carries its own advice (see ModelError); the status hint would
+        // send the user to the model name instead.
+        let hint = match verdict {
+            Verdict::ContextOverflow => String::new(),
+            Verdict::Permanent if code >= 500 => format!(
+                " The server could not produce an answer in the requested format; another attempt fails the same way{}",
+                if self.config.protocol == Protocol::Openai {
+                    " (for a model without tool support, set tools = false)"
+                } else {
+                    ""
+                }
+            ),
+            _ => format!(" {}", self.status_hint(code)),
+        };
         let message = format!(
-            "{}: POST {url} answered {status}{}{}. {}",
+            "{}: POST {url} answered {status}{}{}.{hint}",
             self.config.provider,
             if snippet.is_empty() { "" } else { ": " },
             snippet,
-            self.status_hint(code)
         );
-        if retry::is_transient_status(code) {
-            Err(ModelError::Transient {
-                message,
-                retry_after,
-            })
-        } else {
-            Err(ModelError::Fatal(message))
-        }
+        Err(retry::error_for(verdict, message, retry_after))
     }
 
     async fn read_error_body(&self, mut response: reqwest::Response) -> String {

@@ -4,8 +4,10 @@
 //! can be swapped (scripted for tests, offline by default, real APIs) without the runtime
 //! noticing. Anything a provider needs to know about the agent travels in the request.
 
+pub mod adaptive;
 pub mod anthropic;
 pub mod client;
+pub mod notice;
 pub mod openai;
 pub mod retry;
 pub mod secrets;
@@ -125,6 +127,10 @@ pub struct ModelRequest {
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// The agent's own output limit (frontmatter `max_tokens:`); wins over the provider's
+    /// configured or default limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_contract: Option<ResponseContract>,
 }
@@ -150,7 +156,16 @@ pub struct ModelResponse {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default)]
     pub usage: Usage,
+    /// The answer stopped at the output limit (OpenAI's `finish_reason: "length"`, Anthropic's
+    /// `stop_reason: "max_tokens"`): it is not whole, and the runtime must not take it as final.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
+
+/// What the runtime says after a cut-off answer to get the rest. Textual tool parsing
+/// recognises it, so a `task(` call split across the cut is read as one call.
+pub const CONTINUE_PROMPT: &str = "Your previous answer was cut off at the output token limit. \
+     Continue exactly where it stopped, without repeating anything or starting over.";
 
 /// Why a completion failed; the tier decides whether the runtime retries.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use super::adaptive::AdaptiveTools;
 use super::client::ClientError;
 use super::scripted::ScriptedModel;
 use super::settings::{
@@ -79,13 +80,18 @@ pub fn build(
     let settings = settings.unwrap_or(&defaults);
     Some((|| {
         let mut config = HttpConfig::resolve(provider, protocol, settings, options, env)?;
-        config.max_tokens = model_max_tokens(settings, model);
-        let inner: Arc<dyn Model> = match protocol {
-            Protocol::Openai => Arc::new(super::openai::OpenAi::new(config)?),
-            Protocol::Anthropic => Arc::new(super::anthropic::Anthropic::new(config)?),
+        config.max_tokens = Some(model_max_tokens(settings, model, protocol));
+        // Only a server that is not OpenAI's own may lack tool support in its chat template.
+        let local = config.base_url != protocol.default_base_url();
+        let (inner, probe): (Arc<dyn Model>, _) = match protocol {
+            Protocol::Openai => {
+                let openai = Arc::new(super::openai::OpenAi::new(config)?);
+                (openai.clone(), local.then_some(openai))
+            }
+            Protocol::Anthropic => (Arc::new(super::anthropic::Anthropic::new(config)?), None),
         };
         Ok(if model_uses_tools(settings, model) {
-            inner
+            Arc::new(AdaptiveTools::new(inner, probe)) as Arc<dyn Model>
         } else {
             Arc::new(super::textual::TextualTools::new(inner)) as Arc<dyn Model>
         })

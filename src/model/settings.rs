@@ -59,7 +59,8 @@ impl Default for Timeouts {
 /// retry_base_ms = 1000
 /// retry_max_delay_ms = 60000
 /// retry_jitter = 0.1
-/// max_tokens = 8192                       # required by Anthropic, optional for OpenAI
+/// max_tokens = 8192                       # longest answer per turn (default: see below)
+/// context_tokens = 8192                   # the server's context size; default max_tokens is a quarter
 /// tools = true                            # false: the model writes task() calls as text
 ///
 /// [providers.ollama.models."llama3.1"]
@@ -80,6 +81,8 @@ pub struct ProviderSettings {
     pub retry_max_delay_ms: Option<u64>,
     pub retry_jitter: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// The context window of the provider's models, when known (e.g. llama.cpp's `--ctx-size`).
+    pub context_tokens: Option<u32>,
     pub tools: Option<bool>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelSettings>,
@@ -92,6 +95,7 @@ pub struct ModelSettings {
     /// `false` for models that cannot call tools: delegations are parsed from their text.
     pub tools: Option<bool>,
     pub max_tokens: Option<u32>,
+    pub context_tokens: Option<u32>,
 }
 
 /// The two wire protocols.
@@ -109,6 +113,14 @@ impl Protocol {
         match self {
             Protocol::Openai => "https://api.openai.com/v1",
             Protocol::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The output limit sent when nothing else names one.
+    pub fn default_max_tokens(self) -> u32 {
+        match self {
+            Protocol::Openai => DEFAULT_MAX_TOKENS,
+            Protocol::Anthropic => super::anthropic::DEFAULT_MAX_TOKENS,
         }
     }
 
@@ -299,18 +311,58 @@ pub fn model_uses_tools(settings: &ProviderSettings, model: &str) -> bool {
         .unwrap_or(true)
 }
 
-/// The `max_tokens` for `model`: its own setting, else the provider's.
-pub fn model_max_tokens(settings: &ProviderSettings, model: &str) -> Option<u32> {
-    settings
-        .models
-        .get(model)
-        .and_then(|m| m.max_tokens)
-        .or(settings.max_tokens)
+/// The output limit when nothing names one and no context size is known. Without any limit a
+/// small local model once wrote 7,223 tokens in one turn and the next request overflowed.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// The least a limit derived from a small context size goes down to.
+const MIN_DERIVED_MAX_TOKENS: u32 = 256;
+
+/// The `max_tokens` sent for `model` when the agent names none: the model's own setting, else
+/// the provider's, else a quarter of the configured context size (so the prompt keeps three
+/// quarters), at most the protocol's default; else the protocol's default (4096 for
+/// OpenAI-compatible servers, 8192 for Anthropic, whose API requires one).
+pub fn model_max_tokens(settings: &ProviderSettings, model: &str, protocol: Protocol) -> u32 {
+    let own = settings.models.get(model);
+    let default = protocol.default_max_tokens();
+    if let Some(n) = own.and_then(|m| m.max_tokens).or(settings.max_tokens) {
+        return n;
+    }
+    match own
+        .and_then(|m| m.context_tokens)
+        .or(settings.context_tokens)
+    {
+        Some(context) => (context / 4).clamp(MIN_DERIVED_MAX_TOKENS, default),
+        None => default,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_tokens_model_over_provider_over_context_over_default() {
+        let mut s = ProviderSettings::default();
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Openai), 4096);
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Anthropic), 8192);
+        s.context_tokens = Some(2048);
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Openai), 512);
+        s.context_tokens = Some(512);
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Openai), 256);
+        s.context_tokens = Some(1_000_000);
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Openai), 4096);
+        s.max_tokens = Some(700);
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Openai), 700);
+        s.models.insert(
+            "m".into(),
+            ModelSettings {
+                max_tokens: Some(900),
+                ..ModelSettings::default()
+            },
+        );
+        assert_eq!(model_max_tokens(&s, "m", Protocol::Openai), 900);
+        assert_eq!(model_max_tokens(&s, "other", Protocol::Openai), 700);
+    }
 
     #[test]
     fn resolve_reads_env_for_builtin_names_only() {

@@ -20,15 +20,18 @@ use super::session::Shared;
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::contract::OnViolation;
+use crate::model::notice::{self, Notice, NoticeObserver};
 use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
 use crate::model::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
-    Usage,
+    Usage, CONTINUE_PROMPT,
 };
 use crate::tools::{self, ToolContext};
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
+/// Times in a row a cut-off answer is continued before the hop ends PARTIAL.
+pub const MAX_CONTINUATIONS: u32 = 2;
 /// Share of the token budget at which the agent is told to wrap up.
 pub const BUDGET_NUDGE: f64 = 0.6;
 /// Tool output kept in the event log (the transcript keeps everything).
@@ -393,6 +396,11 @@ impl HopState {
         self.messages.push(Message::user(self.req.prompt.clone()));
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let mut repairs = 0u32;
+        // Cut-off answers waiting for their rest: how many in a row, their text, and where in
+        // the conversation the first piece sits.
+        let mut cuts = 0u32;
+        let mut cut_text = String::new();
+        let mut cut_start: Option<usize> = None;
         let mut nudged = false;
         let mut turn = 0u32;
         loop {
@@ -417,6 +425,7 @@ impl HopState {
                 },
                 temperature: self.agent.temperature,
                 top_p: self.agent.top_p,
+                max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),
             };
             self.ctx.emit(EventKind::ModelRequest {
@@ -425,7 +434,7 @@ impl HopState {
                 tools: request.tools.len(),
             });
             let clock = Instant::now();
-            let response = match self.complete(&request, turn).await {
+            let mut response = match self.complete(&request, turn).await {
                 Ok(r) => r,
                 Err(e) => return Ending::failed(format!("model {}: {e}", self.model_spec)),
             };
@@ -454,6 +463,39 @@ impl HopState {
                         self.usage.total()
                     ));
                 }
+            }
+            if response.truncated {
+                cuts += 1;
+                let give_up = cuts > MAX_CONTINUATIONS;
+                self.ctx.emit(EventKind::ModelTruncated {
+                    step: turn,
+                    output_tokens: response.usage.output_tokens,
+                    dropped_tool_calls: response.tool_calls.len(),
+                    action: if give_up { "partial" } else { "continue" }.into(),
+                });
+                cut_start.get_or_insert(self.messages.len());
+                cut_text.push_str(&response.content);
+                self.messages
+                    .push(Message::assistant(response.content, Vec::new()));
+                if give_up {
+                    self.last_content = cut_text;
+                    return self.partial(format!(
+                        "the answer was cut off at the output limit (max_tokens) {cuts} times in a \
+                         row; raise max_tokens (agent frontmatter `max_tokens:` or \
+                         [providers.NAME] max_tokens) or ask for a shorter answer"
+                    ));
+                }
+                // Asking for the rest is not a step of the agent's own.
+                self.steps -= 1;
+                self.messages.push(Message::user(CONTINUE_PROMPT));
+                continue;
+            }
+            if let Some(start) = cut_start.take() {
+                // The pieces become one answer, as if it had come whole.
+                self.messages.truncate(start);
+                response.content = std::mem::take(&mut cut_text) + &response.content;
+                self.last_content = response.content.clone();
+                cuts = 0;
             }
             if response.tool_calls.is_empty() {
                 self.messages
@@ -588,7 +630,20 @@ impl HopState {
         let call = policy.run(self.model.provider(), &request.model, None, || {
             self.model.complete(request)
         });
-        let result = retry::observe(observer, call).await;
+        let ctx = self.ctx.clone();
+        let notices: NoticeObserver = Arc::new(move |n: &Notice| match n {
+            Notice::ToolsFallback {
+                provider,
+                model,
+                reason,
+            } => ctx.emit(EventKind::ModelToolsFallback {
+                step,
+                provider: provider.clone(),
+                model: model.clone(),
+                reason: reason.clone(),
+            }),
+        });
+        let result = notice::observe(notices, retry::observe(observer, call)).await;
         if let Err(e) = &result {
             self.ctx.emit(EventKind::ModelError {
                 step,

@@ -4,7 +4,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::events::{read_log_or_message, EventKind};
+use super::events::{read_log_or_message, EventKind, ViolationRecord};
 use super::session::{log_path, SESSIONS_DIR};
 use crate::project::Project;
 
@@ -26,6 +26,9 @@ pub struct HopNode {
     /// `None`: no contract; else whether the last check passed.
     pub conformant: Option<bool>,
     pub violations: usize,
+    /// The violations of the last check (or of the hop's end), for `trace` to list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violation_list: Vec<ViolationRecord>,
     pub repairs: u32,
     pub error: Option<String>,
     pub children: Vec<HopNode>,
@@ -110,6 +113,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
                     n.conformant = Some(*conformant);
                     n.violations = violations.len();
+                    n.violation_list = violations.clone();
                 }
             }
             EventKind::HopRepair { .. } => {
@@ -128,11 +132,17 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, String> {
                 }
             }
             EventKind::HopFailed {
-                error, duration_us, ..
+                error,
+                duration_us,
+                violations,
+                ..
             } => {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
                     n.status = "failed".into();
                     n.error = Some(error.clone());
+                    if !violations.is_empty() {
+                        n.violation_list = violations.clone();
+                    }
                     if *duration_us > 0 {
                         n.duration_ms = Some(*duration_us as f64 / 1000.0);
                     }
@@ -205,6 +215,7 @@ fn node_for<'n>(
         tokens: 0,
         conformant: None,
         violations: 0,
+        violation_list: Vec::new(),
         repairs: 0,
         error: None,
         children: Vec::new(),

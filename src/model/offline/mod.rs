@@ -95,6 +95,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
             input_tokens: input_chars.div_ceil(4) as u64,
             output_tokens: output_chars.div_ceil(4) as u64,
         },
+        truncated: false,
     }
 }
 
@@ -244,6 +245,7 @@ pub(crate) mod testing {
             tools: tools(tools_),
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: contract.map(|contract| ResponseContract {
                 message_id: format!(
                     "{}-2026-11-21-001",
