@@ -495,3 +495,66 @@ async fn plain_http_server_loads_no_tls_roots() {
         );
     }
 }
+
+// ---- docs: the "Run with llama.cpp / Ollama / vLLM" lines -----------------------------------
+
+/// The ```toml blocks of the docs section, each with the server it is for.
+fn documented_local_configs() -> Vec<(String, String)> {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/providers.md"))
+        .expect("docs/providers.md");
+    let start = docs
+        .find("## Run with llama.cpp / Ollama / vLLM")
+        .expect("the section exists");
+    let rest = &docs[start + 3..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    let mut out = Vec::new();
+    let mut server = String::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix("### ") {
+            server = name.to_string();
+        } else if line == "```toml" {
+            let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            out.push((server.clone(), block.join("\n")));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn docs_run_with_local_servers_config_lines_work() {
+    let configs = documented_local_configs();
+    let servers: Vec<&str> = configs.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(servers, ["llama.cpp", "Ollama", "vLLM"]);
+    for (server, toml) in configs {
+        let (_dir, project) = project();
+        let mock = Mock::start().await;
+        // The documented lines, only the server's address swapped for the fake one.
+        let port = toml
+            .split("http://localhost:")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .expect("a localhost base_url");
+        let toml = toml.replace(
+            &format!("http://localhost:{port}"),
+            &format!("http://{}", mock.addr),
+        );
+        let config = Config::parse(&toml, "switchboard.toml").expect("the documented lines parse");
+        let spec = config.model.default.clone().expect("a default model");
+        let model_name = spec.split_once('/').map(|(_, m)| m.to_string()).unwrap();
+        mock.push(answer("Final: served locally.", vec![]));
+        let (outcome, _) = session(&project, &toml, &spec, "hi").await;
+        assert_eq!(outcome.status, "completed", "{server}: {outcome:?}");
+        assert_eq!(outcome.answer, "Final: served locally.", "{server}");
+        let seen = mock.requests();
+        assert_eq!(seen.len(), 1, "{server}");
+        assert_eq!(seen[0].path, "/v1/chat/completions", "{server}");
+        assert_eq!(seen[0].body["model"], json!(model_name), "{server}");
+        let expected_max = if toml.contains("context_tokens = 4096") {
+            1024
+        } else {
+            4096
+        };
+        assert_eq!(seen[0].body["max_tokens"], json!(expected_max), "{server}");
+    }
+}
