@@ -17,6 +17,7 @@ use super::check::check_answer;
 use super::dispatch::{self, TaskCall};
 use super::events::{timestamp, EventKind, HopStatus, ViolationRecord};
 use super::session::Shared;
+use super::truncation::{Next, Pieces};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::contract::OnViolation;
@@ -24,14 +25,12 @@ use crate::model::notice::{self, Notice, NoticeObserver};
 use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
 use crate::model::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
-    Usage, CONTINUE_PROMPT,
+    Usage,
 };
 use crate::tools::{self, ToolContext};
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
-/// Times in a row a cut-off answer is continued before the hop ends PARTIAL.
-pub const MAX_CONTINUATIONS: u32 = 2;
 /// Share of the token budget at which the agent is told to wrap up.
 pub const BUDGET_NUDGE: f64 = 0.6;
 /// Tool output kept in the event log (the transcript keeps everything).
@@ -396,11 +395,7 @@ impl HopState {
         self.messages.push(Message::user(self.req.prompt.clone()));
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let mut repairs = 0u32;
-        // Cut-off answers waiting for their rest: how many in a row, their text, and where in
-        // the conversation the first piece sits.
-        let mut cuts = 0u32;
-        let mut cut_text = String::new();
-        let mut cut_start: Option<usize> = None;
+        let mut pieces = Pieces::default();
         let mut nudged = false;
         let mut turn = 0u32;
         loop {
@@ -464,38 +459,24 @@ impl HopState {
                     ));
                 }
             }
-            if response.truncated {
-                cuts += 1;
-                let give_up = cuts > MAX_CONTINUATIONS;
-                self.ctx.emit(EventKind::ModelTruncated {
-                    step: turn,
-                    output_tokens: response.usage.output_tokens,
-                    dropped_tool_calls: response.tool_calls.len(),
-                    action: if give_up { "partial" } else { "continue" }.into(),
-                });
-                cut_start.get_or_insert(self.messages.len());
-                cut_text.push_str(&response.content);
-                self.messages
-                    .push(Message::assistant(response.content, Vec::new()));
-                if give_up {
-                    self.last_content = cut_text;
-                    return self.partial(format!(
-                        "the answer was cut off at the output limit (max_tokens) {cuts} times in a \
-                         row; raise max_tokens (agent frontmatter `max_tokens:` or \
-                         [providers.NAME] max_tokens) or ask for a shorter answer"
-                    ));
+            // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
+            match pieces.take(&mut response, &mut self.messages, turn, |e| {
+                self.ctx.emit(e)
+            }) {
+                Next::Continue => {
+                    // Asking for the rest is not a step of the agent's own.
+                    self.steps -= 1;
+                    continue;
                 }
-                // Asking for the rest is not a step of the agent's own.
-                self.steps -= 1;
-                self.messages.push(Message::user(CONTINUE_PROMPT));
-                continue;
+                Next::GiveUp { answer, why } => {
+                    self.last_content = answer;
+                    return self.partial(why);
+                }
+                Next::Proceed => {}
             }
-            if let Some(start) = cut_start.take() {
-                // The pieces become one answer, as if it had come whole.
-                self.messages.truncate(start);
-                response.content = std::mem::take(&mut cut_text) + &response.content;
+            if !response.content.trim().is_empty() {
+                // Again: the answer may now be joined from pieces.
                 self.last_content = response.content.clone();
-                cuts = 0;
             }
             if response.tool_calls.is_empty() {
                 self.messages

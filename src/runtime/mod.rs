@@ -12,6 +12,7 @@ pub mod ids;
 pub mod resume;
 pub mod session;
 pub mod trace;
+pub mod truncation;
 pub mod view;
 
 pub use events::{Event, EventKind, FsyncPolicy, HopStatus};
