@@ -190,6 +190,8 @@ pub struct Agent {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     /// Longest answer per model turn (frontmatter `max_tokens:`); over the provider's setting.
+    /// Left out of `agents --json` when unset, so that output is unchanged for other agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     pub tools: ToolGrants,
     pub permission: Permission,
