@@ -211,6 +211,34 @@ async fn truncated_unclosed_textual_task_call_is_continued_not_dropped() {
 }
 
 #[tokio::test]
+async fn cut_on_the_last_step_is_continued_without_a_second_last_step_note() {
+    let boss = BOSS.replace("mode: primary\n", "mode: primary\nsteps: 1\n");
+    let (_dir, project) = project_with(&[("boss", &boss), ("helper", HELPER)]);
+    let mock = Mock::start().await;
+    mock.push(truncated(answer("part ", vec![])))
+        .push(answer("rest", vec![]));
+    let (outcome, _) = session(&project, &config(&mock, Proto::OpenAi, ""), "mock/m", "go").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(outcome.answer, "part rest");
+    let seen = mock.requests();
+    let messages = seen[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .clone();
+    let last = messages.last().expect("a last message");
+    assert!(
+        last["content"].as_str().unwrap_or("").contains("cut off"),
+        "{last}"
+    );
+    let notes = seen[1]
+        .body
+        .to_string()
+        .matches("This is your last step")
+        .count();
+    assert_eq!(notes, 1);
+}
+
+#[tokio::test]
 async fn answer_still_cut_off_after_the_continuations_ends_partial() {
     let (_dir, project) = project();
     let mock = Mock::start().await;

@@ -402,7 +402,7 @@ impl HopState {
             self.steps += 1;
             turn += 1;
             let last_step = self.steps >= max_steps;
-            if last_step && !tool_specs.is_empty() {
+            if last_step && !tool_specs.is_empty() && !pieces.waiting() {
                 self.messages.push(Message::user(
                     "This is your last step: give your final answer now, with what you have. \
                      No more tool calls.",

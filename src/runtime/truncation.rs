@@ -33,6 +33,11 @@ pub(crate) struct Pieces {
 }
 
 impl Pieces {
+    /// Whether a cut-off answer waits for its rest (the conversation ends with the request).
+    pub fn waiting(&self) -> bool {
+        self.start.is_some()
+    }
+
     /// Takes `response`; `emit` logs the `model.truncated` event.
     pub fn take(
         &mut self,
@@ -102,6 +107,7 @@ mod tests {
         ));
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[2].content, CONTINUE_PROMPT);
+        assert!(pieces.waiting());
         let mut r = response("two", false);
         assert!(matches!(
             pieces.take(&mut r, &mut messages, 2, |e| events.push(e)),
@@ -109,6 +115,7 @@ mod tests {
         ));
         assert_eq!(r.content, "one two");
         assert_eq!(messages.len(), 1, "the pieces leave the conversation");
+        assert!(!pieces.waiting());
         assert_eq!(events.len(), 1);
     }
 
