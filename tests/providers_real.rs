@@ -8,7 +8,7 @@ mod support;
 use serde_json::json;
 use std::sync::Arc;
 
-use support::mock::{answer, call, raw_sse, status, truncated, Mock, Proto};
+use support::mock::{answer, call, raw_sse, status, truncated, Mock, Proto, Reply};
 use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
 use switchboard::model::registry;
@@ -515,6 +515,22 @@ async fn plain_http_server_loads_no_tls_roots() {
         let model = provider(&mock, proto, true);
         let r = model.complete(&request(&[])).await.expect("answer");
         assert_eq!(r.content, "hi");
+        // A redirect to https would need the roots this client never loaded: refused, once.
+        mock.push(Reply::Status {
+            status: 307,
+            body: String::new(),
+            headers: vec![(
+                "location".into(),
+                "https://127.0.0.1:9/v1/chat/completions".into(),
+            )],
+        });
+        let err = model.complete(&request(&[])).await.unwrap_err();
+        assert!(matches!(err, ModelError::Fatal(_)), "{err:?}");
+        assert!(
+            err.to_string()
+                .contains("set base_url to the https address"),
+            "{err}"
+        );
         // No test in this binary talks https, so no TLS client config may exist at all.
         assert_eq!(
             switchboard::model::client::tls_configs_built(),

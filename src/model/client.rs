@@ -217,6 +217,14 @@ impl HttpClient {
                         retry_after: None,
                     })
                 }
+                // A refused redirect (to https from a plain-http server) fails the same way again.
+                Ok(Err(e)) if e.is_redirect() => {
+                    return Err(ModelError::Fatal(self.redact(&format!(
+                        "{}: POST {url}: {}",
+                        self.config.provider,
+                        error_chain(&e)
+                    ))))
+                }
                 Ok(Err(e)) => return Err(self.transport_error(&url, &e)),
                 Ok(Ok(r)) => r,
             };
