@@ -20,7 +20,7 @@ use super::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, Too
 pub const API_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` is required by the API; this is used when the config names none.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub const DEFAULT_MAX_TOKENS: u32 = super::settings::ANTHROPIC_DEFAULT_MAX_TOKENS;
 
 /// A Messages API provider.
 #[derive(Debug, Clone)]

@@ -120,7 +120,7 @@ impl Protocol {
     pub fn default_max_tokens(self) -> u32 {
         match self {
             Protocol::Openai => DEFAULT_MAX_TOKENS,
-            Protocol::Anthropic => super::anthropic::DEFAULT_MAX_TOKENS,
+            Protocol::Anthropic => ANTHROPIC_DEFAULT_MAX_TOKENS,
         }
     }
 
@@ -314,6 +314,8 @@ pub fn model_uses_tools(settings: &ProviderSettings, model: &str) -> bool {
 /// The output limit when nothing names one and no context size is known. Without any limit a
 /// small local model once wrote 7,223 tokens in one turn and the next request overflowed.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// Anthropic's API requires `max_tokens`; this is sent when nothing else names one.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The least a limit derived from a small context size goes down to.
 const MIN_DERIVED_MAX_TOKENS: u32 = 256;
 
