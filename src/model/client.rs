@@ -84,7 +84,7 @@ impl fmt::Debug for HttpClient {
 
 /// Installs the ring crypto provider for rustls once per process (reqwest is built without a
 /// default one to keep the C build small).
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
