@@ -72,6 +72,7 @@ fn locate(project: &Project, agent: &switchboard::agent::Agent, question: &str) 
             tools: tools::specs_for(agent, tools::Provided::default()),
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: agent.contract.clone().map(|contract| ResponseContract {
                 contract,
                 message_id: "locator-2026-11-21-001".into(),

@@ -27,6 +27,14 @@ pub const BUILTIN_DEFAULT_MODEL: &str = "offline/default";
 /// The config file name, at the project root.
 pub const CONFIG_FILE: &str = "switchboard.toml";
 
+/// Claude's short names, used when the project config does not define them in `[aliases]`.
+/// They live here, with the rest of name resolution, so config needs nothing from `model`.
+pub const BUILTIN_ALIASES: &[(&str, &str)] = &[
+    ("sonnet", "anthropic/claude-sonnet-4-5"),
+    ("haiku", "anthropic/claude-haiku-4-5"),
+    ("opus", "anthropic/claude-opus-4-1"),
+];
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -140,7 +148,7 @@ impl Config {
         if let Some(target) = self.aliases.get(name) {
             return target;
         }
-        crate::model::anthropic::BUILTIN_ALIASES
+        BUILTIN_ALIASES
             .iter()
             .find(|(alias, _)| *alias == name)
             .map_or(name, |(_, target)| target)

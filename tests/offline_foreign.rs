@@ -59,6 +59,7 @@ fn run(f: &Foreign, name: &str, prompt: &str) -> Run {
             tools: tools::specs_for(agent, tools::Provided::default()),
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: None,
         };
         let response = respond(&request);

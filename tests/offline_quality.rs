@@ -107,6 +107,7 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
             tools: tools::specs_for(agent, tools::Provided::default()),
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: agent.contract.clone().map(|contract| ResponseContract {
                 contract,
                 message_id: message_id.clone(),

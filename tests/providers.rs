@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::mock::{answer, call, status, Mock, Proto, Reply};
-use switchboard::model::http::{
-    self, AttemptEvent, AttemptOutcome, BuildOptions, ModelSettings, ProviderSettings,
-};
+use switchboard::model::registry;
+use switchboard::model::retry::{AttemptEvent, AttemptOutcome};
+use switchboard::model::settings::{self, BuildOptions, ModelSettings, ProviderSettings};
 use switchboard::model::{Message, Model, ModelError, ModelRequest, ModelResponse, ToolSpec};
 
 const KEY: &str = "sk-test-SECRET-key-4242";
@@ -62,7 +62,7 @@ fn build(
         })),
     };
     let env = |var: &str| (var == key_env(proto)).then(|| KEY.to_string());
-    let model = http::build(name(proto), model, Some(settings), &options, &env)
+    let model = registry::build(name(proto), model, Some(settings), &options, &env)
         .expect("an HTTP provider")
         .expect("provider builds");
     (model, events)
@@ -89,6 +89,7 @@ fn request(agent: &str, messages: Vec<Message>, tools: &[&str]) -> ModelRequest 
         tools: tools.iter().map(|t| tool(t)).collect(),
         temperature: Some(0.0),
         top_p: None,
+        max_tokens: None,
         response_contract: None,
     }
 }
@@ -569,7 +570,7 @@ async fn textual_task_calls_for_model_without_tools() {
                 "llama3.1".into(),
                 ModelSettings {
                     tools: Some(false),
-                    max_tokens: None,
+                    ..ModelSettings::default()
                 },
             );
             let (model, _) = build(proto, "llama3.1", &s, stream);
@@ -670,10 +671,10 @@ async fn api_key_never_leaks() {
         // the settings and a resolved config print without the key too
         let env = |var: &str| (var == key_env(proto)).then(|| KEY.to_string());
         let kind = match proto {
-            Proto::OpenAi => http::Protocol::Openai,
-            Proto::Anthropic => http::Protocol::Anthropic,
+            Proto::OpenAi => settings::Protocol::Openai,
+            Proto::Anthropic => settings::Protocol::Anthropic,
         };
-        let config = http::HttpConfig::resolve(
+        let config = settings::HttpConfig::resolve(
             name(proto),
             kind,
             &settings(&mock, proto),

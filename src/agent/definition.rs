@@ -116,6 +116,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "model",
     "temperature",
     "top_p",
+    "max_tokens",
     "tools",
     "permission",
     "steps",
@@ -184,6 +185,8 @@ pub(crate) struct RawFrontmatter {
     #[serde(default)]
     pub top_p: Option<f64>,
     #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
     pub tools: Option<Spanned<ToolsDecl>>,
     #[serde(default)]
     pub permission: Option<Permission>,
@@ -212,6 +215,10 @@ pub struct Agent {
     pub model_line: usize,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
+    /// Longest answer per model turn (frontmatter `max_tokens:`); over the provider's setting.
+    /// Left out of `agents --json` when unset, so that output is unchanged for other agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
     pub tools: ToolGrants,
     /// 1-based file line of the `tools:` key (0 when absent), for lint.
     pub tools_line: usize,

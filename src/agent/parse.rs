@@ -246,6 +246,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             .tools
             .as_ref()
             .map_or(0, |t| t.referenced.line() as usize + line_offset),
+        max_tokens: raw.max_tokens,
         tools,
         permission: raw.permission.unwrap_or_else(Permission::default),
         steps: raw.steps,

@@ -51,6 +51,7 @@ pub fn agent_schema() -> Value {
             "model": { "type": "string", "description": "provider/model, an alias from switchboard.toml, or `inherit`" },
             "temperature": { "type": "number", "minimum": 0, "maximum": 2 },
             "top_p": { "type": "number", "minimum": 0, "maximum": 1 },
+            "max_tokens": { "type": "integer", "minimum": 1, "description": "Longest answer per model turn; over [providers.NAME] max_tokens" },
             "tools": {
                 "description": "opencode map of tool (or glob) to bool, or Claude Code's list",
                 "oneOf": [

@@ -58,8 +58,25 @@ fn print_node(n: &HopNode, indent: usize) {
     if n.attempts > 1 {
         line.push_str(&format!("  attempt {}", n.attempts));
     }
+    let pad = "  ".repeat(indent + 2);
     if let Some(e) = &n.error {
-        line.push_str(&format!("  error: {}", e.lines().next().unwrap_or("")));
+        // The whole error: its first line on the hop's line, the rest indented below it.
+        let mut lines = e.lines();
+        line.push_str(&format!("  error: {}", lines.next().unwrap_or("")));
+        for rest in lines {
+            line.push_str(&format!("\n{pad}{rest}"));
+        }
+    }
+    // Every violation, unless the error above already lists it.
+    for v in &n.violation_list {
+        if !n.error.as_deref().is_some_and(|e| e.contains(&v.message)) {
+            let at = if v.line > 0 {
+                format!("line {}: ", v.line)
+            } else {
+                String::new()
+            };
+            line.push_str(&format!("\n{pad}- {at}[{}] {}", v.rule, v.message));
+        }
     }
     println!("{line}");
     for c in &n.children {

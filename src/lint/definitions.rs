@@ -56,11 +56,7 @@ pub fn models(
             continue;
         }
         let mut aliases: Vec<&str> = config.aliases.keys().map(String::as_str).collect();
-        aliases.extend(
-            crate::model::anthropic::BUILTIN_ALIASES
-                .iter()
-                .map(|(a, _)| *a),
-        );
+        aliases.extend(crate::config::BUILTIN_ALIASES.iter().map(|(a, _)| *a));
         let mut d = Diagnostic::new(
             Severity::Warning,
             "agent/unknown-model",

@@ -10,21 +10,17 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-use super::http::{encode, HttpClient, HttpConfig, SseEvent};
+use super::client::{encode, ClientError, HttpClient};
+use super::retry::Verdict;
+use super::settings::HttpConfig;
+use super::sse::SseEvent;
 use super::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage};
 
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` is required by the API; this is used when the config names none.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-
-/// Claude's short names, used when the project config does not define them in `[aliases]`.
-pub const BUILTIN_ALIASES: &[(&str, &str)] = &[
-    ("sonnet", "anthropic/claude-sonnet-4-5"),
-    ("haiku", "anthropic/claude-haiku-4-5"),
-    ("opus", "anthropic/claude-opus-4-1"),
-];
+pub const DEFAULT_MAX_TOKENS: u32 = super::settings::ANTHROPIC_DEFAULT_MAX_TOKENS;
 
 /// A Messages API provider.
 #[derive(Debug, Clone)]
@@ -33,7 +29,7 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    pub fn new(config: HttpConfig) -> Result<Anthropic, String> {
+    pub fn new(config: HttpConfig) -> Result<Anthropic, ClientError> {
         Ok(Anthropic {
             http: HttpClient::new(config)?,
         })
@@ -107,7 +103,10 @@ impl Anthropic {
             .collect();
         let mut body = json!({
             "model": request.model,
-            "max_tokens": self.http.config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "max_tokens": request
+                .max_tokens
+                .or(self.http.config.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS),
             "messages": messages,
         });
         let Some(obj) = body.as_object_mut() else {
@@ -190,6 +189,7 @@ impl Anthropic {
             content,
             tool_calls,
             usage: parsed.usage.map(WireUsage::usage).unwrap_or_default(),
+            truncated: parsed.stop_reason.as_deref() == Some(MAX_TOKENS),
         })
     }
 }
@@ -225,25 +225,27 @@ fn api_error(http: &HttpClient, error: Option<&Value>) -> ModelError {
     let message = http.redact(&format!(
         "{}: the API reported {kind}: {}",
         http.config.provider,
-        super::http::snippet(text)
+        super::client::snippet(text)
     ));
-    if matches!(
-        kind,
-        "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
-    ) {
-        ModelError::Transient {
-            message,
-            retry_after: None,
+    let verdict = match super::retry::classify(None, text) {
+        Verdict::ContextOverflow => Verdict::ContextOverflow,
+        _ if matches!(
+            kind,
+            "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
+        ) =>
+        {
+            Verdict::Transient
         }
-    } else {
-        ModelError::Fatal(message)
-    }
+        _ => Verdict::Permanent,
+    };
+    super::retry::error_for(verdict, message, None)
 }
 
 #[derive(Deserialize)]
 struct WireMessage {
     #[serde(rename = "type")]
     kind: Option<String>,
+    stop_reason: Option<String>,
     content: Option<Vec<WireBlock>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
@@ -310,7 +312,12 @@ struct StreamDelta<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    stop_reason: Option<Cow<'a, str>>,
 }
+
+/// The stop reason of an answer cut off by `max_tokens`.
+const MAX_TOKENS: &str = "max_tokens";
 
 enum Block {
     Text(String),
@@ -328,9 +335,10 @@ struct StreamAccumulator {
     blocks: Vec<Block>,
     usage: Usage,
     stopped: bool,
+    truncated: bool,
 }
 
-impl super::http::StreamAccumulator for StreamAccumulator {
+impl super::client::StreamAccumulator for StreamAccumulator {
     fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
         let data = event.data.trim();
         if data.is_empty() {
@@ -398,6 +406,9 @@ impl super::http::StreamAccumulator for StreamAccumulator {
                 }
             }
             "message_delta" => {
+                if let Some(reason) = parsed.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
+                    self.truncated = reason == MAX_TOKENS;
+                }
                 if let Some(u) = parsed.usage {
                     if let Some(out) = u.output_tokens {
                         self.usage.output_tokens = out;
@@ -456,6 +467,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
             content,
             tool_calls,
             usage: self.usage,
+            truncated: self.truncated,
         })
     }
 }
@@ -463,7 +475,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::http::Protocol;
+    use crate::model::settings::Protocol;
     use crate::model::{Message, ToolSpec};
 
     fn provider() -> Anthropic {
@@ -499,6 +511,7 @@ mod tests {
             }],
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: None,
         };
         let body = provider().body(&req, true);

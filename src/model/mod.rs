@@ -4,9 +4,15 @@
 //! can be swapped (scripted for tests, offline by default, real APIs) without the runtime
 //! noticing. Anything a provider needs to know about the agent travels in the request.
 
+pub mod adaptive;
 pub mod anthropic;
-pub mod http;
+pub mod client;
+pub mod notice;
 pub mod openai;
+pub mod retry;
+pub mod secrets;
+pub mod settings;
+pub mod sse;
 pub mod textual;
 
 use serde::{Deserialize, Serialize};
@@ -121,6 +127,10 @@ pub struct ModelRequest {
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// The agent's own output limit (frontmatter `max_tokens:`); wins over the provider's
+    /// configured or default limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_contract: Option<ResponseContract>,
 }
@@ -146,7 +156,16 @@ pub struct ModelResponse {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default)]
     pub usage: Usage,
+    /// The answer stopped at the output limit (OpenAI's `finish_reason: "length"`, Anthropic's
+    /// `stop_reason: "max_tokens"`): it is not whole, and the runtime must not take it as final.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
+
+/// What the runtime says after a cut-off answer to get the rest. Textual tool parsing
+/// recognises it, so a `task(` call split across the cut is read as one call.
+pub const CONTINUE_PROMPT: &str = "Your previous answer was cut off at the output token limit. \
+     Continue exactly where it stopped, without repeating anything or starting over.";
 
 /// Why a completion failed; the tier decides whether the runtime retries.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -162,6 +181,16 @@ pub enum ModelError {
     /// script that ran out.
     #[error("{0}")]
     Fatal(String),
+    /// The prompt plus the room asked for the answer does not fit the model's context window.
+    /// Not retried (the same request overflows again), and not a wrong model name or missing
+    /// tool support either: the user has to make the conversation fit.
+    #[error(
+        "{message}. The conversation does not fit the model's context window: give the agent a \
+         shorter task (or split it across subagents), start the server with a larger context \
+         (llama.cpp --ctx-size, Ollama num_ctx, vLLM --max-model-len), or lower max_tokens \
+         (agent frontmatter `max_tokens:` or [providers.NAME] max_tokens)"
+    )]
+    ContextOverflow { message: String },
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -10,7 +10,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-use super::http::{encode, HttpClient, HttpConfig, SseEvent};
+use super::client::{encode, ClientError, HttpClient};
+use super::retry;
+use super::settings::HttpConfig;
+use super::sse::SseEvent;
 use super::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage,
 };
@@ -22,7 +25,7 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(config: HttpConfig) -> Result<OpenAi, String> {
+    pub fn new(config: HttpConfig) -> Result<OpenAi, ClientError> {
         Ok(OpenAi {
             http: HttpClient::new(config)?,
         })
@@ -30,6 +33,11 @@ impl OpenAi {
 
     pub fn config(&self) -> &HttpConfig {
         &self.http.config
+    }
+
+    /// Whether the server says its chat template supports tools (`None`: it does not say).
+    pub async fn server_supports_tools(&self) -> Option<bool> {
+        self.http.server_supports_tools().await
     }
 
     /// The request body for `request`, as JSON.
@@ -76,7 +84,7 @@ impl OpenAi {
         if let Some(p) = request.top_p {
             obj.insert("top_p".into(), json!(p));
         }
-        if let Some(n) = self.http.config.max_tokens {
+        if let Some(n) = request.max_tokens.or(self.http.config.max_tokens) {
             obj.insert("max_tokens".into(), json!(n));
         }
         body
@@ -112,11 +120,16 @@ impl OpenAi {
                 .not_protocol("a Chat Completions response", &e.to_string(), bytes)
         })?;
         if let Some(err) = parsed.error {
-            return Err(ModelError::Fatal(self.http.redact(&format!(
-                "{}: the server answered with an error: {}",
-                self.http.config.provider,
-                super::http::snippet(&err.to_string())
-            ))));
+            let text = self.http.redact(&super::client::snippet(&err.to_string()));
+            let message = format!(
+                "{}: the server answered with an error: {text}",
+                self.http.config.provider
+            );
+            return Err(retry::error_for(
+                retry::classify(None, &text),
+                message,
+                None,
+            ));
         }
         let Some(choice) = parsed.choices.into_iter().next() else {
             return Err(self
@@ -138,6 +151,7 @@ impl OpenAi {
             content: choice.message.content.unwrap_or_default(),
             tool_calls,
             usage: parsed.usage.map(Usage::from).unwrap_or_default(),
+            truncated: choice.finish_reason.as_deref() == Some(LENGTH),
         })
     }
 }
@@ -230,7 +244,11 @@ struct Completion {
 #[derive(Deserialize)]
 struct Choice {
     message: WireMessage,
+    finish_reason: Option<String>,
 }
+
+/// The finish reason of an answer cut off by `max_tokens`.
+const LENGTH: &str = "length";
 
 #[derive(Deserialize)]
 struct WireMessage {
@@ -339,7 +357,7 @@ struct StreamAccumulator {
     done: bool,
 }
 
-impl super::http::StreamAccumulator for StreamAccumulator {
+impl super::client::StreamAccumulator for StreamAccumulator {
     fn event(&mut self, event: &SseEvent, http: &HttpClient) -> Result<(), ModelError> {
         let data = event.data.trim();
         if data == "[DONE]" {
@@ -357,22 +375,17 @@ impl super::http::StreamAccumulator for StreamAccumulator {
             )
         })?;
         if let Some(err) = chunk.error {
-            let text = http.redact(&super::http::snippet(&err.to_string()));
+            let text = http.redact(&super::client::snippet(&err.to_string()));
             let message = format!(
                 "{}: the server reported an error mid-stream: {text}",
                 http.config.provider
             );
-            let transient = ["server_error", "overloaded", "rate_limit", "timeout"]
-                .iter()
-                .any(|w| text.contains(w));
-            return Err(if transient {
-                ModelError::Transient {
-                    message,
-                    retry_after: None,
-                }
-            } else {
-                ModelError::Fatal(message)
-            });
+            // By its words: a grammar mismatch says `server_error` too but fails every time.
+            return Err(retry::error_for(
+                retry::classify(None, &text),
+                message,
+                None,
+            ));
         }
         if let Some(u) = chunk.usage {
             self.usage = u.into();
@@ -448,6 +461,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
                 })
                 .collect(),
             usage: self.usage,
+            truncated: self.finish_reason.as_deref() == Some(LENGTH),
         })
     }
 }
@@ -455,7 +469,7 @@ impl super::http::StreamAccumulator for StreamAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::http::Protocol;
+    use crate::model::settings::Protocol;
     use crate::model::ToolSpec;
 
     fn provider() -> OpenAi {
@@ -492,6 +506,7 @@ mod tests {
             }],
             temperature: Some(0.2),
             top_p: None,
+            max_tokens: None,
             response_contract: None,
         };
         let body = provider().body(&req, true);

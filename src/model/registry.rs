@@ -10,7 +10,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use super::adaptive::AdaptiveTools;
+use super::client::ClientError;
 use super::scripted::ScriptedModel;
+use super::settings::{
+    model_max_tokens, model_uses_tools, BuildOptions, HttpConfig, Protocol, ProviderSettings,
+    SettingsError,
+};
 use super::Model;
 
 /// What a provider factory may look at when building a model.
@@ -49,6 +55,54 @@ pub fn parse_spec(spec: &str) -> Result<(&str, &str), RegistryError> {
     }
 }
 
+/// Why an HTTP provider could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+/// Builds the provider for `NAME/MODEL` when `NAME` speaks an HTTP protocol: `openai`,
+/// `anthropic`, or any `[providers.NAME]` with a `protocol` key. `None` for other names (the
+/// registry's own providers). A model configured with `tools = false` comes wrapped in
+/// [`TextualTools`](super::textual::TextualTools).
+pub fn build(
+    provider: &str,
+    model: &str,
+    settings: Option<&ProviderSettings>,
+    options: &BuildOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Result<Arc<dyn Model>, BuildError>> {
+    let protocol = Protocol::for_provider(provider, settings)?;
+    let defaults = ProviderSettings::default();
+    let settings = settings.unwrap_or(&defaults);
+    Some((|| {
+        let mut config = HttpConfig::resolve(provider, protocol, settings, options, env)?;
+        config.max_tokens = Some(model_max_tokens(settings, model, protocol));
+        // Only a server that is not OpenAI's own may lack tool support in its chat template.
+        let local = config.base_url != protocol.default_base_url();
+        let (inner, probe): (Arc<dyn Model>, _) = match protocol {
+            Protocol::Openai => {
+                let openai = Arc::new(super::openai::OpenAi::new(config)?);
+                (openai.clone(), local.then_some(openai))
+            }
+            Protocol::Anthropic => (Arc::new(super::anthropic::Anthropic::new(config)?), None),
+        };
+        Ok(if model_uses_tools(settings, model) {
+            Arc::new(AdaptiveTools::new(inner, probe)) as Arc<dyn Model>
+        } else {
+            Arc::new(super::textual::TextualTools::new(inner)) as Arc<dyn Model>
+        })
+    })())
+}
+
+/// `std::env::var`, as [`build`] wants it.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// Builds an HTTP provider (`openai`, `anthropic` or a `[providers.NAME]` with a `protocol`)
 /// from its config table and the environment.
 pub fn build_http(
@@ -59,27 +113,27 @@ pub fn build_http(
 ) -> Result<Arc<dyn Model>, RegistryError> {
     let spec = format!("{provider}/{model}");
     let settings = match ctx.providers.get(provider) {
-        Some(table) => Some(
-            table
-                .clone()
-                .try_into::<super::http::ProviderSettings>()
-                .map_err(|e| RegistryError::Build {
-                    spec: spec.clone(),
-                    reason: format!(
-                        "[providers.{provider}] in switchboard.toml: {}",
-                        e.message()
-                    ),
-                })?,
-        ),
+        Some(table) => Some(table.clone().try_into::<ProviderSettings>().map_err(|e| {
+            RegistryError::Build {
+                spec: spec.clone(),
+                reason: format!(
+                    "[providers.{provider}] in switchboard.toml: {}",
+                    e.message()
+                ),
+            }
+        })?),
         None => None,
     };
-    let options = super::http::BuildOptions {
+    let options = BuildOptions {
         stream: ctx.stream,
         observer: None,
     };
-    match super::http::build(provider, model, settings.as_ref(), &options, env) {
+    match build(provider, model, settings.as_ref(), &options, env) {
         Some(Ok(m)) => Ok(m),
-        Some(Err(reason)) => Err(RegistryError::Build { spec, reason }),
+        Some(Err(e)) => Err(RegistryError::Build {
+            spec,
+            reason: e.to_string(),
+        }),
         None => Err(RegistryError::Build {
             spec,
             reason: format!(
@@ -146,7 +200,7 @@ impl Registry {
             r.register(
                 &name,
                 Arc::new(move |ctx: &ProviderContext, model: &str| {
-                    build_http(ctx, &provider, model, &super::http::process_env)
+                    build_http(ctx, &provider, model, &process_env)
                 }),
             );
         }

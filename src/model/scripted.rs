@@ -224,6 +224,7 @@ impl Model for ScriptedModel {
                 content,
                 tool_calls,
                 usage,
+                truncated: false,
             })
         })
     }
@@ -286,6 +287,7 @@ mod tests {
             tools: vec![],
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: None,
         }
     }

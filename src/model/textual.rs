@@ -14,7 +14,10 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::{Map, Number, Value};
 use std::sync::Arc;
 
-use super::{BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall};
+use super::{
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall,
+    CONTINUE_PROMPT,
+};
 
 /// The tool name delegations use.
 pub const TASK_TOOL: &str = "task";
@@ -376,6 +379,7 @@ impl TextualTools {
             tools: Vec::new(),
             temperature: request.temperature,
             top_p: request.top_p,
+            max_tokens: request.max_tokens,
             response_contract: request.response_contract.clone(),
         }
     }
@@ -393,22 +397,52 @@ impl Model for TextualTools {
         Box::pin(async move {
             let textual = Self::textual_request(request);
             let mut response = self.inner.complete(&textual).await?;
-            if request.tools.iter().any(|t| t.name == TASK_TOOL) {
-                // Ids unique across the conversation: the turn number is part of them.
-                let turn = request
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::Assistant)
-                    .count()
-                    + 1;
-                let prefix = format!("text_call_t{turn}");
-                response.tool_calls = parse_task_calls_with_prefix(&response.content, &prefix);
+            if request.tools.iter().any(|t| t.name == TASK_TOOL) && !response.truncated {
+                response.tool_calls = Self::calls_in_answer(request, &response.content);
             } else {
+                // Not allowed to delegate, or cut off: a call may be unfinished, so none is
+                // read until the runtime has asked for the rest.
                 response.tool_calls.clear();
             }
             Ok(response)
         })
     }
+}
+
+impl TextualTools {
+    /// The `task(...)` calls of `answer`, the reply to `request`. When `request` asked for the
+    /// rest of a cut-off answer ([`CONTINUE_PROMPT`] after it), the cut-off parts come first,
+    /// so a call split by the cut is read whole. Ids carry the turn number, unique in the
+    /// conversation.
+    pub fn calls_in_answer(request: &ModelRequest, answer: &str) -> Vec<ToolCall> {
+        let (before, start) = continued_text(&request.messages);
+        let turn = request.messages[..start]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count()
+            + 1;
+        let text = format!("{before}{answer}");
+        parse_task_calls_with_prefix(&text, &format!("text_call_t{turn}"))
+    }
+}
+
+/// The cut-off parts a continuation request carries at its end (assistant turns, each followed
+/// by the [`CONTINUE_PROMPT`]), joined, and the index where they begin.
+fn continued_text(messages: &[Message]) -> (String, usize) {
+    let mut start = messages.len();
+    while start >= 2
+        && messages[start - 1].role == Role::User
+        && messages[start - 1].content == CONTINUE_PROMPT
+        && messages[start - 2].role == Role::Assistant
+    {
+        start -= 2;
+    }
+    let text = messages[start..]
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.content.as_str())
+        .collect();
+    (text, start)
 }
 
 #[cfg(test)]

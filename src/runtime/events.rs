@@ -103,6 +103,25 @@ pub enum EventKind {
         delay_ms: u64,
         elapsed_us: u64,
     },
+    /// An answer cut off at the output limit (`max_tokens`). `action` is `continue` (the model
+    /// is asked for the rest) or `partial` (too many cuts in a row: the hop ends PARTIAL).
+    #[serde(rename = "model.truncated")]
+    ModelTruncated {
+        step: u32,
+        output_tokens: u64,
+        /// Native tool calls of the cut-off answer, not run (a call may be cut mid-way).
+        dropped_tool_calls: usize,
+        action: String,
+    },
+    /// The model was switched to textual task() calls for the rest of the session, because
+    /// its server's chat template cannot do tools.
+    #[serde(rename = "model.tools_fallback")]
+    ModelToolsFallback {
+        step: u32,
+        provider: String,
+        model: String,
+        reason: String,
+    },
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -194,6 +213,8 @@ impl EventKind {
             EventKind::ModelResponse { .. } => "model.response",
             EventKind::ModelError { .. } => "model.error",
             EventKind::ModelRetry { .. } => "model.retry",
+            EventKind::ModelTruncated { .. } => "model.truncated",
+            EventKind::ModelToolsFallback { .. } => "model.tools_fallback",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::WebFetch(_) => "web.fetch",

@@ -25,8 +25,11 @@ use super::handoff::{HopRequest, HopResult};
 use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::tool_calls::{cut, Caller, Prepared};
+use super::truncation::{Next, Pieces};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
+use crate::model::notice::{self, Notice, NoticeObserver};
+use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
 use crate::model::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
     Usage,
@@ -35,8 +38,6 @@ use crate::tools;
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
-/// Retries of a transient model failure before the hop fails.
-pub const MODEL_RETRIES: u32 = 3;
 /// Share of the token budget at which the agent is told to wrap up.
 pub const BUDGET_NUDGE: f64 = 0.6;
 /// Tool output kept in the event log (the transcript keeps everything).
@@ -240,13 +241,14 @@ impl HopState {
             message_id: &message_id,
             repairs: 0,
         };
+        let mut pieces = Pieces::default();
         let mut nudged = false;
         let mut turn = 0u32;
         loop {
             self.steps += 1;
             turn += 1;
             let last_step = self.steps >= max_steps;
-            if last_step && !tool_specs.is_empty() {
+            if last_step && !tool_specs.is_empty() && !pieces.waiting() {
                 self.messages.push(Message::user(
                     "This is your last step: give your final answer now, with what you have. \
                      No more tool calls.",
@@ -264,6 +266,7 @@ impl HopState {
                 },
                 temperature: self.agent.temperature,
                 top_p: self.agent.top_p,
+                max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),
             };
             self.ctx.emit(EventKind::ModelRequest {
@@ -272,7 +275,7 @@ impl HopState {
                 tools: request.tools.len(),
             });
             let clock = Instant::now();
-            let response = match self.complete(&request, turn).await {
+            let mut response = match self.complete(&request, turn).await {
                 Ok(r) => r,
                 Err(e) => return Ending::failed(format!("model {}: {e}", self.model_spec)),
             };
@@ -301,6 +304,25 @@ impl HopState {
                         self.usage.total()
                     ));
                 }
+            }
+            // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
+            match pieces.take(&mut response, &mut self.messages, turn, |e| {
+                self.ctx.emit(e)
+            }) {
+                Next::Continue => {
+                    // Asking for the rest is not a step of the agent's own.
+                    self.steps -= 1;
+                    continue;
+                }
+                Next::GiveUp { answer, why } => {
+                    self.last_content = answer;
+                    return self.partial(why);
+                }
+                Next::Proceed => {}
+            }
+            if !response.content.trim().is_empty() {
+                // Again: the answer may now be joined from pieces.
+                self.last_content = response.content.clone();
             }
             if response.tool_calls.is_empty() {
                 self.messages
@@ -368,56 +390,55 @@ impl HopState {
         }
     }
 
-    /// One completion, with retries for transient failures.
+    /// One completion under the one retry policy ([`RetryPolicy::run`]). HTTP providers retry
+    /// inside `complete` with their configured policy and give up with a fatal error, so this
+    /// layer only retries transient errors of models that do not retry themselves. Every
+    /// retried attempt is a `model.retry` event; the final failure a `model.error`.
     async fn complete(
         &self,
         request: &ModelRequest,
         step: u32,
     ) -> Result<ModelResponse, ModelError> {
-        let mut attempt = 0;
-        // HTTP providers retry transient failures themselves; each failed attempt is logged.
         let ctx = self.ctx.clone();
-        let observer: crate::model::http::AttemptObserver =
-            Arc::new(move |e: &crate::model::http::AttemptEvent| {
-                if let crate::model::http::AttemptOutcome::Retrying { error, delay } = &e.outcome {
-                    ctx.emit(EventKind::ModelRetry {
-                        step,
-                        provider: e.provider.clone(),
-                        attempt: e.attempt,
-                        max_attempts: e.max_attempts,
-                        error: error.clone(),
-                        delay_ms: delay.as_millis() as u64,
-                        elapsed_us: e.elapsed.as_micros() as u64,
-                    });
-                }
-            });
-        loop {
-            let call = self.model.complete(request);
-            match crate::model::http::observe(observer.clone(), call).await {
-                Ok(r) => return Ok(r),
-                Err(ModelError::Transient {
-                    message,
-                    retry_after,
-                }) if attempt < MODEL_RETRIES => {
-                    attempt += 1;
-                    self.ctx.emit(EventKind::ModelError {
-                        step,
-                        error: message,
-                        retry: true,
-                    });
-                    let backoff = Duration::from_millis(250 * 2u64.pow(attempt));
-                    tokio::time::sleep(retry_after.unwrap_or(backoff)).await;
-                }
-                Err(e) => {
-                    self.ctx.emit(EventKind::ModelError {
-                        step,
-                        error: e.to_string(),
-                        retry: false,
-                    });
-                    return Err(e);
-                }
+        let observer: AttemptObserver = Arc::new(move |e: &AttemptEvent| {
+            if let AttemptOutcome::Retrying { error, delay } = &e.outcome {
+                ctx.emit(EventKind::ModelRetry {
+                    step,
+                    provider: e.provider.clone(),
+                    attempt: e.attempt,
+                    max_attempts: e.max_attempts,
+                    error: error.clone(),
+                    delay_ms: delay.as_millis() as u64,
+                    elapsed_us: e.elapsed.as_micros() as u64,
+                });
             }
+        });
+        let policy = RetryPolicy::default();
+        let call = policy.run(self.model.provider(), &request.model, None, || {
+            self.model.complete(request)
+        });
+        let ctx = self.ctx.clone();
+        let notices: NoticeObserver = Arc::new(move |n: &Notice| match n {
+            Notice::ToolsFallback {
+                provider,
+                model,
+                reason,
+            } => ctx.emit(EventKind::ModelToolsFallback {
+                step,
+                provider: provider.clone(),
+                model: model.clone(),
+                reason: reason.clone(),
+            }),
+        });
+        let result = notice::observe(notices, retry::observe(observer, call)).await;
+        if let Err(e) = &result {
+            self.ctx.emit(EventKind::ModelError {
+                step,
+                error: e.to_string(),
+                retry: false,
+            });
         }
+        result
     }
 
     /// Runs one turn's tool calls: built-ins inline, `task` calls as concurrent child hops;

@@ -19,6 +19,7 @@ pub mod status;
 pub mod store;
 pub mod tool_calls;
 pub mod trace;
+pub mod truncation;
 
 pub use events::{Event, EventKind, FsyncPolicy, Observer};
 pub use options::RunOptions;

@@ -4,7 +4,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::events::EventKind;
+use super::events::{EventKind, ViolationRecord};
 use super::status::{HopProgress, HopStatus, SessionProgress};
 use super::store::{self, log_path, LogError, SESSIONS_DIR};
 use crate::project::Project;
@@ -27,6 +27,9 @@ pub struct HopNode {
     /// `None`: no contract; else whether the last check passed.
     pub conformant: Option<bool>,
     pub violations: usize,
+    /// The violations of the last check (or of the hop's end), for `trace` to list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violation_list: Vec<ViolationRecord>,
     pub repairs: u32,
     pub error: Option<String>,
     pub children: Vec<HopNode>,
@@ -114,6 +117,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
                     n.conformant = Some(*conformant);
                     n.violations = violations.len();
+                    n.violation_list = violations.clone();
                 }
             }
             EventKind::HopRepair { .. } => {
@@ -132,11 +136,17 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
                 }
             }
             EventKind::HopFailed {
-                error, duration_us, ..
+                error,
+                duration_us,
+                violations,
+                ..
             } => {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
                     n.status = HopProgress::Ended(HopStatus::Failed);
                     n.error = Some(error.clone());
+                    if !violations.is_empty() {
+                        n.violation_list = violations.clone();
+                    }
                     if *duration_us > 0 {
                         n.duration_ms = Some(*duration_us as f64 / 1000.0);
                     }
@@ -209,6 +219,7 @@ fn node_for<'n>(
         tokens: 0,
         conformant: None,
         violations: 0,
+        violation_list: Vec::new(),
         repairs: 0,
         error: None,
         children: Vec::new(),

@@ -61,6 +61,22 @@ pub enum Reply {
     StallStream { answer: Box<Reply>, keep: usize },
     /// Never answers at all.
     Hang,
+    /// The answer cut off by the output limit: OpenAI's `finish_reason: "length"`, Anthropic's
+    /// `stop_reason: "max_tokens"`, streamed or not.
+    Truncated(Box<Reply>),
+}
+
+/// `reply` as the server sends it when the answer hit `max_tokens`.
+pub fn truncated(reply: Reply) -> Reply {
+    Reply::Truncated(Box::new(reply))
+}
+
+/// 200 with this SSE text verbatim (wire bytes copied from a real server).
+pub fn raw_sse(body: &str) -> Reply {
+    Reply::Raw {
+        content_type: "text/event-stream".into(),
+        body: body.into(),
+    }
 }
 
 pub fn answer(text: &str, calls: Vec<Call>) -> Reply {
@@ -104,6 +120,10 @@ struct State {
     repeat: Option<Reply>,
     requests: Vec<Recorded>,
     record: bool,
+    /// What `GET …/props` answers (llama.cpp's server info); 404 when unset.
+    props: Option<Value>,
+    /// How many `GET …/props` came.
+    props_requests: usize,
 }
 
 #[derive(Clone)]
@@ -159,6 +179,16 @@ impl Mock {
         s.record = false;
     }
 
+    /// Makes `GET /props` answer `props`, as llama.cpp's server does.
+    pub fn set_props(&self, props: Value) {
+        self.state.lock().expect("mock state").props = Some(props);
+    }
+
+    /// How many times `GET /props` was asked.
+    pub fn props_requests(&self) -> usize {
+        self.state.lock().expect("mock state").props_requests
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().expect("mock state").requests.clone()
     }
@@ -166,11 +196,20 @@ impl Mock {
 
 async fn handle(
     state: Arc<Mutex<State>>,
-    _method: Method,
+    method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if method == Method::GET && uri.path().ends_with("/props") {
+        // Server info, as llama.cpp serves it; never takes a queued reply.
+        let mut s = state.lock().expect("mock state");
+        s.props_requests += 1;
+        return match &s.props {
+            Some(props) => plain(200, "application/json", &props.to_string()),
+            None => plain(404, "text/plain", "Not Found"),
+        };
+    }
     let proto = if uri.path().ends_with("/messages") {
         Proto::Anthropic
     } else {
@@ -217,12 +256,12 @@ fn plain(code: u16, content_type: &str, body: &str) -> Response {
 
 async fn render(reply: Reply, proto: Proto, stream: bool, headers: &HeaderMap) -> Response {
     match reply {
-        Reply::Answer { .. } if !stream => plain(
+        Reply::Truncated(_) | Reply::Answer { .. } if !stream => plain(
             200,
             "application/json",
             &answer_json(&reply, proto).to_string(),
         ),
-        Reply::Answer { .. } => {
+        Reply::Truncated(_) | Reply::Answer { .. } => {
             let text = answer_sse(&reply, proto);
             sse_response(chunks(text.into_bytes(), 64), None)
         }
@@ -286,6 +325,7 @@ fn sse_response(parts: Vec<Bytes>, end: Option<bool>) -> Response {
 
 fn parts(reply: &Reply) -> (&str, &[Call], u64, u64) {
     match reply {
+        Reply::Truncated(inner) => parts(inner),
         Reply::Answer {
             text,
             calls,
@@ -293,6 +333,19 @@ fn parts(reply: &Reply) -> (&str, &[Call], u64, u64) {
             output_tokens,
         } => (text, calls, *input_tokens, *output_tokens),
         _ => ("", &[], 0, 0),
+    }
+}
+
+/// Why the answer ended, in the protocol's words.
+fn finish_reason(reply: &Reply, proto: Proto) -> &'static str {
+    let calls = !parts(reply).1.is_empty();
+    match (proto, reply, calls) {
+        (Proto::OpenAi, Reply::Truncated(_), _) => "length",
+        (Proto::Anthropic, Reply::Truncated(_), _) => "max_tokens",
+        (Proto::OpenAi, _, true) => "tool_calls",
+        (Proto::OpenAi, _, false) => "stop",
+        (Proto::Anthropic, _, true) => "tool_use",
+        (Proto::Anthropic, _, false) => "end_turn",
     }
 }
 
@@ -316,7 +369,7 @@ pub fn answer_json(reply: &Reply, proto: Proto) -> Value {
             json!({
                 "id": "chatcmpl-1", "object": "chat.completion", "model": "mock",
                 "choices": [{"index": 0, "message": message,
-                    "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
+                    "finish_reason": finish_reason(reply, proto)}],
                 "usage": {"prompt_tokens": input, "completion_tokens": output,
                           "total_tokens": input + output}
             })
@@ -334,7 +387,7 @@ pub fn answer_json(reply: &Reply, proto: Proto) -> Value {
             json!({
                 "id": "msg_1", "type": "message", "role": "assistant", "model": "mock",
                 "content": content,
-                "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+                "stop_reason": finish_reason(reply, proto),
                 "usage": {"input_tokens": input, "output_tokens": output}
             })
         }
@@ -403,12 +456,7 @@ pub fn answer_sse_with(reply: &Reply, proto: Proto, deltas: usize) -> String {
                     );
                 }
             }
-            let finish = if calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            };
-            data(None, chunk(json!({}), json!(finish)));
+            data(None, chunk(json!({}), json!(finish_reason(reply, proto))));
             data(
                 None,
                 json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
@@ -465,14 +513,9 @@ pub fn answer_sse_with(reply: &Reply, proto: Proto, deltas: usize) -> String {
                 );
                 index += 1;
             }
-            let stop = if calls.is_empty() {
-                "end_turn"
-            } else {
-                "tool_use"
-            };
             data(
                 Some("message_delta"),
-                json!({"type": "message_delta", "delta": {"stop_reason": stop},
+                json!({"type": "message_delta", "delta": {"stop_reason": finish_reason(reply, proto)},
                        "usage": {"output_tokens": output}}),
             );
             data(Some("message_stop"), json!({"type": "message_stop"}));

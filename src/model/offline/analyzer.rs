@@ -266,7 +266,7 @@ mod tests {
                     .iter()
                     .find(|(name, _)| *name == p)
                     .map(|(_, t)| numbered(t))
-                    .ok_or_else(|| format!("`{p}` does not exist under the project root"))
+                    .ok_or_else(|| format!("`{p}` does not exist under the project root").into())
             });
         }
         panic!("analyzer did not finish")

@@ -383,7 +383,7 @@ mod tests {
         ),
     ];
 
-    fn run(c: &crate::model::ToolCall) -> Result<String, String> {
+    fn run(c: &crate::model::ToolCall) -> Result<String, super::super::testing::ToolFailed> {
         let path = c.arguments["path"].as_str().unwrap_or(".");
         match c.name.as_str() {
             "glob" => Ok(FILES.iter().map(|(p, _)| format!("{p}\n")).collect()),

@@ -100,6 +100,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
             input_tokens: input_chars.div_ceil(4) as u64,
             output_tokens: output_chars.div_ceil(4) as u64,
         },
+        truncated: false,
     }
 }
 
@@ -274,6 +275,7 @@ pub(crate) mod testing {
             tools: tools(tools_),
             temperature: None,
             top_p: None,
+            max_tokens: None,
             response_contract: contract.map(|contract| ResponseContract {
                 message_id: format!(
                     "{}-2026-11-21-001",
@@ -286,11 +288,27 @@ pub(crate) mod testing {
         }
     }
 
+    /// A tool call the test harness refuses; its text becomes the error result.
+    #[derive(Debug)]
+    pub struct ToolFailed(pub String);
+
+    impl From<&str> for ToolFailed {
+        fn from(s: &str) -> Self {
+            ToolFailed(s.to_string())
+        }
+    }
+
+    impl From<String> for ToolFailed {
+        fn from(s: String) -> Self {
+            ToolFailed(s)
+        }
+    }
+
     /// Appends the assistant turn of `response` and one tool result per call from `run`.
     pub fn play(
         messages: &mut Vec<Message>,
         response: &ModelResponse,
-        mut run: impl FnMut(&ToolCall) -> Result<String, String>,
+        mut run: impl FnMut(&ToolCall) -> Result<String, ToolFailed>,
     ) {
         messages.push(Message::assistant(
             response.content.clone(),
@@ -299,7 +317,7 @@ pub(crate) mod testing {
         for c in &response.tool_calls {
             match run(c) {
                 Ok(out) => messages.push(Message::tool(c.id.clone(), out, false)),
-                Err(out) => messages.push(Message::tool(c.id.clone(), out, true)),
+                Err(ToolFailed(out)) => messages.push(Message::tool(c.id.clone(), out, true)),
             }
         }
     }

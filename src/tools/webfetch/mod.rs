@@ -87,7 +87,7 @@ pub struct SetupError(String);
 impl Web {
     /// Builds the client from `[webfetch]` and `[websearch]`.
     pub fn new(fetch: &WebfetchSection, search: &WebsearchSection) -> Result<Web, SetupError> {
-        crate::model::http::install_crypto_provider();
+        crate::model::client::install_crypto_provider();
         let guard = Arc::new(Guard::new(&fetch.allow_hosts, fetch.allow_networks.clone()));
         let max_redirects = fetch.max_redirects.unwrap_or(DEFAULT_MAX_REDIRECTS);
         let redirect_guard = guard.clone();
@@ -353,7 +353,7 @@ fn render(url: &str, fetched: &Fetched, format: Format) -> Result<ToolOutput, To
         return Err(failed(format!(
             "`{url}` answered HTTP {}: {}",
             fetched.status,
-            crate::model::http::snippet(&text)
+            crate::model::client::snippet(&text)
         )));
     }
     let mut out = format!("URL: {}\n", fetched.final_url);
