@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::definition::Agent;
 use super::parse::{self, Outcome};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 use crate::project::Project;
 
 /// The standard agent folders, relative to the project root, in precedence order.
@@ -48,7 +48,7 @@ pub struct FileReport {
 pub struct AgentSet {
     agents: BTreeMap<String, Agent>,
     pub files: Vec<FileReport>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Vec<Problem>,
 }
 
 impl AgentSet {
@@ -90,7 +90,7 @@ impl AgentSet {
     }
 
     /// Diagnostics for one file.
-    pub fn diagnostics_for<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a Diagnostic> {
+    pub fn diagnostics_for<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a Problem> {
         self.diagnostics.iter().filter(move |d| d.file == file)
     }
 }
@@ -153,7 +153,7 @@ fn load_inner(
 
     for (folder, is_extra) in folders {
         if is_extra && !folder.is_dir() {
-            set.diagnostics.push(Diagnostic::new(
+            set.diagnostics.push(Problem::new(
                 Severity::Error,
                 "agent/folder-missing",
                 folder.display().to_string(),
@@ -181,7 +181,7 @@ fn load_inner(
             let parsed = match parsed {
                 Ok(p) => p,
                 Err(e) => {
-                    set.diagnostics.push(Diagnostic::new(
+                    set.diagnostics.push(Problem::new(
                         Severity::Error,
                         "agent/unreadable",
                         &file,
@@ -202,7 +202,7 @@ fn load_inner(
                     let name = agent.name.clone();
                     match owners.get(&name).cloned() {
                         Some((other, other_extra)) if is_extra && !other_extra => {
-                            set.diagnostics.push(Diagnostic::new(
+                            set.diagnostics.push(Problem::new(
                                 Severity::Note,
                                 "agent/overridden",
                                 &other,
@@ -215,7 +215,7 @@ fn load_inner(
                         }
                         Some((other, _)) => {
                             set.diagnostics.push(
-                                Diagnostic::new(
+                                Problem::new(
                                     Severity::Error,
                                     "agent/duplicate-name",
                                     &file,
@@ -223,7 +223,7 @@ fn load_inner(
                                         "agent `{name}` is defined twice: in {other} and in {file}"
                                     ),
                                 )
-                                .help("rename one of the files, or set a distinct `name`"),
+                                .with_help("rename one of the files, or set a distinct `name`"),
                             );
                             set.files.push(report(
                                 &file,

@@ -20,7 +20,7 @@ struct AgentRow<'a> {
     file: &'a str,
     contract: Option<&'a str>,
     tools: Vec<&'static str>,
-    problems: Vec<&'a crate::diagnostic::Diagnostic>,
+    problems: Vec<&'a crate::problem::Problem>,
 }
 
 pub fn run(global: &Global, args: Args) -> u8 {

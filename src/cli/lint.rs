@@ -5,8 +5,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{print_diagnostics, Global, EXIT_ERROR};
-use crate::diagnostic::Diagnostic;
 use crate::lint::Linter;
+use crate::problem::Problem;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -32,7 +32,7 @@ pub struct Args {
 }
 
 /// One lint pass over the project as it is now, keeping the findings under `paths`.
-fn pass(linter: &mut Linter, paths: &[String]) -> Vec<Diagnostic> {
+fn pass(linter: &mut Linter, paths: &[String]) -> Vec<Problem> {
     let mut findings = linter.run();
     if !paths.is_empty() {
         findings.retain(|d| {
@@ -83,7 +83,7 @@ pub fn run(global: &Global, args: Args) -> u8 {
     crate::lint::exit_code(&findings)
 }
 
-fn print(format: Format, findings: &[Diagnostic]) {
+fn print(format: Format, findings: &[Problem]) {
     match format {
         Format::Json => println!(
             "{}",
@@ -106,7 +106,7 @@ fn watch(
     project: &crate::project::Project,
     paths: &[String],
     format: Format,
-    mut previous: Vec<Diagnostic>,
+    mut previous: Vec<Problem>,
 ) -> u8 {
     use notify::{RecursiveMode, Watcher};
     let (tx, rx) = mpsc::channel();

@@ -26,7 +26,7 @@ pub fn run(global: &Global, args: Args) -> u8 {
     };
     let Some(agent) = set.get(&args.agent) else {
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
-        let hint = crate::diagnostic::nearest(&args.agent, names.iter().copied())
+        let hint = crate::problem::nearest(&args.agent, names.iter().copied())
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         eprintln!(

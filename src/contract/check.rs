@@ -3,8 +3,9 @@
 use super::envelope::{Envelope, FieldValue, Reference};
 use super::files::{CitedFileError, FileCache, SourceFile};
 use super::report::Report;
-use super::rule::{locate, Rule, Violation};
+use super::rule::{sort, Rule};
 use super::spec::{is_upper_snake, Contract, EvidencePolicy, FieldKind, FieldRule};
+use crate::problem::{locate, Problem};
 use crate::project::Project;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::ops::Range;
@@ -60,8 +61,11 @@ pub fn check_envelope(
     ctx: &CheckContext,
 ) -> Report {
     let mut own = Vec::new();
-    let yaml_ok =
-        env.frontmatter.is_some() && !env.problems.iter().any(|p| p.rule == Rule::FrontmatterYaml);
+    let yaml_ok = env.frontmatter.is_some()
+        && !env
+            .problems
+            .iter()
+            .any(|p| p.code == Rule::FrontmatterYaml.code());
     if yaml_ok {
         check_fields(env, contract, ctx, &mut own);
     }
@@ -73,7 +77,7 @@ pub fn check_envelope(
     locate(text, &mut own);
     let mut violations = env.problems.clone();
     violations.extend(own);
-    violations.sort_by_key(|v| (v.span.start, v.rule));
+    sort(&mut violations);
     Report {
         contract: contract.name.clone(),
         violations,
@@ -84,7 +88,7 @@ pub fn check_envelope(
 /// report under `thoughts/`, which is no envelope): the same rules the checker applies to
 /// answers, so a citation that was true when written and went stale reads the same way.
 /// Structural problems of an envelope are not reported.
-pub fn verify_evidence(text: &str, ctx: &CheckContext) -> Vec<Violation> {
+pub fn verify_evidence(text: &str, ctx: &CheckContext) -> Vec<Problem> {
     verify_document(text, ctx).violations
 }
 
@@ -92,7 +96,7 @@ pub fn verify_evidence(text: &str, ctx: &CheckContext) -> Vec<Violation> {
 /// that caches the result knows which files invalidate it).
 #[derive(Debug, Clone, Default)]
 pub struct DocumentCheck {
-    pub violations: Vec<Violation>,
+    pub violations: Vec<Problem>,
     pub cited: Vec<String>,
 }
 
@@ -106,11 +110,11 @@ pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
         .collect();
     cited.sort();
     cited.dedup();
-    let mut out: Vec<Violation> = env
+    let mut out: Vec<Problem> = env
         .problems
         .iter()
         .filter(|p| {
-            let code = p.rule.code();
+            let code = p.code.as_ref();
             code.starts_with("evidence/") || code.starts_with("excerpt/")
         })
         .cloned()
@@ -119,7 +123,7 @@ pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
     check_evidence(&env, &Contract::envelope(), ctx, &mut own);
     locate(text, &mut own);
     out.extend(own);
-    out.sort_by_key(|v| (v.span.start, v.rule));
+    sort(&mut out);
     DocumentCheck {
         violations: out,
         cited,
@@ -129,14 +133,11 @@ pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
 // ---------------------------------------------------------------------------------------------
 // Frontmatter fields
 
-fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &mut Vec<Violation>) {
+fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &mut Vec<Problem>) {
     let at = env.frontmatter.as_ref().map_or(0..0, |fm| fm.open.clone());
-    let missing = |key: &str, out: &mut Vec<Violation>| {
-        let mut v = Violation::error(
-            Rule::FieldMissing,
-            at.clone(),
-            format!("the frontmatter has no `{key}` field"),
-        );
+    let missing = |key: &str, out: &mut Vec<Problem>| {
+        let mut v =
+            Rule::FieldMissing.problem(at.clone(), format!("the frontmatter has no `{key}` field"));
         v = match env.fields.iter().find(|f| similar(&f.key, key)) {
             Some(near) => v.with_help(format!(
                 "`{}` looks like a misspelling of `{key}`",
@@ -151,40 +152,41 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
     let mut id_date = None;
     match env.field("message_id") {
         None => missing("message_id", out),
-        Some(f) => match f.value.as_scalar() {
-            Some(id) => {
-                match parse_message_id(id) {
+        Some(f) => {
+            match f.value.as_scalar() {
+                Some(id) => {
+                    match parse_message_id(id) {
                     Ok((_, date)) => id_date = Some(date),
                     Err(why) => out.push(
-                        Violation::error(
-                            Rule::MessageIdFormat,
-                            f.value_span.clone(),
+                        Rule::MessageIdFormat.problem(f.value_span.clone(),
                             format!("`message_id: {id}` is not `<prefix>-YYYY-MM-DD-NNN`: {why}"),
                         )
                         .with_help("e.g. `thoughts-2026-01-19-001`"),
                     ),
                 }
-                if let Some(expected) = ctx.message_id {
-                    if id != expected {
-                        out.push(
-                            Violation::error(
-                                Rule::MessageIdMismatch,
-                                f.value_span.clone(),
-                                format!(
+                    if let Some(expected) = ctx.message_id {
+                        if id != expected {
+                            out.push(
+                                Rule::MessageIdMismatch
+                                    .problem(
+                                        f.value_span.clone(),
+                                        format!(
                                     "`message_id` is `{id}`, but this answer's id is `{expected}`"
                                 ),
-                            )
-                            .with_help(format!("copy the id exactly: `message_id: {expected}`")),
-                        );
+                                    )
+                                    .with_help(format!(
+                                        "copy the id exactly: `message_id: {expected}`"
+                                    )),
+                            );
+                        }
                     }
                 }
+                None => out.push(Rule::MessageIdFormat.problem(
+                    value_or_key(f),
+                    "`message_id` must be a single value such as `thoughts-2026-01-19-001`",
+                )),
             }
-            None => out.push(Violation::error(
-                Rule::MessageIdFormat,
-                value_or_key(f),
-                "`message_id` must be a single value such as `thoughts-2026-01-19-001`",
-            )),
-        },
+        }
     }
 
     // timestamp
@@ -195,16 +197,15 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
             Some(ts) => match DateTime::parse_from_rfc3339(ts) {
                 Ok(t) => ts_date = Some((t.with_timezone(&Utc).date_naive(), ts)),
                 Err(e) => out.push(
-                    Violation::error(
-                        Rule::Timestamp,
-                        f.value_span.clone(),
-                        format!("`timestamp: {ts}` is not an RFC 3339 time with a zone ({e})"),
-                    )
-                    .with_help("e.g. `2026-01-19T14:30:00Z` or `2026-01-19T16:30:00+02:00`"),
+                    Rule::Timestamp
+                        .problem(
+                            f.value_span.clone(),
+                            format!("`timestamp: {ts}` is not an RFC 3339 time with a zone ({e})"),
+                        )
+                        .with_help("e.g. `2026-01-19T14:30:00Z` or `2026-01-19T16:30:00+02:00`"),
                 ),
             },
-            None => out.push(Violation::error(
-                Rule::Timestamp,
+            None => out.push(Rule::Timestamp.problem(
                 value_or_key(f),
                 "`timestamp` must be an RFC 3339 time such as `2026-01-19T14:30:00Z`",
             )),
@@ -213,12 +214,14 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
     if let (Some(date), Some((utc, ts)), Some(f)) = (id_date, ts_date, env.field("message_id")) {
         if date != utc {
             out.push(
-                Violation::error(
-                    Rule::MessageIdDate,
-                    f.value_span.clone(),
-                    format!("`message_id` is dated {date}, but `timestamp: {ts}` is {utc} in UTC"),
-                )
-                .with_help("the id's date is the UTC date of the timestamp"),
+                Rule::MessageIdDate
+                    .problem(
+                        f.value_span.clone(),
+                        format!(
+                            "`message_id` is dated {date}, but `timestamp: {ts}` is {utc} in UTC"
+                        ),
+                    )
+                    .with_help("the id's date is the UTC date of the timestamp"),
             );
         }
     }
@@ -230,32 +233,32 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
             let value = f.value.as_scalar().map(str::trim).unwrap_or("");
             if !is_token(value) {
                 out.push(
-                    Violation::error(
-                        Rule::CorrelationId,
-                        value_or_key(f),
-                        if value.is_empty() {
-                            "`correlation_id` is empty".to_string()
-                        } else {
-                            format!(
+                    Rule::CorrelationId
+                        .problem(
+                            value_or_key(f),
+                            if value.is_empty() {
+                                "`correlation_id` is empty".to_string()
+                            } else {
+                                format!(
                                 "`correlation_id: {value}` holds characters other than letters, \
                                  digits and `. _ : -`"
                             )
-                        },
-                    )
-                    .with_help("use the caller's workflow id, e.g. `research-auth-2026-01-19`"),
+                            },
+                        )
+                        .with_help("use the caller's workflow id, e.g. `research-auth-2026-01-19`"),
                 );
             }
             if let Some(expected) = ctx.correlation_id {
                 if value != expected {
                     out.push(
-                        Violation::error(
-                            Rule::CorrelationMismatch,
-                            value_or_key(f),
-                            format!(
+                        Rule::CorrelationMismatch
+                            .problem(
+                                value_or_key(f),
+                                format!(
                                 "`correlation_id` is `{value}`, but the caller's is `{expected}`"
                             ),
-                        )
-                        .with_help(format!("copy it exactly: `correlation_id: {expected}`")),
+                            )
+                            .with_help(format!("copy it exactly: `correlation_id: {expected}`")),
                     );
                 }
             }
@@ -268,8 +271,7 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
         Some(f) => {
             let value = f.value.as_scalar().map(str::trim).unwrap_or("");
             if !is_upper_snake(value) {
-                out.push(Violation::error(
-                    Rule::MessageType,
+                out.push(Rule::MessageType.problem(
                     value_or_key(f),
                     format!("`message_type: {value}` is not UPPER_SNAKE_CASE"),
                 ));
@@ -277,18 +279,18 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
                 && !contract.message_types.iter().any(|t| t == value)
             {
                 out.push(
-                    Violation::error(
-                        Rule::MessageType,
-                        f.value_span.clone(),
-                        format!(
-                            "`message_type: {value}` is not allowed by the `{}` contract",
-                            contract.name
-                        ),
-                    )
-                    .with_help(format!(
-                        "use {}",
-                        one_of(contract.message_types.iter().map(String::as_str))
-                    )),
+                    Rule::MessageType
+                        .problem(
+                            f.value_span.clone(),
+                            format!(
+                                "`message_type: {value}` is not allowed by the `{}` contract",
+                                contract.name
+                            ),
+                        )
+                        .with_help(format!(
+                            "use {}",
+                            one_of(contract.message_types.iter().map(String::as_str))
+                        )),
                 );
             }
         }
@@ -327,7 +329,7 @@ fn check_fields(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &m
                 }),
         };
         if let Some(message) = problem {
-            out.push(Violation::error(Rule::FieldValue, value_or_key(f), message));
+            out.push(Rule::FieldValue.problem(value_or_key(f), message));
         }
     }
 }
@@ -438,7 +440,7 @@ fn similar(a: &str, b: &str) -> bool {
         return false;
     }
     // The same edit distance the loader's "did you mean" uses (a swap of neighbours is one edit).
-    crate::diagnostic::edit_distance(a, b) <= 2
+    crate::problem::edit_distance(a, b) <= 2
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -447,40 +449,36 @@ fn similar(a: &str, b: &str) -> bool {
 /// Lines an excerpt note shows at most.
 const SHOW_LINES: usize = 12;
 
-fn check_evidence(
-    env: &Envelope,
-    contract: &Contract,
-    ctx: &CheckContext,
-    out: &mut Vec<Violation>,
-) {
+fn check_evidence(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &mut Vec<Problem>) {
     for item in &env.evidence {
         let mut good: Vec<(Arc<SourceFile>, &Reference)> = Vec::new();
         for r in &item.references {
             match ctx.files.get(ctx.project, &r.path) {
                 Err(CitedFileError::Outside(e)) => out.push(
-                    Violation::error(Rule::PathOutsideRoot, r.span.clone(), e.to_string())
+                    Rule::PathOutsideRoot
+                        .problem(r.span.clone(), e.to_string())
                         .with_help("cite the file by its path relative to the project root"),
                 ),
                 Err(CitedFileError::Missing(m)) => {
-                    out.push(Violation::error(Rule::FileMissing, r.span.clone(), m))
+                    out.push(Rule::FileMissing.problem(r.span.clone(), m))
                 }
                 Err(CitedFileError::Unreadable(m)) => {
-                    out.push(Violation::error(Rule::FileUnreadable, r.span.clone(), m))
+                    out.push(Rule::FileUnreadable.problem(r.span.clone(), m))
                 }
                 Ok(file) => {
                     let n = file.line_count();
                     if r.last > n {
                         out.push(
-                            Violation::error(
-                                Rule::RangePastEnd,
-                                r.span.clone(),
-                                format!(
-                                    "`{r}` is past the end of the file: `{}` has {n} line{}",
-                                    file.name,
-                                    if n == 1 { "" } else { "s" }
-                                ),
-                            )
-                            .with_help("take the line numbers from the `read` output"),
+                            Rule::RangePastEnd
+                                .problem(
+                                    r.span.clone(),
+                                    format!(
+                                        "`{r}` is past the end of the file: `{}` has {n} line{}",
+                                        file.name,
+                                        if n == 1 { "" } else { "s" }
+                                    ),
+                                )
+                                .with_help("take the line numbers from the `read` output"),
                         );
                     } else {
                         good.push((file, r));
@@ -494,29 +492,26 @@ fn check_evidence(
         let lines = block.lines();
         if lines.is_empty() {
             out.push(
-                Violation::error(
-                    Rule::ExcerptEmpty,
-                    block.span.clone(),
-                    "the excerpt is empty",
-                )
-                .with_help("copy the cited lines into the block"),
+                Rule::ExcerptEmpty
+                    .problem(block.span.clone(), "the excerpt is empty")
+                    .with_help("copy the cited lines into the block"),
             );
             continue;
         }
         let max = contract.excerpt_max_lines as usize;
         if lines.len() > max {
-            let mut v = Violation::error(
-                Rule::ExcerptTooLong,
-                block.span.clone(),
-                format!(
-                    "the excerpt has {} lines; the `{}` contract allows at most {max}",
-                    lines.len(),
-                    contract.name
-                ),
-            )
-            .with_help(format!(
-                "cite and quote only the 1–{max} lines that carry the point"
-            ));
+            let mut v = Rule::ExcerptTooLong
+                .problem(
+                    block.span.clone(),
+                    format!(
+                        "the excerpt has {} lines; the `{}` contract allows at most {max}",
+                        lines.len(),
+                        contract.name
+                    ),
+                )
+                .with_help(format!(
+                    "cite and quote only the 1–{max} lines that carry the point"
+                ));
             if let Some((file, r)) = good.first() {
                 let (a, b, shown) = actual_lines(file, r, &lines);
                 v = v.with_actual(format!("{}:{a}-{b}", file.name), shown);
@@ -559,7 +554,8 @@ fn check_evidence(
             None => "copy the cited lines verbatim: no fixing, shortening or reflowing".to_string(),
         };
         out.push(
-            Violation::error(Rule::ExcerptMismatch, block.span.clone(), message)
+            Rule::ExcerptMismatch
+                .problem(block.span.clone(), message)
                 .with_help(help)
                 .with_actual(format!("{}:{a}-{b}", file.name), shown),
         );
@@ -647,7 +643,7 @@ fn signal_name<'c>(text: &str, names: &'c [String]) -> Option<&'c str> {
     })
 }
 
-fn check_signals(env: &Envelope, contract: &Contract, out: &mut Vec<Violation>) {
+fn check_signals(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
     if contract.evidence != EvidencePolicy::Required || contract.signal_headings.is_empty() {
         return;
     }
@@ -685,9 +681,7 @@ fn check_signals(env: &Envelope, contract: &Contract, out: &mut Vec<Violation>) 
             .any(|e| e.label.start > span.start && e.label.start < end);
         if !has_evidence {
             out.push(
-                Violation::error(
-                    Rule::SignalMissingEvidence,
-                    span.clone(),
+                Rule::SignalMissingEvidence.problem(span.clone(),
                     format!("`{title}` has no Evidence of its own"),
                 )
                 .with_help(
@@ -699,7 +693,7 @@ fn check_signals(env: &Envelope, contract: &Contract, out: &mut Vec<Violation>) 
     }
 }
 
-fn check_sections(env: &Envelope, contract: &Contract, out: &mut Vec<Violation>) {
+fn check_sections(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
     let Some(answer) = &env.answer else { return };
     for section in &contract.required_sections {
         let found = env.headings.iter().any(|h| {
@@ -712,12 +706,12 @@ fn check_sections(env: &Envelope, contract: &Contract, out: &mut Vec<Violation>)
         });
         if !found {
             out.push(
-                Violation::error(
-                    Rule::SectionMissing,
-                    answer.open.clone(),
-                    format!("the answer has no `{section}` section"),
-                )
-                .with_help(format!(
+                Rule::SectionMissing
+                    .problem(
+                        answer.open.clone(),
+                        format!("the answer has no `{section}` section"),
+                    )
+                    .with_help(format!(
                     "add a heading such as `### {section}` (write `None.` under it if it is empty)"
                 )),
             );
@@ -766,7 +760,7 @@ mod tests {
             timestamp: 2026-01-19T10:00:00Z\nmessage_type: X\n---\n<thinking>\nt\n</thinking>\n\
             <answer>\n- **Evidence**: `big.log:1`\n- **Excerpt**:\n  ```\n  x\n  ```\n</answer>\n";
         let report = check(text, &Contract::envelope(), &ctx);
-        let codes: Vec<_> = report.violations.iter().map(|v| v.rule.code()).collect();
+        let codes: Vec<_> = report.violations.iter().map(|v| v.code.as_ref()).collect();
         assert_eq!(codes, ["evidence/file-unreadable"]);
         assert_eq!(report.violations[0].line, 11);
     }

@@ -6,8 +6,9 @@
 //! contract or the disk to [`super::check`].
 
 use super::fields::parse_fields;
-use super::rule::{locate, Rule, Violation};
+use super::rule::{sort, Rule};
 use crate::markdown::{split_frontmatter, Frontmatter, SplitError};
+use crate::problem::{locate, Problem};
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use std::fmt;
 use std::ops::Range;
@@ -31,7 +32,7 @@ pub struct Envelope {
     /// Evidence items inside the answer, in order, each with its Excerpt.
     pub evidence: Vec<EvidenceItem>,
     /// What is structurally wrong; empty for a well-formed envelope.
-    pub problems: Vec<Violation>,
+    pub problems: Vec<Problem>,
 }
 
 /// One top-level frontmatter entry.
@@ -174,25 +175,19 @@ impl Envelope {
             Err(SplitError::Missing { at }) => {
                 let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
                 env.problems.push(
-                    Violation::error(
-                        Rule::FrontmatterMissing,
-                        at..end,
-                        "the answer does not start with `---` frontmatter",
-                    )
-                    .with_help(
-                        "start with a `---` line, the fields `message_id`, `correlation_id`, \
+                    Rule::FrontmatterMissing
+                        .problem(at..end, "the answer does not start with `---` frontmatter")
+                        .with_help(
+                            "start with a `---` line, the fields `message_id`, `correlation_id`, \
                          `timestamp`, `message_type`, then another `---` line",
-                    ),
+                        ),
                 );
             }
             Err(SplitError::Unclosed { open }) => {
                 env.problems.push(
-                    Violation::error(
-                        Rule::FrontmatterUnclosed,
-                        open,
-                        "the frontmatter opened here is never closed",
-                    )
-                    .with_help("end the frontmatter with a line holding only `---`"),
+                    Rule::FrontmatterUnclosed
+                        .problem(open, "the frontmatter opened here is never closed")
+                        .with_help("end the frontmatter with a line holding only `---`"),
                 );
                 // The body cannot be told apart from YAML; nothing more to find.
                 env.body = text.len()..text.len();
@@ -201,7 +196,7 @@ impl Envelope {
             }
         }
         parse_body(text, &mut env);
-        env.problems.sort_by_key(|v| (v.span.start, v.rule));
+        sort(&mut env.problems);
         locate(text, &mut env.problems);
         env
     }
@@ -250,9 +245,9 @@ impl Envelope {
 }
 
 /// Parses an envelope; `Err` holds the structural problems when there are any.
-pub fn parse(text: &str) -> Result<Envelope, Vec<Violation>> {
+pub fn parse(text: &str) -> Result<Envelope, Vec<Problem>> {
     let env = Envelope::parse_lenient(text);
-    if env.problems.iter().any(Violation::is_error) {
+    if env.problems.iter().any(Problem::is_error) {
         Err(env.problems)
     } else {
         Ok(env)
@@ -348,7 +343,7 @@ fn scan_tags(
     body: &Range<usize>,
     candidates: Vec<TagRef>,
     code: &[Range<usize>],
-    problems: &mut Vec<Violation>,
+    problems: &mut Vec<Problem>,
 ) -> TagScan {
     let mut in_code_tags = Vec::new();
     let mut tags = Vec::new();
@@ -371,8 +366,7 @@ fn scan_tags(
         match (&open, t.close) {
             (None, false) => open = Some((t.which, t.span.clone())),
             (Some((w, _)), false) if *w == t.which => {
-                problems.push(Violation::error(
-                    Rule::Tags,
+                problems.push(Rule::Tags.problem(
                     t.span.clone(),
                     format!(
                         "{} inside another `<{}>` block; tags do not nest",
@@ -383,12 +377,12 @@ fn scan_tags(
             }
             (Some((w, o)), false) => {
                 problems.push(
-                    Violation::error(
-                        Rule::Tags,
-                        o.clone(),
-                        format!("`<{}>` is not closed before {}", w.name(), tag_text(t)),
-                    )
-                    .with_help(format!("close it with `</{}>`", w.name())),
+                    Rule::Tags
+                        .problem(
+                            o.clone(),
+                            format!("`<{}>` is not closed before {}", w.name(), tag_text(t)),
+                        )
+                        .with_help(format!("close it with `</{}>`", w.name())),
                 );
                 blocks.push((
                     *w,
@@ -411,13 +405,11 @@ fn scan_tags(
                 ));
                 open = None;
             }
-            (Some((w, _)), true) => problems.push(Violation::error(
-                Rule::Tags,
+            (Some((w, _)), true) => problems.push(Rule::Tags.problem(
                 t.span.clone(),
                 format!("{} while `<{}>` is open", tag_text(t), w.name()),
             )),
-            (None, true) => problems.push(Violation::error(
-                Rule::Tags,
+            (None, true) => problems.push(Rule::Tags.problem(
                 t.span.clone(),
                 format!("{} without a matching `<{}>`", tag_text(t), t.which.name()),
             )),
@@ -425,12 +417,9 @@ fn scan_tags(
     }
     if let Some((w, o)) = open {
         problems.push(
-            Violation::error(
-                Rule::Tags,
-                o.clone(),
-                format!("`<{}>` is never closed", w.name()),
-            )
-            .with_help(format!("close it with `</{}>`", w.name())),
+            Rule::Tags
+                .problem(o.clone(), format!("`<{}>` is never closed", w.name()))
+                .with_help(format!("close it with `</{}>`", w.name())),
         );
         blocks.push((
             w,
@@ -452,8 +441,7 @@ fn scan_tags(
         if slot.is_none() {
             *slot = Some(block);
         } else {
-            problems.push(Violation::error(
-                Rule::Tags,
+            problems.push(Rule::Tags.problem(
                 block.open.clone(),
                 format!(
                     "a second `<{}>` block; an envelope has exactly one",
@@ -481,8 +469,7 @@ fn scan_tags(
             .map_or(body.end, |i| anchor + i);
     for (which, slot) in [(Which::Thinking, &thinking), (Which::Answer, &answer)] {
         if slot.is_none() {
-            let mut v = Violation::error(
-                Rule::Tags,
+            let mut v = Rule::Tags.problem(
                 anchor.clone(),
                 format!(
                     "no `<{0}>…</{0}>` block after the frontmatter",
@@ -501,8 +488,7 @@ fn scan_tags(
     }
     if let (Some(t), Some(a)) = (&thinking, &answer) {
         if a.open.start < t.open.start {
-            problems.push(Violation::error(
-                Rule::Tags,
+            problems.push(Rule::Tags.problem(
                 t.open.clone(),
                 "`<thinking>` comes after `<answer>`; thinking goes first",
             ));
@@ -523,7 +509,7 @@ fn in_ranges(ranges: &[Range<usize>], offset: usize) -> bool {
     i > 0 && ranges[i - 1].contains(&offset)
 }
 
-fn check_stray(text: &str, body: &Range<usize>, scan: &TagScan, problems: &mut Vec<Violation>) {
+fn check_stray(text: &str, body: &Range<usize>, scan: &TagScan, problems: &mut Vec<Problem>) {
     if scan.thinking.is_none() && scan.answer.is_none() {
         return;
     }
@@ -556,12 +542,12 @@ fn check_stray(text: &str, body: &Range<usize>, scan: &TagScan, problems: &mut V
             .find('\n')
             .map_or(span.end, |i| span.start + i);
         problems.push(
-            Violation::error(
-                Rule::StrayText,
-                span.start..line_end,
-                "text outside the frontmatter, `<thinking>` and `<answer>`",
-            )
-            .with_help("move it into `<thinking>` or `<answer>`, or delete it"),
+            Rule::StrayText
+                .problem(
+                    span.start..line_end,
+                    "text outside the frontmatter, `<thinking>` and `<answer>`",
+                )
+                .with_help("move it into `<thinking>` or `<answer>`, or delete it"),
         );
     }
 }
@@ -613,20 +599,15 @@ fn parse_body(text: &str, env: &mut Envelope) {
     check_stray(text, &body, &scan, &mut env.problems);
     if let Some(t) = &scan.thinking {
         if text[t.inner.clone()].trim().is_empty() {
-            env.problems.push(Violation::error(
-                Rule::ThinkingEmpty,
-                t.open.clone(),
-                "the `<thinking>` block is empty",
-            ));
+            env.problems.push(
+                Rule::ThinkingEmpty.problem(t.open.clone(), "the `<thinking>` block is empty"),
+            );
         }
     }
     if let Some(a) = &scan.answer {
         if text[a.inner.clone()].trim().is_empty() {
-            env.problems.push(Violation::error(
-                Rule::AnswerEmpty,
-                a.open.clone(),
-                "the `<answer>` block is empty",
-            ));
+            env.problems
+                .push(Rule::AnswerEmpty.problem(a.open.clone(), "the `<answer>` block is empty"));
         } else {
             let inner = a.inner.clone();
             let first = events.partition_point(|(_, r)| r.start < inner.start);
@@ -666,7 +647,7 @@ pub fn parse_document(text: &str) -> Envelope {
         walker.event(event, range);
     }
     walker.finish();
-    env.problems.sort_by_key(|v| (v.span.start, v.rule));
+    sort(&mut env.problems);
     locate(text, &mut env.problems);
     env
 }
@@ -742,15 +723,12 @@ impl<'a> AnswerWalker<'a> {
     fn excerpt_not_fenced(&mut self) {
         if let Some((label, _)) = self.awaiting.take() {
             self.env.problems.push(
-                Violation::error(
-                    Rule::ExcerptNotFenced,
-                    label,
-                    "the Excerpt is not followed by a fenced code block",
-                )
-                .with_help(
-                    "put the cited lines in a ``` fenced block right after `**Excerpt**:`, \
+                Rule::ExcerptNotFenced
+                    .problem(label, "the Excerpt is not followed by a fenced code block")
+                    .with_help(
+                        "put the cited lines in a ``` fenced block right after `**Excerpt**:`, \
                      indented like the list item",
-                ),
+                    ),
             );
         }
     }
@@ -921,12 +899,9 @@ impl<'a> AnswerWalker<'a> {
                 }
                 _ => {
                     self.env.problems.push(
-                        Violation::error(
-                            Rule::ExcerptOrphan,
-                            span.clone(),
-                            "an Excerpt with no Evidence item before it",
-                        )
-                        .with_help("put `**Evidence**: `path:N-M`` right before each Excerpt"),
+                        Rule::ExcerptOrphan
+                            .problem(span.clone(), "an Excerpt with no Evidence item before it")
+                            .with_help("put `**Evidence**: `path:N-M`` right before each Excerpt"),
                     );
                     ExcerptTarget::Orphan
                 }
@@ -949,18 +924,18 @@ impl<'a> AnswerWalker<'a> {
             Err(why) => {
                 self.malformed.push(i);
                 self.env.problems.push(
-                    Violation::error(
-                        Rule::ReferenceFormat,
-                        span,
-                        format!(
-                            "`{}` is not a `path:N` or `path:N-M` reference: {why}",
-                            code.trim()
-                        ),
-                    )
-                    .with_help(
-                        "cite a file relative to the project root and its lines, \
+                    Rule::ReferenceFormat
+                        .problem(
+                            span,
+                            format!(
+                                "`{}` is not a `path:N` or `path:N-M` reference: {why}",
+                                code.trim()
+                            ),
+                        )
+                        .with_help(
+                            "cite a file relative to the project root and its lines, \
                      e.g. `docs/spec.md:12-14`",
-                    ),
+                        ),
                 )
             }
         }
@@ -971,24 +946,21 @@ impl<'a> AnswerWalker<'a> {
         for (i, item) in self.env.evidence.iter().enumerate() {
             if item.excerpt.is_none() {
                 self.env.problems.push(
-                    Violation::error(
-                        Rule::MissingExcerpt,
-                        item.label.clone(),
-                        "this Evidence item has no Excerpt after it",
-                    )
-                    .with_help(
-                        "follow it with `**Excerpt**:` and a fenced block of the cited lines",
-                    ),
+                    Rule::MissingExcerpt
+                        .problem(
+                            item.label.clone(),
+                            "this Evidence item has no Excerpt after it",
+                        )
+                        .with_help(
+                            "follow it with `**Excerpt**:` and a fenced block of the cited lines",
+                        ),
                 );
             }
             if item.references.is_empty() && !self.malformed.contains(&i) {
                 self.env.problems.push(
-                    Violation::error(
-                        Rule::ReferenceFormat,
-                        item.label.clone(),
-                        "this Evidence item cites nothing",
-                    )
-                    .with_help("write the reference in backticks: **Evidence**: `path:N-M`"),
+                    Rule::ReferenceFormat
+                        .problem(item.label.clone(), "this Evidence item cites nothing")
+                        .with_help("write the reference in backticks: **Evidence**: `path:N-M`"),
                 );
             }
         }
@@ -1046,8 +1018,8 @@ mod tests {
         - **Evidence**: `docs/a.md:2-3`\n- **Excerpt**:\n  ```markdown\n  line two\n  line three\n  ```\n\
         </answer>\n";
 
-    fn codes(env: &Envelope) -> Vec<&'static str> {
-        env.problems.iter().map(|p| p.rule.code()).collect()
+    fn codes(env: &Envelope) -> Vec<&str> {
+        env.problems.iter().map(|p| p.code.as_ref()).collect()
     }
 
     #[test]
@@ -1140,7 +1112,11 @@ mod tests {
         for (body, n) in cases {
             let text = format!("{fm}{body}");
             let env = Envelope::parse_lenient(&text);
-            let tags = env.problems.iter().filter(|p| p.rule == Rule::Tags).count();
+            let tags = env
+                .problems
+                .iter()
+                .filter(|p| p.code == Rule::Tags.code())
+                .count();
             assert_eq!(tags, n, "{body:?}: {:?}", env.problems);
         }
     }

@@ -6,19 +6,19 @@ use std::sync::LazyLock;
 
 use crate::agent::{Agent, AgentSet};
 use crate::contract::EvidencePolicy;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 
 static MESSAGE_TYPE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"message_type:\s*`?([A-Z][A-Z0-9_]*)").expect("static regex"));
 
 const ENVELOPE_FIELDS: &[&str] = &["message_id", "correlation_id", "timestamp", "message_type"];
 
-pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     for agent in set.iter() {
         match &agent.contract {
             None if agent.mode.can_be_delegated_to() => {
                 out.push(
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Note,
                         "contract/none",
                         &agent.file,
@@ -27,7 +27,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                             agent.name
                         ),
                     )
-                    .help("add `contract: envelope` (or a stricter one) to the frontmatter"),
+                    .with_help("add `contract: envelope` (or a stricter one) to the frontmatter"),
                 );
             }
             None => {}
@@ -38,7 +38,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
 }
 
 /// `contract/template-missing`: the prompt's output template lacks something the contract checks.
-fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
+fn template(agent: &Agent, out: &mut Vec<Problem>) {
     let Some(contract) = &agent.contract else {
         return;
     };
@@ -69,7 +69,7 @@ fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
     }
     if !missing.is_empty() {
         out.push(
-            Diagnostic::new(
+            Problem::new(
                 Severity::Warning,
                 "contract/template-missing",
                 &agent.file,
@@ -81,7 +81,7 @@ fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
                 ),
             )
             .at(agent.body_line, 1)
-            .help("add an output template that shows the envelope the contract requires"),
+            .with_help("add an output template that shows the envelope the contract requires"),
         );
     }
 }
@@ -89,7 +89,7 @@ fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
 /// `contract/evidence-not-required` and `contract/unknown-message-type`: a section of a
 /// consumer's prompt that shows a producer's answer (by its `message_type`) with Evidence items
 /// expects evidence; the producer's contract must require it.
-fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>) {
+fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Problem>) {
     if consumer.references.is_empty() {
         return;
     }
@@ -116,7 +116,7 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
                 .collect();
             if producers.is_empty() {
                 out.push(
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Warning,
                         "contract/unknown-message-type",
                         &consumer.file,
@@ -131,7 +131,7 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
                     .is_some_and(|c| c.evidence != EvidencePolicy::Required)
                 {
                     out.push(
-                        Diagnostic::new(
+                        Problem::new(
                             Severity::Warning,
                             "contract/evidence-not-required",
                             &consumer.file,
@@ -141,7 +141,7 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
                             ),
                         )
                         .at(line, 1)
-                        .help(format!("set `evidence: required` in {}'s contract", p.file)),
+                        .with_help(format!("set `evidence: required` in {}'s contract", p.file)),
                     );
                 }
             }

@@ -2,22 +2,22 @@
 
 use crate::agent::render;
 use crate::agent::AgentSet;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 
-pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     for agent in set.iter().filter(|a| a.body_is_template) {
         for var in &agent.unknown_variables {
             let needle = var.as_str();
             let found = agent.body.lines().enumerate().find(|(_, l)| {
                 l.contains("{{") && l.contains(needle) || l.contains("{%") && l.contains(needle)
             });
-            let mut d = Diagnostic::new(
+            let mut d = Problem::new(
                 Severity::Error,
                 "template/unknown-variable",
                 &agent.file,
                 format!("the prompt uses `{var}`, which the runtime does not provide"),
             )
-            .help(format!(
+            .with_help(format!(
                 "the runtime provides: {}; escape literal braces with {{% raw %}}…{{% endraw %}}",
                 render::RUNTIME_VARIABLES.join(", ")
             ));
@@ -40,7 +40,7 @@ pub fn models(
     set: &AgentSet,
     config: &crate::config::Config,
     registry: &crate::model::Registry,
-    out: &mut Vec<Diagnostic>,
+    out: &mut Vec<Problem>,
 ) {
     for agent in set.iter() {
         let Some(model) = agent.model.as_deref() else {
@@ -61,13 +61,13 @@ pub fn models(
                 .iter()
                 .map(|(a, _)| *a),
         );
-        let mut d = Diagnostic::new(
+        let mut d = Problem::new(
             Severity::Warning,
             "agent/unknown-model",
             &agent.file,
             format!("model `{model}` is not known to the project's configuration"),
         )
-        .help(format!(
+        .with_help(format!(
             "use `provider/model` with a provider of {}, an alias ({}), or `inherit`; or define it under [aliases] in switchboard.toml",
             registry.provider_names().join(", "),
             aliases.join(", ")

@@ -7,13 +7,14 @@
 use crate::contract::{self, CheckContext, Contract, FileCache};
 use crate::project::Project;
 
-use super::events::ViolationRecord;
+use crate::problem::Problem;
 
 /// A check's result, as the hop loop uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckOutcome {
     pub conformant: bool,
-    pub violations: Vec<ViolationRecord>,
+    /// The errors, as the event log records them.
+    pub violations: Vec<Problem>,
     /// The message that asks the agent to fix its answer.
     pub repair_prompt: String,
 }
@@ -35,15 +36,7 @@ pub fn check_answer(
     let report = contract::check(text, contract, &ctx);
     CheckOutcome {
         conformant: report.is_conformant(),
-        violations: report
-            .errors()
-            .map(|v| ViolationRecord {
-                rule: v.rule.code().to_string(),
-                message: v.message.clone(),
-                line: v.line,
-                column: v.column,
-            })
-            .collect(),
+        violations: report.errors().cloned().collect(),
         repair_prompt: report.repair_prompt(),
     }
 }

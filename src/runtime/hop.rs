@@ -15,7 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::check::check_answer;
 use super::dispatch::{self, TaskCall};
-use super::events::{timestamp, EventKind, HopStatus, ViolationRecord};
+use super::events::{timestamp, EventKind, HopStatus};
 use super::session::Shared;
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
@@ -24,6 +24,7 @@ use crate::model::{
     BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
     Usage,
 };
+use crate::problem::Problem;
 use crate::tools::{self, ToolContext};
 
 /// Model turns a hop gets when its agent does not set `steps`.
@@ -67,7 +68,7 @@ pub struct HopResult {
     pub answer: String,
     pub error: Option<String>,
     pub usage: Usage,
-    pub violations: Vec<ViolationRecord>,
+    pub violations: Vec<Problem>,
     /// Files written by this hop and its descendants.
     pub written: Vec<String>,
     pub reused: bool,
@@ -112,13 +113,13 @@ impl HopResult {
     }
 }
 
-fn list_violations(v: &[ViolationRecord]) -> String {
+fn list_violations(v: &[Problem]) -> String {
     v.iter()
         .map(|v| {
             if v.line > 0 {
-                format!("- line {}: [{}] {}", v.line, v.rule, v.message)
+                format!("- line {}: [{}] {}", v.line, v.code, v.message)
             } else {
-                format!("- [{}] {}", v.rule, v.message)
+                format!("- [{}] {}", v.code, v.message)
             }
         })
         .collect::<Vec<_>>()
@@ -324,7 +325,7 @@ struct Ending {
     answer: String,
     error: Option<String>,
     conformant: Option<bool>,
-    violations: Vec<ViolationRecord>,
+    violations: Vec<Problem>,
 }
 
 impl Ending {
