@@ -7,7 +7,7 @@
 
 use super::fields::parse_fields;
 use super::rule::{sort, Rule};
-use crate::markdown::{split_frontmatter, Frontmatter, SplitError};
+use crate::markdown::{split_frontmatter, Frontmatter, LineIndex, SplitError};
 use crate::problem::{locate, Problem};
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use std::fmt;
@@ -452,7 +452,7 @@ fn scan_tags(
         }
     }
     let hint = in_code_tags.first().map(|t| {
-        let line = text[..t.span.start].matches('\n').count() + 1;
+        let line = LineIndex::new(text).line(t.span.start);
         format!(
             "the {} on line {line} is inside code (a fence or backticks), where tags are text; \
              check for an unclosed ``` fence",

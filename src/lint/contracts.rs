@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use crate::agent::{Agent, AgentSet};
 use crate::contract::EvidencePolicy;
+use crate::markdown::LineIndex;
 use crate::problem::{Problem, Severity};
 
 static MESSAGE_TYPE: LazyLock<Regex> =
@@ -93,7 +94,8 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Problem>) {
     if consumer.references.is_empty() {
         return;
     }
-    for (start_line, section) in sections(&consumer.body) {
+    let index = LineIndex::new(&consumer.body);
+    for (start, section) in sections(&consumer.body) {
         if !section.contains("**Evidence**") {
             continue;
         }
@@ -101,11 +103,8 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Problem>) {
             let Some(ty) = cap.get(1).map(|m| m.as_str()) else {
                 continue;
             };
-            let line = consumer.body_line
-                + start_line
-                + section[..cap.get(0).map_or(0, |m| m.start())]
-                    .matches('\n')
-                    .count();
+            let at = start + cap.get(0).map_or(0, |m| m.start());
+            let line = consumer.body_line + index.line(at) - 1;
             let producers: Vec<&Agent> = set
                 .iter()
                 .filter(|a| {
@@ -149,25 +148,23 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Problem>) {
     }
 }
 
-/// The body cut at `##`/`###` headings outside fenced code: (0-based start line, text).
+/// The body cut at `##`/`###` headings outside fenced code: (byte offset of the section, text).
 fn sections(body: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start = 0usize;
-    let mut start_line = 0usize;
     let mut in_fence = false;
     let mut offset = 0usize;
-    for (i, line) in body.split_inclusive('\n').enumerate() {
+    for line in body.split_inclusive('\n') {
         let t = line.trim_start();
         if t.starts_with("```") || t.starts_with("~~~") {
             in_fence = !in_fence;
         }
         if !in_fence && (line.starts_with("## ") || line.starts_with("### ")) && offset > start {
-            out.push((start_line, &body[start..offset]));
+            out.push((start, &body[start..offset]));
             start = offset;
-            start_line = i;
         }
         offset += line.len();
     }
-    out.push((start_line, &body[start..]));
+    out.push((start, &body[start..]));
     out
 }

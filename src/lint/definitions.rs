@@ -2,14 +2,19 @@
 
 use crate::agent::render;
 use crate::agent::AgentSet;
+use crate::markdown::LineIndex;
 use crate::problem::{Problem, Severity};
 
 pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     for agent in set.iter().filter(|a| a.body_is_template) {
         for var in &agent.unknown_variables {
             let needle = var.as_str();
-            let found = agent.body.lines().enumerate().find(|(_, l)| {
-                l.contains("{{") && l.contains(needle) || l.contains("{%") && l.contains(needle)
+            let mut offset = 0;
+            let found = agent.body.split_inclusive('\n').find_map(|l| {
+                let at = offset;
+                offset += l.len();
+                let templated = l.contains("{{") || l.contains("{%");
+                templated.then(|| l.find(needle)).flatten().map(|c| at + c)
             });
             let mut d = Problem::new(
                 Severity::Error,
@@ -21,12 +26,11 @@ pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
                 "the runtime provides: {}; escape literal braces with {{% raw %}}…{{% endraw %}}",
                 render::RUNTIME_VARIABLES.join(", ")
             ));
-            if let Some((i, line)) = found {
-                let col = line
-                    .find(needle)
-                    .map_or(1, |c| line[..c].chars().count() + 1);
-                d = d.at(agent.body_line + i, col);
-                d.source_line = Some(line.trim_end_matches('\r').to_string());
+            if let Some(offset) = found {
+                let index = LineIndex::new(&agent.body);
+                let (line, col) = index.line_col(&agent.body, offset);
+                d = d.at(agent.body_line + line - 1, col);
+                d.source_line = index.line_text(&agent.body, line).map(str::to_string);
             }
             out.push(d);
         }
