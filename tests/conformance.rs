@@ -339,7 +339,7 @@ fn every_problem_code_in_src_is_in_problems_md() {
         .map(String::as_str)
         .chain(Rule::ALL.iter().map(|r| r.code()))
         .filter_map(|c| c.split('/').next())
-        .map(|f| regex::escape(f))
+        .map(regex::escape)
         .collect();
     let literal = regex::Regex::new(&format!(
         r#""((?:{})/[a-z0-9]+(?:-[a-z0-9]+)*)""#,
