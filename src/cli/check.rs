@@ -127,7 +127,7 @@ pub fn run(global: &super::Global, args: Args) -> u8 {
                 for v in &report.violations {
                     let end = v.span.as_ref().map_or(0, |s| s.end);
                     let (end_line, end_column) = index.line_col(&text, end);
-                    json.violations.push(JsonViolation {
+                    json.violations.push(JsonProblem {
                         file: shown.to_string(),
                         line: v.line,
                         column: v.column,
@@ -277,7 +277,7 @@ fn load_contract(name: &str) -> Result<Contract, miette::Report> {
 #[derive(Debug, Default, Serialize)]
 struct JsonOutput {
     files: Vec<JsonFile>,
-    violations: Vec<JsonViolation>,
+    violations: Vec<JsonProblem>,
 }
 
 #[derive(Debug, Serialize)]
@@ -297,7 +297,7 @@ struct JsonFile {
 /// One problem as `check --format json` prints it: the keys predate the shared problem type and
 /// scripts read them (`rule` for the code, the end of the span, `actual_from` beside `actual`).
 #[derive(Debug, Serialize)]
-struct JsonViolation {
+struct JsonProblem {
     file: String,
     line: usize,
     column: usize,

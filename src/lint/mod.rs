@@ -1,7 +1,8 @@
 //! Lint: everything that can be wrong in an agent folder before a session runs, with file:line.
 //!
-//! Rule families, each in its own file: loading (the loader's own diagnostics), definitions
-//! (template variables), the delegation graph, contracts. Codes are stable; the README lists them.
+//! Rule families, each in its own file: loading (the loader's own problems), definitions
+//! (template variables), the delegation graph, contracts. Codes are stable; docs/problems.md
+//! lists them.
 
 pub mod contracts;
 pub mod definitions;
