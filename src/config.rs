@@ -20,6 +20,8 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+use crate::markdown::LineIndex;
+use crate::problem::{Problem, Severity};
 use crate::project::Project;
 
 /// The model used when neither the command line, the agent nor the config names one.
@@ -95,42 +97,47 @@ pub struct AgentSection {
     pub model: Option<String>,
 }
 
-/// A config file that could not be read or parsed.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}")]
-pub struct ConfigError {
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
-    pub message: String,
+/// The stable code of every config problem (lint reports it under the same code).
+pub const INVALID: &str = "config/invalid";
+
+/// A config file that could not be read or parsed, located at file:line:col (line 0 when the
+/// file could not be read at all). Displays as `file:line:col: message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{}:{}: {}", .0.file, .0.line, .0.column, .0.message)]
+pub struct Error(pub Box<Problem>);
+
+impl Error {
+    fn new(file: &str, line: usize, column: usize, message: impl Into<String>) -> Self {
+        Error(Box::new(
+            Problem::new(Severity::Error, INVALID, file, message).at(line, column),
+        ))
+    }
+
+    /// The problem, to report beside others (lint does).
+    pub fn into_problem(self) -> Problem {
+        *self.0
+    }
 }
 
 impl Config {
     /// Loads `switchboard.toml` from the project root; absent means defaults.
-    pub fn load(project: &Project) -> Result<Self, ConfigError> {
+    pub fn load(project: &Project) -> Result<Self, Error> {
         let path = project.root().join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
             Ok(text) => Self::parse(&text, CONFIG_FILE),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(ConfigError {
-                file: CONFIG_FILE.into(),
-                line: 0,
-                column: 0,
-                message: e.to_string(),
-            }),
+            Err(e) => Err(Error::new(CONFIG_FILE, 0, 0, e.to_string())),
         }
     }
 
     /// Parses config text; `file` only names it in errors.
-    pub fn parse(text: &str, file: &str) -> Result<Self, ConfigError> {
+    pub fn parse(text: &str, file: &str) -> Result<Self, Error> {
         toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
-            ConfigError {
-                file: file.to_string(),
-                line,
-                column,
-                message: e.message().to_string(),
-            }
+            let (line, column) = e
+                .span()
+                .map(|s| LineIndex::new(text).line_col(text, s.start))
+                .unwrap_or((0, 0));
+            Error::new(file, line, column, e.message())
         })
     }
 
@@ -155,14 +162,6 @@ impl Config {
     }
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,8 +183,10 @@ mod tests {
     #[test]
     fn errors_are_located() {
         let e = Config::parse("[model]\ndefault = \n", CONFIG_FILE).unwrap_err();
-        assert_eq!(e.line, 2, "{e}");
+        assert_eq!(e.0.line, 2, "{e}");
+        assert_eq!(e.0.code, INVALID);
         let e = Config::parse("[modle]\n", CONFIG_FILE).unwrap_err();
-        assert_eq!((e.line, e.column), (1, 2), "{e}");
+        assert_eq!((e.0.line, e.0.column), (1, 2), "{e}");
+        assert!(e.to_string().starts_with("switchboard.toml:1:2: "), "{e}");
     }
 }

@@ -167,7 +167,7 @@ fn invalid_envelopes_yield_their_codes() {
         let got: BTreeSet<String> = report
             .violations
             .iter()
-            .map(|v| v.rule.code().to_string())
+            .map(|v| v.code.to_string())
             .collect();
         if got != case.expect || report.is_conformant() {
             failures.push_str(&format!(
@@ -181,14 +181,18 @@ fn invalid_envelopes_yield_their_codes() {
         // Wrong excerpts always show the real lines; every report can be turned into a prompt.
         for v in &report.violations {
             assert!(v.line >= 1 && v.column >= 1, "{}: {v:?}", case.file);
-            assert!(text.get(v.span.clone()).is_some(), "{}: {v:?}", case.file);
-            if v.rule == Rule::ExcerptMismatch {
+            let span = v
+                .span
+                .clone()
+                .expect("a checked text's problems carry a span");
+            assert!(text.get(span).is_some(), "{}: {v:?}", case.file);
+            if v.code == Rule::ExcerptMismatch.code() {
                 assert!(v.actual.is_some(), "{}: mismatch without lines", case.file);
             }
         }
         assert!(report
             .repair_prompt()
-            .contains(&format!("[{}]", report.violations[0].rule)));
+            .contains(&format!("[{}]", report.violations[0].code)));
     }
     assert!(failures.is_empty(), "{failures}");
 }
@@ -236,11 +240,18 @@ fn every_rule_code_is_documented_and_covered() {
         .into_iter()
         .flat_map(|c| c.expect)
         .collect();
+    let problems = documented_problems();
     for rule in Rule::ALL {
         let code = rule.code();
         assert!(
             docs.contains(&format!("| `{code}` |")),
             "docs/envelope.md does not document {code}"
+        );
+        // A contract check reports every rule as an error.
+        assert_eq!(
+            problems.get(code).map(String::as_str),
+            Some("error"),
+            "docs/problems.md does not list {code} as an error"
         );
         // Every rule the checker can report on text is exercised by the corpus, except two that
         // need conditions a fixture cannot hold: bytes that are not UTF-8 (the CLI's rule, tested
@@ -251,5 +262,115 @@ fn every_rule_code_is_documented_and_covered() {
                 "no invalid envelope expects {code}"
             );
         }
+    }
+}
+
+/// The rows of docs/problems.md's tables: code → severity.
+fn documented_problems() -> std::collections::BTreeMap<String, String> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/problems.md"))
+            .unwrap();
+    let row =
+        regex::Regex::new(r"(?m)^\| `([a-z]+/[a-z0-9-]+)` \| (error|warning|note) \| \S").unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for cap in row.captures_iter(&text) {
+        let previous = out.insert(cap[1].to_string(), cap[2].to_string());
+        assert!(
+            previous.is_none(),
+            "docs/problems.md lists {} twice",
+            &cap[1]
+        );
+    }
+    out
+}
+
+/// Every `.rs` file under `dir`, with its text.
+fn rust_sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path, text));
+        }
+    }
+}
+
+/// Every problem code written in `src/` — the contract catalogue, the loader's and lint's codes,
+/// config's — has a row in docs/problems.md, with the severity the code reports it at; and every
+/// row names a code that exists.
+#[test]
+fn every_problem_code_in_src_is_in_problems_md() {
+    let documented = documented_problems();
+    let mut sources = Vec::new();
+    rust_sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut sources,
+    );
+
+    // A code given with its severity (`Problem::new(Severity::Warning, "agent/unknown-key", …)`),
+    // in any family: this is how a new family shows up.
+    let with_severity = regex::Regex::new(
+        r#"Severity::(Error|Warning|Note),\s*"([a-z]+/[a-z0-9]+(?:-[a-z0-9]+)*)""#,
+    )
+    .unwrap();
+    let mut found: BTreeSet<String> = BTreeSet::new();
+    for (path, text) in &sources {
+        for cap in with_severity.captures_iter(text) {
+            let code = &cap[2];
+            let severity = cap[1].to_ascii_lowercase();
+            // Test code builds problems at whatever severity it needs.
+            if !text[..cap.get(0).unwrap().start()].contains("#[cfg(test)]") {
+                assert_eq!(
+                    documented.get(code),
+                    Some(&severity),
+                    "{}: {code} is reported as {severity}; docs/problems.md must list it so",
+                    path.display()
+                );
+            }
+            found.insert(code.to_string());
+        }
+    }
+    // Any other string literal in a known family (codes chosen by a match, e.g. the delegation
+    // refusals, or held in a constant, e.g. `config/invalid`).
+    let families: BTreeSet<String> = documented
+        .keys()
+        .map(String::as_str)
+        .chain(Rule::ALL.iter().map(|r| r.code()))
+        .filter_map(|c| c.split('/').next())
+        .map(regex::escape)
+        .collect();
+    let literal = regex::Regex::new(&format!(
+        r#""((?:{})/[a-z0-9]+(?:-[a-z0-9]+)*)""#,
+        families.into_iter().collect::<Vec<_>>().join("|")
+    ))
+    .unwrap();
+    for (_, text) in &sources {
+        found.extend(literal.captures_iter(text).map(|c| c[1].to_string()));
+    }
+    found.extend(Rule::ALL.iter().map(|r| r.code().to_string()));
+
+    let missing: Vec<&String> = found
+        .iter()
+        .filter(|c| !documented.contains_key(*c))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "codes in src/ without a row in docs/problems.md: {missing:?}"
+    );
+    let stale: Vec<&String> = documented.keys().filter(|c| !found.contains(*c)).collect();
+    assert!(
+        stale.is_empty(),
+        "docs/problems.md lists codes no longer in src/: {stale:?}"
+    );
+    // The scan really sees the codes of each origin.
+    for code in [
+        "agent/yaml",
+        "delegation/missing-target",
+        "config/invalid",
+        "excerpt/mismatch",
+    ] {
+        assert!(found.contains(code), "the scan missed {code}");
     }
 }

@@ -1,14 +1,14 @@
 //! Stale-evidence lint: citations in thoughts/ whose cited lines moved, changed or vanished.
 
 use switchboard::agent::{self, LoadOptions};
-use switchboard::diagnostic::Diagnostic;
+use switchboard::problem::Problem;
 use switchboard::project::Project;
 
 const CITED: &str = "# Cited\nWe will use serde-saphyr.\nIt reports line and column.\nThe end.\n";
 
 const PLAN: &str = "---\ndate: 2026-11-21\nstatus: active\n---\n# Plan\n\n## Verified Current State\n\n- **Evidence**: `docs/cited.md:2-3`\n- **Excerpt**:\n  ```markdown\n  We will use serde-saphyr.\n  It reports line and column.\n  ```\n";
 
-fn lint_with(cited: Option<&str>) -> Vec<Diagnostic> {
+fn lint_with(cited: Option<&str>) -> Vec<Problem> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
     std::fs::create_dir_all(dir.path().join("thoughts/shared/plans")).unwrap();

@@ -2,16 +2,16 @@
 //! temporary directory, plus the project's own agents, which must lint clean.
 
 use switchboard::agent::{self, LoadOptions};
-use switchboard::diagnostic::Diagnostic;
+use switchboard::problem::Problem;
 use switchboard::project::Project;
 
 /// Builds a project whose `agent/` holds `files` (name → content) and lints it.
-fn lint(files: &[(&str, &str)]) -> Vec<Diagnostic> {
+fn lint(files: &[(&str, &str)]) -> Vec<Problem> {
     lint_project_of(files, None)
 }
 
 /// The project builder behind `lint` and `lint_with_config`; `config` is `switchboard.toml`.
-fn lint_project_of(files: &[(&str, &str)], config: Option<&str>) -> Vec<Diagnostic> {
+fn lint_project_of(files: &[(&str, &str)], config: Option<&str>) -> Vec<Problem> {
     let dir = tempfile::tempdir().unwrap();
     if let Some(config) = config {
         std::fs::write(dir.path().join("switchboard.toml"), config).unwrap();
@@ -26,8 +26,8 @@ fn lint_project_of(files: &[(&str, &str)], config: Option<&str>) -> Vec<Diagnost
     switchboard::lint::lint_project(&project, &set)
 }
 
-fn codes(findings: &[Diagnostic]) -> Vec<&'static str> {
-    findings.iter().map(|d| d.code).collect()
+fn codes(findings: &[Problem]) -> Vec<&str> {
+    findings.iter().map(|d| d.code.as_ref()).collect()
 }
 
 const ENVELOPE_TEMPLATE: &str = "```\n---\nmessage_id: {{ message_id }}\ncorrelation_id: {{ correlation_id }}\ntimestamp: {{ now }}\nmessage_type: HELP_RESPONSE\n---\n<thinking>\n</thinking>\n<answer>\n</answer>\n```\n";
@@ -43,7 +43,7 @@ fn helper() -> String {
 }
 
 /// `lead` (primary, with `extra` frontmatter lines) delegating to a well-formed `helper`.
-fn lead_calls_helper(extra: &str) -> Vec<Diagnostic> {
+fn lead_calls_helper(extra: &str) -> Vec<Problem> {
     lint(&[
         ("lead", &primary("Delegate to `helper`.\n", extra)),
         ("helper", &helper()),
@@ -252,7 +252,7 @@ fn diff_reports_added_and_fixed() {
 }
 
 /// Like `lint`, with a `switchboard.toml` beside the agents.
-fn lint_with_config(files: &[(&str, &str)], config: &str) -> Vec<Diagnostic> {
+fn lint_with_config(files: &[(&str, &str)], config: &str) -> Vec<Problem> {
     lint_project_of(files, Some(config))
 }
 
@@ -304,7 +304,7 @@ fn broken_config_is_a_located_error() {
 }
 
 /// The loader's fixture folders in the layouts of opencode and Claude Code.
-fn fixture_findings(name: &str) -> Vec<Diagnostic> {
+fn fixture_findings(name: &str) -> Vec<Problem> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/loader")
         .join(name);

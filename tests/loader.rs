@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use switchboard::agent::{self, Action, LoadOptions, Mode};
-use switchboard::diagnostic::Severity;
+use switchboard::problem::Severity;
 use switchboard::project::Project;
 
 fn fixture(name: &str) -> PathBuf {
@@ -16,9 +16,9 @@ fn load(name: &str) -> agent::AgentSet {
     agent::load(&project, &LoadOptions::default())
 }
 
-fn codes(set: &agent::AgentSet, file: &str) -> Vec<(&'static str, usize, usize)> {
+fn codes<'a>(set: &'a agent::AgentSet, file: &'a str) -> Vec<(&'a str, usize, usize)> {
     set.diagnostics_for(file)
-        .map(|d| (d.code, d.line, d.column))
+        .map(|d| (d.code.as_ref(), d.line, d.column))
         .collect()
 }
 
@@ -153,7 +153,10 @@ fn broken_files_report_exact_positions() {
 
     let typo: Vec<_> = set.diagnostics_for("agent/typo.md").collect();
     assert_eq!(typo.len(), 2);
-    assert_eq!((typo[0].code, typo[0].line), ("agent/unknown-key", 3));
+    assert_eq!(
+        (typo[0].code.as_ref(), typo[0].line),
+        ("agent/unknown-key", 3)
+    );
     assert_eq!(typo[0].help.as_deref(), Some("did you mean `permission`?"));
     assert_eq!(typo[1].help.as_deref(), Some("did you mean `mode`?"));
 
@@ -409,7 +412,10 @@ fn common_metadata_keys_are_accepted_silently() {
     assert!(set.diagnostics.is_empty(), "{:#?}", set.diagnostics);
     let set = load_one("modle: x");
     assert_eq!(
-        set.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(),
+        set.diagnostics
+            .iter()
+            .map(|d| d.code.clone())
+            .collect::<Vec<_>>(),
         ["agent/unknown-key"]
     );
 }

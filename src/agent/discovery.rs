@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::definition::Agent;
 use super::parse::{self, Outcome};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 use crate::project::Project;
 
 /// The standard agent folders, relative to the project root, in precedence order.
@@ -67,7 +67,7 @@ pub struct FileReport {
 pub struct AgentSet {
     agents: BTreeMap<String, Agent>,
     pub files: Vec<FileReport>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Vec<Problem>,
 }
 
 impl AgentSet {
@@ -109,7 +109,7 @@ impl AgentSet {
     }
 
     /// Diagnostics for one file.
-    pub fn diagnostics_for<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a Diagnostic> {
+    pub fn diagnostics_for<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a Problem> {
         self.diagnostics.iter().filter(move |d| d.file == file)
     }
 }
@@ -186,7 +186,7 @@ fn load_inner(
     for (folder, fam, rel_dir) in folders {
         let is_extra = fam == EXTRA_FAMILY;
         if is_extra && !folder.is_dir() {
-            set.diagnostics.push(Diagnostic::new(
+            set.diagnostics.push(Problem::new(
                 Severity::Error,
                 "agent/folder-missing",
                 folder.display().to_string(),
@@ -214,7 +214,7 @@ fn load_inner(
             let parsed = match parsed {
                 Ok(p) => p,
                 Err(e) => {
-                    set.diagnostics.push(Diagnostic::new(
+                    set.diagnostics.push(Problem::new(
                         Severity::Error,
                         "agent/unreadable",
                         &file,
@@ -253,7 +253,7 @@ fn load_inner(
                             continue;
                         }
                         Some((other, _, other_extra)) if is_extra && !other_extra => {
-                            set.diagnostics.push(Diagnostic::new(
+                            set.diagnostics.push(Problem::new(
                                 Severity::Note,
                                 "agent/overridden",
                                 &other,
@@ -266,7 +266,7 @@ fn load_inner(
                         }
                         Some((other, _, _)) => {
                             set.diagnostics.push(
-                                Diagnostic::new(
+                                Problem::new(
                                     Severity::Error,
                                     "agent/duplicate-name",
                                     &file,
@@ -274,7 +274,7 @@ fn load_inner(
                                         "agent `{name}` is defined twice: in {other} and in {file}"
                                     ),
                                 )
-                                .help("rename one of the files, or set a distinct `name`"),
+                                .with_help("rename one of the files, or set a distinct `name`"),
                             );
                             set.files.push(report(
                                 &file,
@@ -299,14 +299,14 @@ fn load_inner(
 }
 
 /// The one note for a file whose agent an earlier folder family already defines.
-fn shadowed_note(name: &str, file: &str, winner: &str, rel_dir: &str) -> Diagnostic {
-    Diagnostic::new(
+fn shadowed_note(name: &str, file: &str, winner: &str, rel_dir: &str) -> Problem {
+    Problem::new(
         Severity::Note,
         "agent/shadowed",
         file,
         format!("agent `{name}` is also defined in {winner}, which comes first; this file is not used"),
     )
-    .help(format!(
+    .with_help(format!(
         "folders are read in the order agent/, agents/, .opencode/agent/, .opencode/agents/, .claude/agents/; to use this folder's agents instead, pass `--agents {rel_dir}` (add `--only-agents` to use nothing else)"
     ))
 }

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use crate::markdown;
+use crate::markdown::{self, LineIndex};
 
 /// Where the parts of a file are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +33,8 @@ pub enum SplitError {
 /// Splits `text` with the splitter the contract checker shares ([`markdown::split_frontmatter`])
 /// and adds the line numbers the loader reports against.
 pub fn split(text: &str) -> Result<Split, SplitError> {
-    let line_of = |offset: usize| {
-        text.as_bytes()[..offset.min(text.len())]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
-    };
+    let index = LineIndex::new(text);
+    let line_of = |offset: usize| index.line(offset.min(text.len()));
     match markdown::split_frontmatter(text) {
         Ok(fm) => Ok(Split {
             yaml_line: line_of(fm.yaml.start),

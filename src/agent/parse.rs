@@ -7,7 +7,7 @@ use super::references;
 use super::render;
 use super::tools::ToolGrants;
 use crate::contract::Contract;
-use crate::diagnostic::{nearest, Diagnostic, Severity};
+use crate::problem::{nearest, Problem, Severity};
 
 /// What became of one file.
 #[derive(Debug, Clone)]
@@ -23,7 +23,7 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct Parsed {
     pub outcome: Outcome,
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Vec<Problem>,
 }
 
 /// Parses `text` (the content of `file`, a root-relative path) as an agent named `name`.
@@ -39,14 +39,14 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         }
         Err(e @ SplitError::Unclosed { line }) => {
             diags.push(
-                Diagnostic::new(
+                Problem::new(
                     Severity::Error,
                     "agent/frontmatter-unclosed",
                     file,
                     e.to_string(),
                 )
                 .at_line_of(text, line, 1)
-                .help("add a line with `---` after the last frontmatter key"),
+                .with_help("add a line with `---` after the last frontmatter key"),
             );
             return failed(diags);
         }
@@ -60,14 +60,14 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             Some((fixed, lines)) if deserialize(&fixed).is_ok() => {
                 for l in lines {
                     diags.push(
-                        Diagnostic::new(
+                        Problem::new(
                             Severity::Warning,
                             "agent/unquoted-colon",
                             file,
                             "value contains `: ` but is not quoted; strict YAML rejects this line",
                         )
                         .at_line_of(text, l + line_offset, 1)
-                        .help("wrap the value in double quotes"),
+                        .with_help("wrap the value in double quotes"),
                     );
                 }
                 deserialize(&fixed).unwrap_or_default()
@@ -81,21 +81,21 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                     super::shape::explain(yaml, &top_level_keys(yaml), line)
                 {
                     diags.push(
-                        Diagnostic::new(Severity::Error, "agent/yaml", file, message)
+                        Problem::new(Severity::Error, "agent/yaml", file, message)
                             .at_line_of(text, line + line_offset, col)
-                            .help(help),
+                            .with_help(help),
                     );
                     return failed(diags);
                 }
                 diags.push(
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Error,
                         "agent/yaml",
                         file,
                         format!("invalid frontmatter: {}", yaml_message(&err)),
                     )
                     .at_line_of(text, line + line_offset, col)
-                    .help("fix the YAML; quote values that contain `: `, `#` or start with `*`, `&`, `[` or `{`"),
+                    .with_help("fix the YAML; quote values that contain `: `, `#` or start with `*`, `&`, `[` or `{`"),
                 );
                 return failed(diags);
             }
@@ -106,14 +106,14 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
 
     let Some(description) = raw.description.as_ref().map(|d| d.value.trim().to_string()) else {
         diags.push(
-            Diagnostic::new(
+            Problem::new(
                 Severity::Error,
                 "agent/missing-description",
                 file,
                 "`description` is required",
             )
             .at_line_of(text, split.yaml_line.saturating_sub(1).max(1), 1)
-            .help("add `description: \"what this agent does and when to use it\"`"),
+            .with_help("add `description: \"what this agent does and when to use it\"`"),
         );
         return failed(diags);
     };
@@ -123,7 +123,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             .as_ref()
             .map_or(1, |d| d.referenced.line() as usize);
         diags.push(
-            Diagnostic::new(
+            Problem::new(
                 Severity::Error,
                 "agent/missing-description",
                 file,
@@ -138,7 +138,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
     if let Some(n) = &raw.name {
         if n.value != name {
             diags.push(
-                Diagnostic::new(
+                Problem::new(
                     Severity::Warning,
                     "agent/name-mismatch",
                     file,
@@ -152,7 +152,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                     n.referenced.line() as usize + line_offset,
                     n.referenced.column() as usize,
                 )
-                .help("rename the file or drop the `name` key so the two agree"),
+                .with_help("rename the file or drop the `name` key so the two agree"),
             );
             agent_name = n.value.clone();
         }
@@ -166,14 +166,14 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
     if let Some(t) = &raw.tools {
         for unknown in tools.unknown_names() {
             diags.push(
-                Diagnostic::new(
+                Problem::new(
                     Severity::Warning,
                     "agent/unknown-tool",
                     file,
                     format!("unknown tool `{unknown}`"),
                 )
                 .at_line_of(text, t.referenced.line() as usize + line_offset, 1)
-                .help(
+                .with_help(
                     match nearest(unknown, super::tools::BUILTIN_TOOLS.iter().copied()) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => format!(
@@ -192,7 +192,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             Ok(c) => Some(c),
             Err(e) => {
                 diags.push(
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Error,
                         "agent/contract",
                         file,
@@ -217,14 +217,14 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                 .line()
                 .map_or(split.body_line, |l| l + split.body_line - 1);
             diags.push(
-                Diagnostic::new(
+                Problem::new(
                     Severity::Warning,
                     "agent/template",
                     file,
                     format!("body is not a valid template ({}); it is used as plain text", e.kind()),
                 )
                 .at_line_of(text, line, 1)
-                .help("wrap literal `{{` or `{%` in `{% raw %}…{% endraw %}` to use template variables"),
+                .with_help("wrap literal `{{` or `{%` in `{% raw %}…{% endraw %}` to use template variables"),
             );
             (false, Vec::new())
         }
@@ -269,7 +269,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
     }
 }
 
-fn failed(diagnostics: Vec<Diagnostic>) -> Parsed {
+fn failed(diagnostics: Vec<Problem>) -> Parsed {
     Parsed {
         outcome: Outcome::Failed,
         diagnostics,
@@ -314,29 +314,29 @@ fn top_level_keys(yaml: &str) -> Vec<(&str, usize)> {
         .collect()
 }
 
-fn check_keys(yaml: &str, text: &str, file: &str, line_offset: usize, diags: &mut Vec<Diagnostic>) {
+fn check_keys(yaml: &str, text: &str, file: &str, line_offset: usize, diags: &mut Vec<Problem>) {
     for (key, i) in top_level_keys(yaml) {
         if KNOWN_KEYS.contains(&key) || METADATA_KEYS.contains(&key) {
             continue;
         }
         let line = i + 1 + line_offset;
         let d = if FOREIGN_KEYS.contains(&key) {
-            Diagnostic::new(
+            Problem::new(
                 Severity::Note,
                 "agent/foreign-key",
                 file,
                 format!("`{key}` belongs to another runtime and is ignored by switchboard"),
             )
         } else {
-            let d = Diagnostic::new(
+            let d = Problem::new(
                 Severity::Warning,
                 "agent/unknown-key",
                 file,
                 format!("unknown key `{key}`"),
             );
             match nearest(key, KNOWN_KEYS.iter().copied()) {
-                Some(s) => d.help(format!("did you mean `{s}`?")),
-                None => d.help(format!("known keys: {}", KNOWN_KEYS.join(", "))),
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!("known keys: {}", KNOWN_KEYS.join(", "))),
             }
         };
         diags.push(d.at_line_of(text, line, 1));

@@ -23,7 +23,7 @@ struct AgentRow<'a> {
     /// What the agent will really be offered at run time: granted, provided by switchboard with
     /// this configuration, and not denied by `permission`.
     offered_tools: Vec<&'static str>,
-    problems: Vec<&'a crate::diagnostic::Diagnostic>,
+    problems: Vec<&'a crate::problem::Problem>,
 }
 
 pub fn run(global: &Global, args: Args) -> miette::Result<Code> {

@@ -7,7 +7,6 @@
 
 use crate::contract::{
     check_envelope, CheckContext, Contract, ContractDecl, Envelope, FileCache, Report, Rule,
-    Violation,
 };
 use serde::Serialize;
 use std::io::{IsTerminal, Read, Write};
@@ -117,19 +116,20 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<super::Code> {
                 });
                 let index = crate::markdown::LineIndex::new(&text);
                 for v in &report.violations {
-                    let (end_line, end_column) = index.line_col(&text, v.span.end);
-                    json.violations.push(JsonViolation {
+                    let end = v.span.as_ref().map_or(0, |s| s.end);
+                    let (end_line, end_column) = index.line_col(&text, end);
+                    json.violations.push(JsonProblem {
                         file: shown.to_string(),
                         line: v.line,
                         column: v.column,
                         end_line,
                         end_column,
-                        rule: v.rule.code(),
+                        rule: v.code.to_string(),
                         severity: v.severity.as_str(),
                         message: v.message.clone(),
                         help: v.help.clone(),
-                        actual: v.actual.clone(),
-                        actual_from: v.actual_from.clone(),
+                        actual: v.actual.as_ref().map(|a| a.lines.clone()),
+                        actual_from: v.actual.as_ref().map(|a| a.from.clone()),
                     });
                 }
             }
@@ -198,8 +198,7 @@ fn check_bytes(bytes: &[u8], fixed: Option<&Contract>, ctx: &CheckContext) -> (S
         Err(e) => {
             let text = String::from_utf8_lossy(bytes).into_owned();
             let at = e.valid_up_to();
-            let violation = Violation::error(
-                Rule::Encoding,
+            let violation = Rule::Encoding.problem(
                 at..at + 1,
                 format!("the answer is not valid UTF-8 (bad byte at offset {at})"),
             );
@@ -224,7 +223,7 @@ fn read_input(name: &str) -> std::io::Result<Vec<u8>> {
 fn agent_contract(set: &crate::agent::AgentSet, name: &str) -> Result<Contract, miette::Report> {
     let Some(agent) = set.get(name) else {
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
-        let hint = crate::diagnostic::nearest(name, names.iter().copied())
+        let hint = crate::problem::nearest(name, names.iter().copied())
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         return Err(miette::miette!(
@@ -267,7 +266,7 @@ fn load_contract(name: &str) -> Result<Contract, miette::Report> {
 #[derive(Debug, Default, Serialize)]
 struct JsonOutput {
     files: Vec<JsonFile>,
-    violations: Vec<JsonViolation>,
+    violations: Vec<JsonProblem>,
 }
 
 #[derive(Debug, Serialize)]
@@ -284,14 +283,16 @@ struct JsonFile {
     error: Option<String>,
 }
 
+/// One problem as `check --format json` prints it: the keys predate the shared problem type and
+/// scripts read them (`rule` for the code, the end of the span, `actual_from` beside `actual`).
 #[derive(Debug, Serialize)]
-struct JsonViolation {
+struct JsonProblem {
     file: String,
     line: usize,
     column: usize,
     end_line: usize,
     end_column: usize,
-    rule: &'static str,
+    rule: String,
     severity: &'static str,
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,8 +5,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{print_diagnostics, Code, Global};
-use crate::diagnostic::Diagnostic;
 use crate::lint::Linter;
+use crate::problem::Problem;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -41,7 +41,7 @@ pub enum Deny {
 }
 
 /// One lint pass over the project as it is now, keeping the findings under `paths`.
-fn pass(linter: &mut Linter, paths: &[String]) -> Vec<Diagnostic> {
+fn pass(linter: &mut Linter, paths: &[String]) -> Vec<Problem> {
     let mut findings = linter.run();
     if !paths.is_empty() {
         findings.retain(|d| {
@@ -84,14 +84,14 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     }
     let warned = findings
         .iter()
-        .any(|d| d.severity >= crate::diagnostic::Severity::Warning);
+        .any(|d| d.severity >= crate::problem::Severity::Warning);
     let denied = args.deny == Some(Deny::Warnings) && warned;
     Ok(Code::findings_if(
         denied || crate::lint::exit_code(&findings) != 0,
     ))
 }
 
-fn print(format: Format, findings: &[Diagnostic]) {
+fn print(format: Format, findings: &[Problem]) {
     match format {
         Format::Json => println!(
             "{}",
@@ -114,7 +114,7 @@ fn watch(
     project: &crate::project::Project,
     paths: &[String],
     format: Format,
-    mut previous: Vec<Diagnostic>,
+    mut previous: Vec<Problem>,
 ) -> miette::Result<Code> {
     use notify::{RecursiveMode, Watcher};
     let (tx, rx) = mpsc::channel();

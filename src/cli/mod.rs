@@ -136,8 +136,8 @@ pub(crate) fn load_agents(
 }
 
 /// Prints diagnostics on stderr, most severe last so they stay on screen, with a summary line.
-pub(crate) fn print_diagnostics(diagnostics: &[crate::diagnostic::Diagnostic]) {
-    use crate::diagnostic::Severity;
+pub(crate) fn print_diagnostics(diagnostics: &[crate::problem::Problem]) {
+    use crate::problem::Severity;
     let mut sorted: Vec<_> = diagnostics.iter().collect();
     sorted.sort_by(|a, b| (a.severity, &a.file, a.line).cmp(&(b.severity, &b.file, b.line)));
     for d in &sorted {

@@ -28,7 +28,7 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     let (project, set) = load_agents(global)?;
     let Some(agent) = set.get(&args.agent) else {
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
-        let hint = crate::diagnostic::nearest(&args.agent, names.iter().copied())
+        let hint = crate::problem::nearest(&args.agent, names.iter().copied())
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         return Err(miette::miette!(

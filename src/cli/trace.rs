@@ -75,7 +75,7 @@ fn print_node(n: &HopNode, indent: usize) {
             } else {
                 String::new()
             };
-            line.push_str(&format!("\n{pad}- {at}[{}] {}", v.rule, v.message));
+            line.push_str(&format!("\n{pad}- {at}[{}] {}", v.code, v.message));
         }
     }
     println!("{line}");

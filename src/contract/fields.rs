@@ -2,8 +2,9 @@
 //! serde-saphyr for everything else, with positions mapped back into the answer.
 
 use super::envelope::{Envelope, Field, FieldValue};
-use super::rule::{floor_boundary, Rule, Violation};
+use super::rule::Rule;
 use crate::markdown::Frontmatter;
+use crate::problem::floor_boundary;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 use std::ops::Range;
@@ -303,12 +304,14 @@ fn yaml_fields(text: &str, fm: &Frontmatter, env: &mut Envelope) {
             };
             let message = yaml_message(&err.to_string());
             env.problems.push(
-                Violation::error(
-                    Rule::FrontmatterYaml,
-                    span,
-                    format!("the frontmatter is not a valid YAML mapping: {message}"),
-                )
-                .with_help("write one `key: value` per line; quote values that hold `: ` or `#`"),
+                Rule::FrontmatterYaml
+                    .problem(
+                        span,
+                        format!("the frontmatter is not a valid YAML mapping: {message}"),
+                    )
+                    .with_help(
+                        "write one `key: value` per line; quote values that hold `: ` or `#`",
+                    ),
             );
         }
     }

@@ -38,7 +38,7 @@ pub use envelope::{
 };
 pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
 pub use report::{assert_conforms, Report};
-pub use rule::{Rule, Severity, Violation};
+pub use rule::Rule;
 pub use spec::{
     Contract, ContractDecl, ContractError, ContractFormat, ContractSpec, EvidencePolicy, FieldKind,
     FieldRule, OnViolation,

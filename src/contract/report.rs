@@ -2,9 +2,10 @@
 //! model (a repair prompt), and to a test (a panic with the rendered report).
 
 use super::check::{check, CheckContext};
-use super::rule::{locate, Severity, Violation};
+use super::rule::sort;
 use super::spec::Contract;
 use crate::markdown::LineIndex;
+use crate::problem::{locate, ActualLines, Problem, Severity};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -14,14 +15,14 @@ pub struct Report {
     /// The name of the contract the answer was checked against.
     pub contract: String,
     /// In source order.
-    pub violations: Vec<Violation>,
+    pub violations: Vec<Problem>,
 }
 
 impl Report {
     /// A report over `text`: fills in each violation's line and column and sorts them.
-    pub fn new(text: &str, contract: impl Into<String>, mut violations: Vec<Violation>) -> Self {
+    pub fn new(text: &str, contract: impl Into<String>, mut violations: Vec<Problem>) -> Self {
         locate(text, &mut violations);
-        violations.sort_by_key(|v| (v.span.start, v.rule));
+        sort(&mut violations);
         Report {
             contract: contract.into(),
             violations,
@@ -33,11 +34,11 @@ impl Report {
         self.errors().next().is_none()
     }
 
-    pub fn errors(&self) -> impl Iterator<Item = &Violation> {
+    pub fn errors(&self) -> impl Iterator<Item = &Problem> {
         self.violations.iter().filter(|v| v.is_error())
     }
 
-    pub fn warnings(&self) -> impl Iterator<Item = &Violation> {
+    pub fn warnings(&self) -> impl Iterator<Item = &Problem> {
         self.violations
             .iter()
             .filter(|v| v.severity == Severity::Warning)
@@ -45,7 +46,7 @@ impl Report {
 
     /// Plain text for a repair turn: what to fix, where, and for wrong excerpts the real lines.
     pub fn repair_prompt(&self) -> String {
-        let errors: Vec<&Violation> = self.errors().collect();
+        let errors: Vec<&Problem> = self.errors().collect();
         let mut out = String::new();
         if errors.is_empty() {
             return out;
@@ -65,14 +66,18 @@ impl Report {
                 out,
                 "\n{}. [{}] line {}: {}\n",
                 i + 1,
-                v.rule,
+                v.code,
                 v.line,
                 v.message
             );
             if let Some(help) = &v.help {
                 let _ = writeln!(out, "   Fix: {help}");
             }
-            if let (Some(actual), Some(from)) = (&v.actual, &v.actual_from) {
+            if let Some(ActualLines {
+                from,
+                lines: actual,
+            }) = &v.actual
+            {
                 let fence = fence_for(actual);
                 let _ = writeln!(out, "   The lines really at `{from}` are:");
                 let _ = writeln!(out, "   {fence}");
@@ -133,7 +138,7 @@ const SPAN_LINES: usize = 4;
 
 fn render_one(
     out: &mut String,
-    v: &Violation,
+    v: &Problem,
     name: &str,
     text: &str,
     index: &LineIndex,
@@ -141,13 +146,19 @@ fn render_one(
 ) {
     let style = Style { on: color };
     let sev = match v.severity {
-        Severity::Error => style.paint("1;31", &format!("error[{}]", v.rule)),
-        Severity::Warning => style.paint("1;33", &format!("warning[{}]", v.rule)),
+        Severity::Error => style.paint("1;31", &format!("error[{}]", v.code)),
+        Severity::Warning => style.paint("1;33", &format!("warning[{}]", v.code)),
+        Severity::Note => style.paint("1;36", &format!("note[{}]", v.code)),
     };
+    // A problem without a span (none of the checker's) is shown at its line and column.
+    let span = v.span.clone().unwrap_or_else(|| {
+        let at = index.line_start(v.line).unwrap_or(0) + v.column.saturating_sub(1);
+        at..at
+    });
     let _ = writeln!(out, "{sev}: {}", style.paint("1", &v.message));
 
     let first = v.line.max(1);
-    let last_of_span = index.line(v.span.end.saturating_sub(1).max(v.span.start));
+    let last_of_span = index.line(span.end.saturating_sub(1).max(span.start));
     let last = last_of_span.clamp(first, first + SPAN_LINES - 1);
     let width = last.to_string().len();
     let pad = " ".repeat(width);
@@ -178,7 +189,7 @@ fn render_one(
                 .collect();
             let rest_len = line.chars().count().saturating_sub(col - 1);
             let span_len = text
-                .get(v.span.clone())
+                .get(span.clone())
                 .map_or(1, |s| s.lines().next().unwrap_or("").chars().count());
             let carets = span_len.min(rest_len).max(1);
             let marks = "^".repeat(carets);
@@ -193,7 +204,11 @@ fn render_one(
     if last < last_of_span {
         let _ = writeln!(out, "{pad} {bar} …");
     }
-    if let (Some(actual), Some(from)) = (&v.actual, &v.actual_from) {
+    if let Some(ActualLines {
+        from,
+        lines: actual,
+    }) = &v.actual
+    {
         let _ = writeln!(
             out,
             "{pad} {} {}: the lines at `{from}` are:",
@@ -241,10 +256,13 @@ mod tests {
 
     fn sample() -> (String, Report) {
         let text = "---\nmessage_id: x\n---\nline two\n".to_string();
-        let mut v = Violation::error(Rule::MessageIdFormat, 16..17, "bad id").with_help("fix it");
+        let mut v = Rule::MessageIdFormat
+            .problem(16..17, "bad id")
+            .with_help("fix it");
         v.line = 2;
         v.column = 13;
-        let mut w = Violation::error(Rule::ExcerptMismatch, 20..28, "wrong lines")
+        let mut w = Rule::ExcerptMismatch
+            .problem(20..28, "wrong lines")
             .with_actual("docs/a.md:3-4", "real three\nreal ```four");
         w.line = 4;
         w.column = 1;

@@ -1,34 +1,15 @@
-//! Rule codes, severities and violations: the vocabulary every report is written in.
+//! The catalogue of contract rules: each with a stable code. A check reports a broken rule as a
+//! [`Problem`] carrying that code.
 //!
-//! Codes are stable strings (`area/what`); docs/envelope.md lists each one. Never rename a code:
-//! prompts, tests and users' scripts match on them.
+//! Codes are stable strings (`area/what`); docs/envelope.md explains each rule and
+//! docs/problems.md lists them with every other code. Never rename a code: prompts, tests and
+//! users' scripts match on them.
 
 use serde::Serialize;
 use std::fmt;
 use std::ops::Range;
 
-/// How bad a violation is. Only errors make an answer non-conformant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::problem::{Problem, Severity};
 
 macro_rules! rules {
     ($($(#[doc = $doc:literal])* $variant:ident => $code:literal,)*) => {
@@ -135,85 +116,22 @@ impl Serialize for Rule {
     }
 }
 
-/// One way an answer breaks its contract.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Violation {
-    pub rule: Rule,
-    pub severity: Severity,
-    /// What is wrong, in one sentence.
-    pub message: String,
-    /// Byte range in the checked text.
-    pub span: Range<usize>,
-    /// 1-based line of `span.start`.
-    pub line: usize,
-    /// 1-based column (in characters) of `span.start`.
-    pub column: usize,
-    /// How to fix it, when there is something specific to say.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-    /// For excerpt problems: the lines that are really in the cited file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actual: Option<String>,
-    /// Where `actual` comes from, as `path:N-M`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actual_from: Option<String>,
-}
-
-impl Violation {
-    /// An error at `span`; line and column are filled in when the report is finished.
-    pub fn error(rule: Rule, span: Range<usize>, message: impl Into<String>) -> Self {
-        Violation {
-            rule,
-            severity: Severity::Error,
-            message: message.into(),
-            span,
-            line: 0,
-            column: 0,
-            help: None,
-            actual: None,
-            actual_from: None,
-        }
-    }
-
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
-        self
-    }
-
-    pub fn with_actual(mut self, from: impl Into<String>, lines: impl Into<String>) -> Self {
-        self.actual_from = Some(from.into());
-        self.actual = Some(lines.into());
-        self
-    }
-
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
+impl Rule {
+    /// An error of this rule at byte range `span` of the checked text; line and column are
+    /// filled in when the report is finished.
+    pub fn problem(self, span: Range<usize>, message: impl Into<String>) -> Problem {
+        Problem::in_text(Severity::Error, self.code(), span, message)
     }
 }
 
-/// Clamps spans into `text` on char boundaries and fills in line and column.
-pub(crate) fn locate(text: &str, violations: &mut [Violation]) {
-    if violations.is_empty() {
-        return;
-    }
-    let index = crate::markdown::LineIndex::new(text);
-    for v in violations {
-        let start = floor_boundary(text, v.span.start);
-        let end = floor_boundary(text, v.span.end.max(start));
-        v.span = start..end;
-        let (line, column) = index.line_col(text, start);
-        v.line = line;
-        v.column = column;
-    }
-}
-
-/// The largest char boundary of `text` at or below `at`.
-pub(crate) fn floor_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
+/// Sorts a text's problems into report order: by position, then by rule in documentation order
+/// (codes that are no contract rule after those that are).
+pub(crate) fn sort(problems: &mut [Problem]) {
+    problems.sort_by_key(|p| {
+        let start = p.span.as_ref().map_or(0, |s| s.start);
+        let rule = Rule::from_code(&p.code);
+        (start, rule.is_none(), rule)
+    });
 }
 
 #[cfg(test)]
@@ -232,11 +150,22 @@ mod tests {
     }
 
     #[test]
-    fn locate_clamps_to_boundaries() {
-        let text = "ab\néx";
-        let mut v = [Violation::error(Rule::Tags, 4..99, "x")];
-        locate(text, &mut v);
-        assert_eq!(v[0].span, 3..6);
-        assert_eq!((v[0].line, v[0].column), (2, 1));
+    fn sorts_by_position_then_rule_order() {
+        let mut v = [
+            Rule::StrayText.problem(5..6, "b"),
+            Rule::Tags.problem(5..6, "a"),
+            Rule::FrontmatterMissing.problem(0..1, "c"),
+        ];
+        sort(&mut v);
+        let codes: Vec<&str> = v.iter().map(|p| p.code.as_ref()).collect();
+        assert_eq!(
+            codes,
+            [
+                "envelope/frontmatter-missing",
+                "envelope/tags",
+                "envelope/stray-text"
+            ]
+        );
+        assert_eq!(Rule::Tags.problem(1..2, "x").severity, Severity::Error);
     }
 }

@@ -6,19 +6,20 @@ use std::sync::LazyLock;
 
 use crate::agent::{Agent, AgentSet};
 use crate::contract::EvidencePolicy;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::markdown::LineIndex;
+use crate::problem::{Problem, Severity};
 
 static MESSAGE_TYPE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"message_type:\s*`?([A-Z][A-Z0-9_]*)").expect("static regex"));
 
 const ENVELOPE_FIELDS: &[&str] = &["message_id", "correlation_id", "timestamp", "message_type"];
 
-pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     for agent in set.iter() {
         match &agent.contract {
             None if agent.mode.can_be_delegated_to() => {
                 out.push(
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Note,
                         "contract/none",
                         &agent.file,
@@ -27,7 +28,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                             agent.name
                         ),
                     )
-                    .help("add `contract: envelope` (or a stricter one) to the frontmatter"),
+                    .with_help("add `contract: envelope` (or a stricter one) to the frontmatter"),
                 );
             }
             None => {}
@@ -38,7 +39,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
 }
 
 /// `contract/template-missing`: the prompt's output template lacks something the contract checks.
-fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
+fn template(agent: &Agent, out: &mut Vec<Problem>) {
     let Some(contract) = &agent.contract else {
         return;
     };
@@ -69,7 +70,7 @@ fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
     }
     if !missing.is_empty() {
         out.push(
-            Diagnostic::new(
+            Problem::new(
                 Severity::Warning,
                 "contract/template-missing",
                 &agent.file,
@@ -81,7 +82,7 @@ fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
                 ),
             )
             .at(agent.body_line, 1)
-            .help("add an output template that shows the envelope the contract requires"),
+            .with_help("add an output template that shows the envelope the contract requires"),
         );
     }
 }
@@ -89,11 +90,12 @@ fn template(agent: &Agent, out: &mut Vec<Diagnostic>) {
 /// `contract/evidence-not-required` and `contract/unknown-message-type`: a section of a
 /// consumer's prompt that shows a producer's answer (by its `message_type`) with Evidence items
 /// expects evidence; the producer's contract must require it.
-fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>) {
+fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Problem>) {
     if consumer.references.is_empty() {
         return;
     }
-    for (start_line, section) in sections(&consumer.body) {
+    let index = LineIndex::new(&consumer.body);
+    for (start, section) in sections(&consumer.body) {
         if !section.contains("**Evidence**") {
             continue;
         }
@@ -101,11 +103,8 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
             let Some(ty) = cap.get(1).map(|m| m.as_str()) else {
                 continue;
             };
-            let line = consumer.body_line
-                + start_line
-                + section[..cap.get(0).map_or(0, |m| m.start())]
-                    .matches('\n')
-                    .count();
+            let at = start + cap.get(0).map_or(0, |m| m.start());
+            let line = consumer.body_line + index.line(at) - 1;
             let producers: Vec<&Agent> = set
                 .iter()
                 .filter(|a| {
@@ -116,7 +115,7 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
                 .collect();
             if producers.is_empty() {
                 out.push(
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Warning,
                         "contract/unknown-message-type",
                         &consumer.file,
@@ -131,7 +130,7 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
                     .is_some_and(|c| c.evidence != EvidencePolicy::Required)
                 {
                     out.push(
-                        Diagnostic::new(
+                        Problem::new(
                             Severity::Warning,
                             "contract/evidence-not-required",
                             &consumer.file,
@@ -141,7 +140,7 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
                             ),
                         )
                         .at(line, 1)
-                        .help(format!("set `evidence: required` in {}'s contract", p.file)),
+                        .with_help(format!("set `evidence: required` in {}'s contract", p.file)),
                     );
                 }
             }
@@ -149,25 +148,23 @@ fn expected_evidence(set: &AgentSet, consumer: &Agent, out: &mut Vec<Diagnostic>
     }
 }
 
-/// The body cut at `##`/`###` headings outside fenced code: (0-based start line, text).
+/// The body cut at `##`/`###` headings outside fenced code: (byte offset of the section, text).
 fn sections(body: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start = 0usize;
-    let mut start_line = 0usize;
     let mut in_fence = false;
     let mut offset = 0usize;
-    for (i, line) in body.split_inclusive('\n').enumerate() {
+    for line in body.split_inclusive('\n') {
         let t = line.trim_start();
         if t.starts_with("```") || t.starts_with("~~~") {
             in_fence = !in_fence;
         }
         if !in_fence && (line.starts_with("## ") || line.starts_with("### ")) && offset > start {
-            out.push((start_line, &body[start..offset]));
+            out.push((start, &body[start..offset]));
             start = offset;
-            start_line = i;
         }
         offset += line.len();
     }
-    out.push((start_line, &body[start..]));
+    out.push((start, &body[start..]));
     out
 }

@@ -2,31 +2,35 @@
 
 use crate::agent::render;
 use crate::agent::AgentSet;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::markdown::LineIndex;
+use crate::problem::{Problem, Severity};
 
-pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     for agent in set.iter().filter(|a| a.body_is_template) {
         for var in &agent.unknown_variables {
             let needle = var.as_str();
-            let found = agent.body.lines().enumerate().find(|(_, l)| {
-                l.contains("{{") && l.contains(needle) || l.contains("{%") && l.contains(needle)
+            let mut offset = 0;
+            let found = agent.body.split_inclusive('\n').find_map(|l| {
+                let at = offset;
+                offset += l.len();
+                let templated = l.contains("{{") || l.contains("{%");
+                templated.then(|| l.find(needle)).flatten().map(|c| at + c)
             });
-            let mut d = Diagnostic::new(
+            let mut d = Problem::new(
                 Severity::Error,
                 "template/unknown-variable",
                 &agent.file,
                 format!("the prompt uses `{var}`, which the runtime does not provide"),
             )
-            .help(format!(
+            .with_help(format!(
                 "the runtime provides: {}; escape literal braces with {{% raw %}}…{{% endraw %}}",
                 render::RUNTIME_VARIABLES.join(", ")
             ));
-            if let Some((i, line)) = found {
-                let col = line
-                    .find(needle)
-                    .map_or(1, |c| line[..c].chars().count() + 1);
-                d = d.at(agent.body_line + i, col);
-                d.source_line = Some(line.trim_end_matches('\r').to_string());
+            if let Some(offset) = found {
+                let index = LineIndex::new(&agent.body);
+                let (line, col) = index.line_col(&agent.body, offset);
+                d = d.at(agent.body_line + line - 1, col);
+                d.source_line = index.line_text(&agent.body, line).map(str::to_string);
             }
             out.push(d);
         }
@@ -40,7 +44,7 @@ pub fn models(
     set: &AgentSet,
     config: &crate::config::Config,
     registry: &crate::model::Registry,
-    out: &mut Vec<Diagnostic>,
+    out: &mut Vec<Problem>,
 ) {
     for agent in set.iter() {
         let Some(model) = agent.model.as_deref() else {
@@ -57,13 +61,13 @@ pub fn models(
         }
         let mut aliases: Vec<&str> = config.aliases.keys().map(String::as_str).collect();
         aliases.extend(crate::config::BUILTIN_ALIASES.iter().map(|(a, _)| *a));
-        let mut d = Diagnostic::new(
+        let mut d = Problem::new(
             Severity::Warning,
             "agent/unknown-model",
             &agent.file,
             format!("model `{model}` is not known to the project's configuration"),
         )
-        .help(format!(
+        .with_help(format!(
             "use `provider/model` with a provider of {}, an alias ({}), or `inherit`; or define it under [aliases] in switchboard.toml",
             registry.provider_names().join(", "),
             aliases.join(", ")
@@ -84,7 +88,7 @@ pub fn ungranted_tools(
     project: &crate::project::Project,
     set: &AgentSet,
     provided: crate::tools::Provided,
-    out: &mut Vec<Diagnostic>,
+    out: &mut Vec<Problem>,
 ) {
     for agent in set.iter() {
         let missing: Vec<&str> = agent
@@ -106,7 +110,7 @@ pub fn ungranted_tools(
         }
         let text = std::fs::read_to_string(project.root().join(&agent.file)).unwrap_or_default();
         for tool in missing {
-            let mut d = Diagnostic::new(
+            let mut d = Problem::new(
                 Severity::Warning,
                 "agent/tool-not-provided",
                 &agent.file,
@@ -115,7 +119,7 @@ pub fn ungranted_tools(
                     agent.name
                 ),
             )
-            .help(crate::tools::Provided::how_to_provide(tool));
+            .with_help(crate::tools::Provided::how_to_provide(tool));
             if agent.tools_line > 0 {
                 let (line, column) = grant_position(&text, agent.tools_line, tool);
                 d = d.at_line_of(&text, line, column);

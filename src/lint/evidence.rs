@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::agent::discovery::{stamp, FileStamp};
 use crate::contract::{verify_document, CheckContext, FileCache};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 use crate::project::Project;
 
 /// The folder whose documents are checked.
@@ -22,7 +22,7 @@ struct Entry {
     stamp: FileStamp,
     /// Each cited file as resolved, with its stamp when checked (`None`: it did not exist).
     cited: Vec<(PathBuf, Option<FileStamp>)>,
-    findings: Vec<Diagnostic>,
+    findings: Vec<Problem>,
 }
 
 /// Results kept between passes (`lint --watch`): a document is verified again only when it, or a
@@ -42,11 +42,11 @@ impl EvidenceCache {
 }
 
 /// One pass without a cache.
-pub fn check(project: &Project, out: &mut Vec<Diagnostic>) {
+pub fn check(project: &Project, out: &mut Vec<Problem>) {
     check_cached(project, &mut EvidenceCache::default(), out);
 }
 
-pub fn check_cached(project: &Project, cache: &mut EvidenceCache, out: &mut Vec<Diagnostic>) {
+pub fn check_cached(project: &Project, cache: &mut EvidenceCache, out: &mut Vec<Problem>) {
     let files = FileCache::new();
     let ctx = CheckContext::new(project, &files);
     let mut seen = HashSet::new();
@@ -81,7 +81,7 @@ fn verify(
     ctx: &CheckContext,
     path: &std::path::Path,
     text: &str,
-) -> (Vec<Diagnostic>, Vec<(PathBuf, Option<FileStamp>)>) {
+) -> (Vec<Problem>, Vec<(PathBuf, Option<FileStamp>)>) {
     // Most documents cite nothing; skip the markdown parse for them.
     if !text.contains("**Evidence**") {
         return (Vec::new(), Vec::new());
@@ -101,26 +101,28 @@ fn verify(
             (p, s)
         })
         .collect();
+    // The checker's problem, restated for a file on disk: placed in `file` with its source line
+    // shown, and the lines there now folded into the help (lint output has no separate field).
     let findings = result
         .violations
         .into_iter()
         .map(|v| {
             let mut help = v.help.clone().unwrap_or_default();
-            if let (Some(actual), Some(from)) = (&v.actual, &v.actual_from) {
+            if let Some(actual) = &v.actual {
                 if !help.is_empty() {
                     help.push_str("; ");
                 }
-                help.push_str(&format!("{from} now reads:\n{actual}"));
+                help.push_str(&format!("{} now reads:\n{}", actual.from, actual.lines));
             }
-            let mut d = Diagnostic::new(
+            let mut d = Problem::new(
                 Severity::Error,
-                v.rule.code(),
+                v.code,
                 &file,
                 format!("stale evidence: {}", v.message),
             )
             .at_line_of(text, v.line, v.column);
             if !help.is_empty() {
-                d = d.help(help);
+                d = d.with_help(help);
             }
             d
         })

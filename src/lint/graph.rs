@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::agent::{Action, Agent, AgentSet, Reference};
-use crate::diagnostic::{nearest, Diagnostic, Severity};
+use crate::problem::{nearest, Problem, Severity};
 
 /// An edge of the delegation graph: `from` mentions `to` at `reference`.
 #[derive(Debug, Clone)]
@@ -15,20 +15,20 @@ pub struct Edge<'a> {
 
 /// Why a delegation would be refused at run time.
 #[derive(Debug, Clone, Copy)]
-pub enum Problem<'a> {
+pub enum Refusal<'a> {
     MissingTarget,
     PrimaryTarget(&'a Agent),
     NoTaskTool,
     PermissionDenied(Action),
 }
 
-impl Problem<'_> {
+impl Refusal<'_> {
     pub fn code(&self) -> &'static str {
         match self {
-            Problem::MissingTarget => "delegation/missing-target",
-            Problem::PrimaryTarget(_) => "delegation/primary-target",
-            Problem::NoTaskTool => "delegation/no-task-tool",
-            Problem::PermissionDenied(_) => "delegation/permission-denied",
+            Refusal::MissingTarget => "delegation/missing-target",
+            Refusal::PrimaryTarget(_) => "delegation/primary-target",
+            Refusal::NoTaskTool => "delegation/no-task-tool",
+            Refusal::PermissionDenied(_) => "delegation/permission-denied",
         }
     }
 }
@@ -36,20 +36,20 @@ impl Problem<'_> {
 impl<'a> Edge<'a> {
     /// Every reason this delegation would be refused, in the order lint reports them; one
     /// derivation serves lint's findings and `graph`'s highlighted edges.
-    pub fn problems(&self, set: &'a AgentSet) -> Vec<Problem<'a>> {
+    pub fn refusals(&self, set: &'a AgentSet) -> Vec<Refusal<'a>> {
         let Some(target) = set.get(self.to) else {
-            return vec![Problem::MissingTarget];
+            return vec![Refusal::MissingTarget];
         };
         let mut out = Vec::new();
         if !target.mode.can_be_delegated_to() {
-            out.push(Problem::PrimaryTarget(target));
+            out.push(Refusal::PrimaryTarget(target));
         }
         if !self.from.tools.allows("task") {
-            out.push(Problem::NoTaskTool);
+            out.push(Refusal::NoTaskTool);
         }
         match self.from.permission.task(self.to) {
             Action::Allow => {}
-            action => out.push(Problem::PermissionDenied(action)),
+            action => out.push(Refusal::PermissionDenied(action)),
         }
         out
     }
@@ -68,7 +68,7 @@ pub fn edges(set: &AgentSet) -> Vec<Edge<'_>> {
         .collect()
 }
 
-fn at(agent: &Agent, r: &Reference, d: Diagnostic) -> Diagnostic {
+fn at(agent: &Agent, r: &Reference, d: Problem) -> Problem {
     let mut d = d.at(r.line, r.column);
     d.source_line = agent
         .body
@@ -78,15 +78,15 @@ fn at(agent: &Agent, r: &Reference, d: Diagnostic) -> Diagnostic {
     d
 }
 
-pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
     let mut reported_tool: BTreeSet<&str> = BTreeSet::new();
     for e in edges(set) {
         let (from, r) = (e.from, e.reference);
-        for problem in e.problems(set) {
+        for problem in e.refusals(set) {
             let d = match problem {
-                Problem::MissingTarget => {
-                    let d = Diagnostic::new(
+                Refusal::MissingTarget => {
+                    let d = Problem::new(
                         Severity::Error,
                         problem.code(),
                         &from.file,
@@ -96,25 +96,25 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                         ),
                     );
                     match nearest(e.to, names.iter().copied()) {
-                        Some(n) => d.help(format!("did you mean `{n}`?")),
-                        None => d.help(format!("known agents: {}", names.join(", "))),
+                        Some(n) => d.with_help(format!("did you mean `{n}`?")),
+                        None => d.with_help(format!("known agents: {}", names.join(", "))),
                     }
                 }
-                Problem::PrimaryTarget(target) => Diagnostic::new(
+                Refusal::PrimaryTarget(target) => Problem::new(
                     Severity::Error,
                     problem.code(),
                     &from.file,
                     format!("`{}` is a primary agent and cannot be delegated to", e.to),
                 )
-                .help(format!(
+                .with_help(format!(
                     "set `mode: subagent` or `mode: all` in {}",
                     target.file
                 )),
-                Problem::NoTaskTool => {
+                Refusal::NoTaskTool => {
                     if !reported_tool.insert(from.name.as_str()) {
                         continue;
                     }
-                    Diagnostic::new(
+                    Problem::new(
                         Severity::Error,
                         problem.code(),
                         &from.file,
@@ -123,9 +123,9 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                             from.name
                         ),
                     )
-                    .help("add `task: true` under `tools:`, or remove the delegation")
+                    .with_help("add `task: true` under `tools:`, or remove the delegation")
                 }
-                Problem::PermissionDenied(action) => Diagnostic::new(
+                Refusal::PermissionDenied(action) => Problem::new(
                     Severity::Error,
                     problem.code(),
                     &from.file,
@@ -140,7 +140,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                         }
                     ),
                 )
-                .help(format!("allow `{}` under `permission: task:`", e.to)),
+                .with_help(format!("allow `{}` under `permission: task:`", e.to)),
             };
             out.push(at(from, r, d));
         }
@@ -150,7 +150,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Diagnostic>) {
 }
 
 /// `delegation/cycle`: an agent that can reach itself through delegations.
-fn cycles(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+fn cycles(set: &AgentSet, out: &mut Vec<Problem>) {
     let graph = adjacency(set);
     let mut reported: BTreeSet<Vec<&str>> = BTreeSet::new();
     for start in graph.keys().copied() {
@@ -167,13 +167,13 @@ fn cycles(set: &AgentSet, out: &mut Vec<Diagnostic>) {
                         let mut cycle = path.clone();
                         cycle.push(start);
                         let file = agent.map_or(String::new(), |a| a.file.clone());
-                        let mut d = Diagnostic::new(
+                        let mut d = Problem::new(
                             Severity::Error,
                             "delegation/cycle",
                             file,
                             format!("delegation cycle: {}", cycle.join(" → ")),
                         )
-                        .help("the runtime refuses a call to an agent already in its chain; break the cycle");
+                        .with_help("the runtime refuses a call to an agent already in its chain; break the cycle");
                         if let Some(r) = agent.and_then(|a| {
                             a.references
                                 .iter()
@@ -195,7 +195,7 @@ fn cycles(set: &AgentSet, out: &mut Vec<Diagnostic>) {
 
 /// `delegation/orphan` and `delegation/unreachable`: subagents nothing calls, and agents no
 /// primary can reach.
-fn reachability(set: &AgentSet, out: &mut Vec<Diagnostic>) {
+fn reachability(set: &AgentSet, out: &mut Vec<Problem>) {
     let graph = adjacency(set);
     let called: BTreeSet<&str> = graph.values().flatten().copied().collect();
     let mut reachable: BTreeSet<&str> = BTreeSet::new();
@@ -212,16 +212,18 @@ fn reachability(set: &AgentSet, out: &mut Vec<Diagnostic>) {
     for a in set.iter().filter(|a| !a.disable) {
         if a.mode == crate::agent::Mode::Subagent && !called.contains(a.name.as_str()) {
             out.push(
-                Diagnostic::new(
+                Problem::new(
                     Severity::Warning,
                     "delegation/orphan",
                     &a.file,
                     format!("subagent `{}` is never delegated to", a.name),
                 )
-                .help("mention it in a primary's delegation list or task() example, or remove it"),
+                .with_help(
+                    "mention it in a primary's delegation list or task() example, or remove it",
+                ),
             );
         } else if !reachable.contains(a.name.as_str()) {
-            out.push(Diagnostic::new(
+            out.push(Problem::new(
                 Severity::Warning,
                 "delegation/unreachable",
                 &a.file,

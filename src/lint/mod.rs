@@ -1,7 +1,8 @@
 //! Lint: everything that can be wrong in an agent folder before a session runs, with file:line.
 //!
-//! Rule families, each in its own file: loading (the loader's own diagnostics), definitions
-//! (template variables), the delegation graph, contracts. Codes are stable; the README lists them.
+//! Rule families, each in its own file: loading (the loader's own problems), definitions
+//! (template variables), the delegation graph, contracts. Codes are stable; docs/problems.md
+//! lists them.
 
 pub mod contracts;
 pub mod definitions;
@@ -10,23 +11,23 @@ pub mod graph;
 pub mod sarif;
 
 use crate::agent::AgentSet;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 
 /// Every finding for a loaded set, sorted by file and line.
-pub fn lint(set: &AgentSet) -> Vec<Diagnostic> {
+pub fn lint(set: &AgentSet) -> Vec<Problem> {
     let mut out = set.diagnostics.clone();
     definitions::check(set, &mut out);
     graph::check(set, &mut out);
     contracts::check(set, &mut out);
     out.sort_by(|a, b| {
-        (&a.file, a.line, a.column, a.code).cmp(&(&b.file, b.line, b.column, b.code))
+        (&a.file, a.line, a.column, &a.code).cmp(&(&b.file, b.line, b.column, &b.code))
     });
     out.dedup();
     out
 }
 
 /// Every finding for the project: the agent rules plus stale evidence under `thoughts/`.
-pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Diagnostic> {
+pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Problem> {
     let mut out = lint(set);
     config_rules(project, set, &mut out);
     evidence::check(project, &mut out);
@@ -54,7 +55,7 @@ impl Linter {
     }
 
     /// Every finding for the project as it is on disk now.
-    pub fn run(&mut self) -> Vec<Diagnostic> {
+    pub fn run(&mut self) -> Vec<Problem> {
         let set = crate::agent::load_cached(&self.project, &self.options, &mut self.agents);
         let mut out = lint(&set);
         config_rules(&self.project, &set, &mut out);
@@ -63,7 +64,7 @@ impl Linter {
     }
 }
 
-fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec<Diagnostic>) {
+fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec<Problem>) {
     match crate::config::Config::load(project) {
         Ok(config) => {
             let registry = crate::model::Registry::for_project(project, &config);
@@ -71,30 +72,22 @@ fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec
             let provided = crate::tools::Provided::from_config(&config);
             definitions::ungranted_tools(project, set, provided, out);
         }
-        Err(e) => out.push(
-            Diagnostic::new(
-                Severity::Error,
-                "config/invalid",
-                &e.file,
-                e.message.clone(),
-            )
-            .at(e.line, e.column),
-        ),
+        Err(e) => out.push(e.into_problem()),
     }
 }
 
 /// What changed between two lint passes: findings that are new, and ones that went away.
 /// Positions are part of a finding, so a finding that moved shows as fixed + added.
 pub fn diff<'a>(
-    before: &'a [Diagnostic],
-    after: &'a [Diagnostic],
-) -> (Vec<&'a Diagnostic>, Vec<&'a Diagnostic>) {
+    before: &'a [Problem],
+    after: &'a [Problem],
+) -> (Vec<&'a Problem>, Vec<&'a Problem>) {
     let added = after.iter().filter(|d| !before.contains(d)).collect();
     let fixed = before.iter().filter(|d| !after.contains(d)).collect();
     (added, fixed)
 }
 
 /// Exit code for a lint run: 1 when any finding is an error, else 0.
-pub fn exit_code(findings: &[Diagnostic]) -> u8 {
+pub fn exit_code(findings: &[Problem]) -> u8 {
     u8::from(findings.iter().any(|d| d.severity == Severity::Error))
 }

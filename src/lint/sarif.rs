@@ -2,10 +2,10 @@
 
 use serde_json::{json, Value};
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::problem::{Problem, Severity};
 
-pub fn to_sarif(findings: &[Diagnostic]) -> Value {
-    let mut rules: Vec<&str> = findings.iter().map(|d| d.code).collect();
+pub fn to_sarif(findings: &[Problem]) -> Value {
+    let mut rules: Vec<&str> = findings.iter().map(|d| d.code.as_ref()).collect();
     rules.sort_unstable();
     rules.dedup();
     let results: Vec<Value> = findings

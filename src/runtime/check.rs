@@ -8,15 +8,17 @@
 use crate::contract::{self, CheckContext, Contract, FileCache, OnViolation};
 use crate::project::Project;
 
-use super::events::{EventKind, ViolationRecord};
+use super::events::EventKind;
 use super::handoff::list_violations;
 use super::status::HopStatus;
+use crate::problem::Problem;
 
 /// A check's result, as the hop loop uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckOutcome {
     pub conformant: bool,
-    pub violations: Vec<ViolationRecord>,
+    /// The errors, as the event log records them.
+    pub violations: Vec<Problem>,
     /// The message that asks the agent to fix its answer.
     pub repair_prompt: String,
 }
@@ -38,15 +40,7 @@ pub fn check_answer(
     let report = contract::check(text, contract, &ctx);
     CheckOutcome {
         conformant: report.is_conformant(),
-        violations: report
-            .errors()
-            .map(|v| ViolationRecord {
-                rule: v.rule.code().to_string(),
-                message: v.message.clone(),
-                line: v.line,
-                column: v.column,
-            })
-            .collect(),
+        violations: report.errors().cloned().collect(),
         repair_prompt: report.repair_prompt(),
     }
 }
@@ -62,7 +56,7 @@ pub enum Verdict {
     Reject {
         status: HopStatus,
         summary: String,
-        violations: Vec<ViolationRecord>,
+        violations: Vec<Problem>,
     },
 }
 

@@ -5,11 +5,12 @@
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
-use super::events::{timestamp, EventKind, ViolationRecord};
+use super::events::{timestamp, EventKind};
 use super::handoff::HopResult;
 use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use crate::model::{Message, Usage};
+use crate::problem::Problem;
 
 /// How the loop ended.
 pub(crate) struct Ending {
@@ -18,7 +19,7 @@ pub(crate) struct Ending {
     pub error: Option<String>,
     /// `None` when the agent declares no contract.
     pub conformant: Option<bool>,
-    pub violations: Vec<ViolationRecord>,
+    pub violations: Vec<Problem>,
 }
 
 impl Ending {

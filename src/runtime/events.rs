@@ -17,19 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 
 use crate::model::Usage;
+use crate::problem::Problem;
 
 pub use super::status::{HopStatus, SessionStatus};
-
-/// One contract violation as the log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ViolationRecord {
-    pub rule: String,
-    pub message: String,
-    #[serde(default)]
-    pub line: usize,
-    #[serde(default)]
-    pub column: usize,
-}
 
 /// One line of the log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,7 +141,7 @@ pub enum EventKind {
         conformant: bool,
         /// 0 for the first answer, N for the answer after the Nth repair turn.
         repair: u32,
-        violations: Vec<ViolationRecord>,
+        violations: Vec<Problem>,
     },
     #[serde(rename = "hop.repair")]
     HopRepair { repair: u32, violations: usize },
@@ -174,7 +164,7 @@ pub enum EventKind {
         /// `None` when the agent declares no contract.
         conformant: Option<bool>,
         #[serde(default)]
-        violations: Vec<ViolationRecord>,
+        violations: Vec<Problem>,
         #[serde(default)]
         written: Vec<String>,
     },
@@ -186,7 +176,7 @@ pub enum EventKind {
         ended_at: String,
         duration_us: u64,
         #[serde(default)]
-        violations: Vec<ViolationRecord>,
+        violations: Vec<Problem>,
     },
     /// A hop that completed in an earlier run of the session, reused by `resume` without running.
     #[serde(rename = "hop.reused")]

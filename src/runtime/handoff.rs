@@ -6,9 +6,9 @@
 
 use serde::Serialize;
 
-use super::events::ViolationRecord;
 use super::status::HopStatus;
 use crate::model::{Message, Usage};
+use crate::problem::Problem;
 
 /// The hop that made a `task` call.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub struct HopResult {
     pub answer: String,
     pub error: Option<String>,
     pub usage: Usage,
-    pub violations: Vec<ViolationRecord>,
+    pub violations: Vec<Problem>,
     /// Files written by this hop and its descendants.
     pub written: Vec<String>,
     pub reused: bool,
@@ -87,13 +87,13 @@ impl HopResult {
     }
 }
 
-pub(crate) fn list_violations(v: &[ViolationRecord]) -> String {
+pub(crate) fn list_violations(v: &[Problem]) -> String {
     v.iter()
         .map(|v| {
             if v.line > 0 {
-                format!("- line {}: [{}] {}", v.line, v.rule, v.message)
+                format!("- line {}: [{}] {}", v.line, v.code, v.message)
             } else {
-                format!("- [{}] {}", v.rule, v.message)
+                format!("- [{}] {}", v.code, v.message)
             }
         })
         .collect::<Vec<_>>()

@@ -29,7 +29,7 @@ pub use status::{HopStatus, SessionStatus};
 use std::sync::Arc;
 
 use crate::agent::{load, LoadOptions};
-use crate::config::{Config, ConfigError};
+use crate::config::Config;
 use crate::model::Registry;
 use crate::project::Project;
 
@@ -42,7 +42,7 @@ pub fn registry_for(project: &Project, config: &Config) -> Registry {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] crate::config::Error),
     #[error(transparent)]
     Start(#[from] RuntimeError),
 }

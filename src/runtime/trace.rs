@@ -4,9 +4,10 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::events::{EventKind, ViolationRecord};
+use super::events::EventKind;
 use super::status::{HopProgress, HopStatus, SessionProgress};
 use super::store::{self, log_path, LogError, SESSIONS_DIR};
+use crate::problem::Problem;
 use crate::project::Project;
 
 /// One hop as the log tells it.
@@ -29,7 +30,7 @@ pub struct HopNode {
     pub violations: usize,
     /// The violations of the last check (or of the hop's end), for `trace` to list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub violation_list: Vec<ViolationRecord>,
+    pub violation_list: Vec<Problem>,
     pub repairs: u32,
     pub error: Option<String>,
     pub children: Vec<HopNode>,

@@ -1,0 +1,395 @@
+//! The answer's markdown: headings, bold labels, Evidence items with their references, and the
+//! Excerpt code blocks that go with them. Also walks documents that are no envelope (plans and
+//! reports under `thoughts/`), so citations are recognised the same way in both.
+
+use super::{Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label, Reference};
+use crate::contract::rule::{sort, Rule};
+use crate::markdown::split_frontmatter;
+use crate::problem::locate;
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use std::ops::Range;
+
+/// Reads the Evidence + Excerpt pairs of a markdown document that is not an envelope (a plan or
+/// report under `thoughts/`): the optional frontmatter is skipped and the whole body is walked as
+/// an answer would be, so citations are recognised exactly as in answers.
+pub fn parse_document(text: &str) -> Envelope {
+    let mut env = Envelope {
+        body: 0..text.len(),
+        ..Default::default()
+    };
+    if let Ok(fm) = split_frontmatter(text) {
+        env.body = fm.body.clone();
+    }
+    let body = env.body.clone();
+    let Some(slice) = text.get(body.clone()) else {
+        return env;
+    };
+    let events: Vec<(Event, Range<usize>)> = Parser::new_ext(slice, Options::empty())
+        .into_offset_iter()
+        .map(|(e, r)| (e, r.start + body.start..r.end + body.start))
+        .collect();
+    let mut walker = AnswerWalker::new(text, slice, body.start, &mut env);
+    for (event, range) in &events {
+        walker.event(event, range);
+    }
+    walker.finish();
+    sort(&mut env.problems);
+    locate(text, &mut env.problems);
+    env
+}
+
+/// Where an `**Excerpt**:` label waits for its code block.
+#[derive(Debug, Clone)]
+enum ExcerptTarget {
+    Evidence(usize),
+    Orphan,
+}
+
+pub(super) struct AnswerWalker<'a> {
+    text: &'a str,
+    masked: &'a str,
+    base: usize,
+    env: &'a mut Envelope,
+    /// At the start of a paragraph, list item or line: a bold label may begin here.
+    line_start: bool,
+    /// A bold span that began at a line start: its start and text so far.
+    strong: Option<(usize, String)>,
+    /// A bold span without a colon inside; a label if the next text starts with `:`.
+    pending: Option<(String, Range<usize>)>,
+    heading: Option<(u8, usize, String)>,
+    in_code_block: bool,
+    /// The excerpt block being captured: its start and content.
+    capture: Option<(usize, String)>,
+    /// The Evidence item whose references are being collected.
+    collecting: Option<usize>,
+    /// The latest Evidence item, for pairing with an Excerpt.
+    last_evidence: Option<usize>,
+    awaiting: Option<(Range<usize>, ExcerptTarget)>,
+    capture_target: Option<ExcerptTarget>,
+    /// Evidence items that held a malformed reference.
+    malformed: Vec<usize>,
+}
+
+impl<'a> AnswerWalker<'a> {
+    pub(super) fn new(text: &'a str, masked: &'a str, base: usize, env: &'a mut Envelope) -> Self {
+        AnswerWalker {
+            text,
+            masked,
+            base,
+            env,
+            line_start: false,
+            strong: None,
+            pending: None,
+            heading: None,
+            in_code_block: false,
+            capture: None,
+            collecting: None,
+            last_evidence: None,
+            awaiting: None,
+            capture_target: None,
+            malformed: Vec::new(),
+        }
+    }
+
+    /// The original text of an event whose masked text is `t` at `range`.
+    fn original<'s>(&self, t: &'s str, range: &Range<usize>) -> &'s str
+    where
+        'a: 's,
+    {
+        let local = range.start - self.base..range.end - self.base;
+        if self.masked.get(local) == Some(t) {
+            if let Some(orig) = self.text.get(range.clone()) {
+                return orig;
+            }
+        }
+        t
+    }
+
+    /// A block that is not the awaited code block arrived: the excerpt is not fenced.
+    fn excerpt_not_fenced(&mut self) {
+        if let Some((label, _)) = self.awaiting.take() {
+            self.env.problems.push(
+                Rule::ExcerptNotFenced
+                    .problem(label, "the Excerpt is not followed by a fenced code block")
+                    .with_help(
+                        "put the cited lines in a ``` fenced block right after `**Excerpt**:`, \
+                     indented like the list item",
+                    ),
+            );
+        }
+    }
+
+    fn block_boundary(&mut self) {
+        self.collecting = None;
+        self.pending = None;
+        self.strong = None;
+    }
+
+    pub(super) fn event(&mut self, event: &Event, range: &Range<usize>) {
+        if self.in_code_block {
+            match event {
+                Event::Text(t) if self.capture.is_some() => {
+                    let orig = self.original(t, range);
+                    if let Some((_, content)) = self.capture.as_mut() {
+                        content.push_str(orig);
+                    }
+                }
+                Event::End(TagEnd::CodeBlock) => {
+                    self.in_code_block = false;
+                    if let (Some((start, content)), Some(ExcerptTarget::Evidence(i))) =
+                        (self.capture.take(), self.capture_target.take())
+                    {
+                        if let Some(ex) = self
+                            .env
+                            .evidence
+                            .get_mut(i)
+                            .and_then(|e| e.excerpt.as_mut())
+                        {
+                            ex.block = Some(ExcerptBlock {
+                                span: start..range.end,
+                                content,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        match event {
+            Event::Start(Tag::CodeBlock(kind)) => {
+                self.block_boundary();
+                self.in_code_block = true;
+                match (kind, self.awaiting.take()) {
+                    (CodeBlockKind::Fenced(_), Some((_, target))) => {
+                        self.capture = Some((range.start, String::new()));
+                        self.capture_target = Some(target);
+                    }
+                    (CodeBlockKind::Indented, Some(awaited)) => {
+                        self.awaiting = Some(awaited);
+                        self.excerpt_not_fenced();
+                    }
+                    _ => {}
+                }
+            }
+            Event::Start(Tag::Paragraph) | Event::Start(Tag::Item) => {
+                self.block_boundary();
+                self.excerpt_not_fenced();
+                self.line_start = true;
+            }
+            Event::Start(Tag::Heading { level, .. }) => {
+                self.block_boundary();
+                self.excerpt_not_fenced();
+                self.last_evidence = None;
+                self.line_start = false;
+                self.heading = Some((heading_level(*level), range.start, String::new()));
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some((level, start, text)) = self.heading.take() {
+                    self.env.headings.push(Heading {
+                        level,
+                        text: text.trim().to_string(),
+                        span: start..range.end,
+                    });
+                }
+            }
+            Event::Start(Tag::List(_) | Tag::BlockQuote(_) | Tag::HtmlBlock | Tag::Table(_))
+            | Event::Rule => {
+                self.block_boundary();
+                self.excerpt_not_fenced();
+                self.line_start = false;
+            }
+            Event::End(TagEnd::Paragraph | TagEnd::Item) => {
+                self.block_boundary();
+                self.line_start = false;
+            }
+            Event::Start(Tag::Strong) => {
+                self.pending = None;
+                if self.line_start && self.heading.is_none() {
+                    self.strong = Some((range.start, String::new()));
+                }
+                self.line_start = false;
+            }
+            Event::End(TagEnd::Strong) => {
+                if let Some((start, label)) = self.strong.take() {
+                    let trimmed = label.trim();
+                    if let Some(name) = trimmed.strip_suffix(':') {
+                        self.label(name.trim().to_string(), start..range.end);
+                    } else {
+                        self.pending = Some((trimmed.to_string(), start..range.end));
+                    }
+                }
+            }
+            Event::Text(t) => {
+                if let Some((_, _, h)) = self.heading.as_mut() {
+                    h.push_str(t);
+                }
+                if let Some((_, s)) = self.strong.as_mut() {
+                    s.push_str(t);
+                    return;
+                }
+                if let Some((name, span)) = self.pending.take() {
+                    if t.trim_start().starts_with(':') {
+                        self.label(name, span);
+                    }
+                }
+                if !t.trim().is_empty() {
+                    self.line_start = false;
+                }
+            }
+            Event::Code(c) => {
+                self.pending = None;
+                self.line_start = false;
+                if let Some((_, _, h)) = self.heading.as_mut() {
+                    h.push_str(c);
+                }
+                if let Some((_, s)) = self.strong.as_mut() {
+                    s.push_str(c);
+                }
+                if let Some(i) = self.collecting {
+                    self.reference(i, c, range.clone());
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                self.pending = None;
+                self.line_start = true;
+            }
+            _ => {
+                self.pending = None;
+                self.line_start = false;
+            }
+        }
+    }
+
+    fn label(&mut self, name: String, span: Range<usize>) {
+        self.collecting = None;
+        if name.eq_ignore_ascii_case("evidence") {
+            self.excerpt_not_fenced();
+            let i = self.env.evidence.len();
+            self.env.evidence.push(EvidenceItem {
+                label: span,
+                references: Vec::new(),
+                excerpt: None,
+            });
+            self.collecting = Some(i);
+            self.last_evidence = Some(i);
+        } else if name.eq_ignore_ascii_case("excerpt") {
+            self.excerpt_not_fenced();
+            let target = match self.last_evidence.take() {
+                Some(i) if self.env.evidence[i].excerpt.is_none() => {
+                    self.env.evidence[i].excerpt = Some(Excerpt {
+                        label: span.clone(),
+                        block: None,
+                    });
+                    ExcerptTarget::Evidence(i)
+                }
+                _ => {
+                    self.env.problems.push(
+                        Rule::ExcerptOrphan
+                            .problem(span.clone(), "an Excerpt with no Evidence item before it")
+                            .with_help("put `**Evidence**: `path:N-M`` right before each Excerpt"),
+                    );
+                    ExcerptTarget::Orphan
+                }
+            };
+            self.awaiting = Some((span, target));
+        } else {
+            self.env.labels.push(Label { name, span });
+        }
+    }
+
+    /// Parses the inline code `code` found in Evidence item `i`.
+    fn reference(&mut self, i: usize, code: &str, span: Range<usize>) {
+        match parse_reference(code) {
+            Ok((path, first, last)) => self.env.evidence[i].references.push(Reference {
+                path: path.to_string(),
+                first,
+                last,
+                span,
+            }),
+            Err(why) => {
+                self.malformed.push(i);
+                self.env.problems.push(
+                    Rule::ReferenceFormat
+                        .problem(
+                            span,
+                            format!(
+                                "`{}` is not a `path:N` or `path:N-M` reference: {why}",
+                                code.trim()
+                            ),
+                        )
+                        .with_help(
+                            "cite a file relative to the project root and its lines, \
+                     e.g. `docs/spec.md:12-14`",
+                        ),
+                )
+            }
+        }
+    }
+
+    pub(super) fn finish(mut self) {
+        self.excerpt_not_fenced();
+        for (i, item) in self.env.evidence.iter().enumerate() {
+            if item.excerpt.is_none() {
+                self.env.problems.push(
+                    Rule::MissingExcerpt
+                        .problem(
+                            item.label.clone(),
+                            "this Evidence item has no Excerpt after it",
+                        )
+                        .with_help(
+                            "follow it with `**Excerpt**:` and a fenced block of the cited lines",
+                        ),
+                );
+            }
+            if item.references.is_empty() && !self.malformed.contains(&i) {
+                self.env.problems.push(
+                    Rule::ReferenceFormat
+                        .problem(item.label.clone(), "this Evidence item cites nothing")
+                        .with_help("write the reference in backticks: **Evidence**: `path:N-M`"),
+                );
+            }
+        }
+    }
+}
+
+fn heading_level(level: HeadingLevel) -> u8 {
+    match level {
+        HeadingLevel::H1 => 1,
+        HeadingLevel::H2 => 2,
+        HeadingLevel::H3 => 3,
+        HeadingLevel::H4 => 4,
+        HeadingLevel::H5 => 5,
+        HeadingLevel::H6 => 6,
+    }
+}
+
+/// Splits `path:N` / `path:N-M`; the error says what is wrong.
+pub fn parse_reference(code: &str) -> Result<(&str, usize, usize), &'static str> {
+    let code = code.trim();
+    let (path, lines) = code
+        .rsplit_once(':')
+        .ok_or("it has no `:` before the line numbers")?;
+    if path.trim().is_empty() {
+        return Err("the path is empty");
+    }
+    let (first, last) = match lines.split_once('-') {
+        Some((a, b)) => (a, b),
+        None => (lines, lines),
+    };
+    let number = |s: &str| -> Result<usize, &'static str> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("line numbers are digits, as in `path:12` or `path:12-14`");
+        }
+        s.parse::<usize>()
+            .map_err(|_| "the line number is too large")
+    };
+    let (first, last) = (number(first)?, number(last)?);
+    if first == 0 {
+        return Err("lines are numbered from 1");
+    }
+    if last < first {
+        return Err("the range ends before it starts");
+    }
+    Ok((path, first, last))
+}

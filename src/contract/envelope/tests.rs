@@ -1,0 +1,173 @@
+use super::*;
+
+const GOOD: &str = "---\nmessage_id: thoughts-2026-01-19-001\ncorrelation_id: c-1\n\
+    timestamp: 2026-01-19T14:30:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n---\n\n\
+    <thinking>\nwhy\n</thinking>\n\n<answer>\n## Analysis\n\n#### Decision: JWT\n\
+    - **Evidence**: `docs/a.md:2-3`\n- **Excerpt**:\n  ```markdown\n  line two\n  line three\n  ```\n\
+    </answer>\n";
+
+fn codes(env: &Envelope) -> Vec<&str> {
+    env.problems.iter().map(|p| p.code.as_ref()).collect()
+}
+
+#[test]
+fn parses_a_good_envelope() {
+    let env = parse(GOOD).unwrap();
+    assert_eq!(env.message_id(), Some("thoughts-2026-01-19-001"));
+    assert_eq!(env.timestamp(), Some("2026-01-19T14:30:00Z"));
+    let f = env.field("correlation_id").unwrap();
+    assert_eq!(&GOOD[f.key_span.clone()], "correlation_id");
+    assert_eq!(&GOOD[f.value_span.clone()], "c-1");
+    assert_eq!(env.headings.len(), 2);
+    assert_eq!(env.headings[1].text, "Decision: JWT");
+    assert_eq!(env.evidence.len(), 1);
+    let ev = &env.evidence[0];
+    assert_eq!(ev.references[0].to_string(), "docs/a.md:2-3");
+    assert_eq!(&GOOD[ev.references[0].span.clone()], "`docs/a.md:2-3`");
+    let block = ev.excerpt.as_ref().unwrap().block.as_ref().unwrap();
+    assert_eq!(block.lines(), vec!["line two", "line three"]);
+    assert_eq!(
+        env.answer_text(GOOD).unwrap().lines().next(),
+        Some("## Analysis")
+    );
+    assert_eq!(env.thinking_text(GOOD), Some("why"));
+}
+
+#[test]
+fn numbers_keep_their_source_text() {
+    let text = "---\ncorrelation_id: 0012\nflag: yes\n---\n";
+    let env = Envelope::parse_lenient(text);
+    assert_eq!(env.correlation_id(), Some("0012"));
+    assert_eq!(env.scalar("flag"), Some("yes"));
+}
+
+#[test]
+fn frontmatter_problems() {
+    assert_eq!(
+        codes(&Envelope::parse_lenient(
+            "<thinking>t</thinking><answer>a</answer>"
+        )),
+        ["envelope/frontmatter-missing"]
+    );
+    assert_eq!(
+        codes(&Envelope::parse_lenient("hello")),
+        [
+            "envelope/frontmatter-missing",
+            "envelope/tags",
+            "envelope/tags"
+        ]
+    );
+    assert_eq!(
+        codes(&Envelope::parse_lenient("---\na: 1\n")),
+        ["envelope/frontmatter-unclosed"]
+    );
+    let env = Envelope::parse_lenient("---\na: [1\n---\n<thinking>x</thinking><answer>y</answer>");
+    assert_eq!(codes(&env), ["envelope/frontmatter-yaml"]);
+    let env =
+        Envelope::parse_lenient("---\na: 1\na: 2\n---\n<thinking>x</thinking><answer>y</answer>");
+    assert_eq!(codes(&env), ["envelope/frontmatter-yaml"]);
+    let env = Envelope::parse_lenient("---\n- a\n---\n<thinking>x</thinking><answer>y</answer>");
+    assert_eq!(codes(&env), ["envelope/frontmatter-yaml"]);
+}
+
+#[test]
+fn tags_in_code_are_text() {
+    let text = "---\na: 1\n---\n<thinking>\nsee `<answer>`\n</thinking>\n<answer>\n```md\n<answer>\n</answer>\n```\nok\n</answer>\n";
+    let env = parse(text).unwrap();
+    assert!(env.answer_text(text).unwrap().ends_with("ok"));
+}
+
+#[test]
+fn tag_order_problems() {
+    let fm = "---\na: 1\n---\n";
+    let cases = [
+        ("<answer>\na\n</answer>\n<thinking>\nt\n</thinking>\n", 1),
+        ("<thinking>\nt\n<answer>\na\n</answer>\n", 1),
+        ("<thinking>\nt\n</thinking>\n<answer>\na\n", 1),
+        (
+            "<thinking>\nt\n</thinking>\n<thinking>\nt\n</thinking>\n<answer>\na\n</answer>\n",
+            1,
+        ),
+        (
+            "<thinking>\nt\n</thinking>\n<answer>\n<answer>\na\n</answer>\n</answer>\n",
+            2,
+        ),
+        ("<thinking>\nt\n</thinking>\n", 1),
+    ];
+    for (body, n) in cases {
+        let text = format!("{fm}{body}");
+        let env = Envelope::parse_lenient(&text);
+        let tags = env
+            .problems
+            .iter()
+            .filter(|p| p.code == Rule::Tags.code())
+            .count();
+        assert_eq!(tags, n, "{body:?}: {:?}", env.problems);
+    }
+}
+
+#[test]
+fn stray_and_empty() {
+    let text = "---\na: 1\n---\nhello\n<thinking>\n \n</thinking>\n<answer>\n\n</answer>\nbye";
+    let env = Envelope::parse_lenient(text);
+    assert_eq!(
+        codes(&env),
+        [
+            "envelope/stray-text",
+            "envelope/thinking-empty",
+            "envelope/answer-empty",
+            "envelope/stray-text"
+        ]
+    );
+}
+
+#[test]
+fn references_parse() {
+    assert_eq!(parse_reference("a.md:3"), Ok(("a.md", 3, 3)));
+    assert_eq!(parse_reference(" a:b.md:3-5 "), Ok(("a:b.md", 3, 5)));
+    assert!(parse_reference("a.md").is_err());
+    assert!(parse_reference("a.md:0").is_err());
+    assert!(parse_reference("a.md:5-3").is_err());
+    assert!(parse_reference(":5").is_err());
+    assert!(parse_reference("a.md:x").is_err());
+    assert!(parse_reference("a.md:99999999999999999999999").is_err());
+}
+
+#[test]
+fn evidence_structure_problems() {
+    let text = "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\n\
+        - **Evidence**: `a.md:0`\n\
+        - **Excerpt**: nothing\n\
+        - **Excerpt**:\n  ```\n  x\n  ```\n\
+        - **Evidence:** `a.md:1`\n\n\
+        **Evidence**: `b.md:2`\n\n**Excerpt**:\n\n    indented\n\n</answer>\n";
+    let env = Envelope::parse_lenient(text);
+    assert_eq!(
+        codes(&env),
+        [
+            "evidence/reference-format",
+            "excerpt/not-fenced",
+            "excerpt/orphan",
+            "evidence/missing-excerpt",
+            "excerpt/not-fenced",
+        ],
+        "{:#?}",
+        env.problems
+    );
+    assert_eq!(env.evidence.len(), 3);
+}
+
+#[test]
+fn fence_at_column_zero_after_list_item() {
+    let text = "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\n\
+        - **Evidence**: `a.md:1`\n- **Excerpt**:\n```\nfirst\n```\n</answer>\n";
+    let env = parse(text).unwrap();
+    let block = env.evidence[0]
+        .excerpt
+        .as_ref()
+        .unwrap()
+        .block
+        .as_ref()
+        .unwrap();
+    assert_eq!(block.lines(), ["first"]);
+}
