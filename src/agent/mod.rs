@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod frontmatter;
 pub mod parse;
 pub mod permission;
+pub mod policy;
 pub mod references;
 pub mod render;
 pub mod schema;
@@ -19,5 +20,6 @@ pub use discovery::{
     load, load_cached, AgentSet, FileReport, LoadOptions, ParseCache, STANDARD_DIRS,
 };
 pub use permission::{Action, Permission};
+pub use policy::Refusal;
 pub use references::{Reference, ReferenceKind};
 pub use tools::ToolGrants;

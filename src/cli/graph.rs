@@ -36,7 +36,7 @@ fn collect(set: &AgentSet) -> Vec<EdgeOut<'_>> {
     edges(set)
         .into_iter()
         .map(|e| {
-            let problem = e.problems(set).first().map(|p| p.code());
+            let problem = e.refusals(set).first().map(|r| r.code());
             EdgeOut {
                 from: &e.from.name,
                 to: e.to,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::check::check_answer;
-use super::dispatch::{self, TaskCall};
+use super::dispatch;
 use super::events::{timestamp, EventKind, HopStatus, ViolationRecord};
 use super::session::Shared;
 use crate::agent::render::{render, PromptContext};
@@ -710,17 +710,15 @@ impl HopState {
 
     /// Checks a `task` call and builds the child hop, or says why not.
     fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, String> {
-        tools::check_grant(&self.agent, "task").map_err(|e| e.to_string())?;
-        let call = TaskCall::parse(args).map_err(|e| e.to_string())?;
         let shared = &self.ctx.shared;
         let mut chain = self.req.chain.clone();
         chain.push(self.agent.name.clone());
-        dispatch::check(
+        let (call, _target) = dispatch::accept(
             &self.agent,
+            args,
             &chain,
             self.req.depth,
             shared.options.max_depth,
-            &call.subagent_type,
             &shared.agents,
         )
         .map_err(|e| e.to_string())?;
