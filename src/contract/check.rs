@@ -1,6 +1,6 @@
 //! The checker: an envelope against a contract, with the project's files as the ground truth.
 
-use super::envelope::{Envelope, FieldValue, Reference};
+use super::envelope::{Citation, Envelope, FieldValue};
 use super::files::{CitedFileError, FileCache, SourceFile};
 use super::report::Report;
 use super::rule::{locate, Rule, Violation};
@@ -454,7 +454,7 @@ fn check_evidence(
     out: &mut Vec<Violation>,
 ) {
     for item in &env.evidence {
-        let mut good: Vec<(Arc<SourceFile>, &Reference)> = Vec::new();
+        let mut good: Vec<(Arc<SourceFile>, &Citation)> = Vec::new();
         for r in &item.references {
             match ctx.files.get(ctx.project, &r.path) {
                 Err(CitedFileError::Outside(e)) => out.push(
@@ -549,7 +549,7 @@ fn check_evidence(
         let help = match elsewhere {
             Some((file, s)) => format!(
                 "these lines are at `{}`; cite that range, or quote the lines that are at `{r}`",
-                Reference {
+                Citation {
                     path: file.name.clone(),
                     first: s,
                     last: s + lines.len() - 1,
@@ -621,7 +621,7 @@ fn find_run(file: &SourceFile, first: usize, last: usize, excerpt: &[&str]) -> O
 
 /// The real lines to show next to a wrong excerpt: the cited range when short, otherwise a
 /// window where the excerpt's first line appears (or the range's start).
-fn actual_lines(file: &SourceFile, r: &Reference, excerpt: &[&str]) -> (usize, usize, String) {
+fn actual_lines(file: &SourceFile, r: &Citation, excerpt: &[&str]) -> (usize, usize, String) {
     let (mut a, mut b) = (r.first, r.last.min(file.line_count()));
     if b + 1 - a > SHOW_LINES {
         let want = excerpt.len().clamp(1, SHOW_LINES);

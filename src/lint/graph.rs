@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::agent::policy::{self, Refusal};
-use crate::agent::{Action, Agent, AgentSet, Reference};
+use crate::agent::{Action, Agent, AgentSet, DelegationRef};
 use crate::diagnostic::{nearest, Diagnostic, Severity};
 
 /// An edge of the delegation graph: `from` mentions `to` at `reference`.
@@ -12,7 +12,7 @@ use crate::diagnostic::{nearest, Diagnostic, Severity};
 pub struct Edge<'a> {
     pub from: &'a Agent,
     pub to: &'a str,
-    pub reference: &'a Reference,
+    pub reference: &'a DelegationRef,
 }
 
 impl Edge<'_> {
@@ -36,7 +36,7 @@ pub fn edges(set: &AgentSet) -> Vec<Edge<'_>> {
         .collect()
 }
 
-fn at(agent: &Agent, r: &Reference, d: Diagnostic) -> Diagnostic {
+fn at(agent: &Agent, r: &DelegationRef, d: Diagnostic) -> Diagnostic {
     let mut d = d.at(r.line, r.column);
     d.source_line = agent
         .body

@@ -629,7 +629,7 @@ impl HopState {
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
-            let tool = crate::agent::tools::canonical_tool_name(&call.name);
+            let tool = crate::agent::grants::canonical_tool_name(&call.name);
             if tool == "task" {
                 match self.task_request(&call.arguments) {
                     Ok(child) => {
