@@ -15,7 +15,6 @@ pub mod locator;
 pub mod parse;
 pub mod primary;
 pub mod role;
-pub mod synth;
 
 use serde_json::Value;
 
