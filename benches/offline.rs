@@ -12,11 +12,17 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use switchboard::agent::render::{render, PromptContext};
 use switchboard::agent::{load, LoadOptions};
-use switchboard::model::offline::{bm25, locator, respond, synth};
+use switchboard::model::offline::{bm25, locator, respond};
 use switchboard::model::{Message, ModelRequest, ResponseContract};
 use switchboard::project::Project;
 use switchboard::runtime::RunOptions;
 use switchboard::tools::{self, ToolContext};
+
+/// The generated corpus, shared with `tests/offline_quality.rs` (the bench reads the planted
+/// question, not its path).
+#[path = "../tests/support/synth.rs"]
+#[allow(dead_code)]
+mod synth;
 
 fn agents_dir() -> PathBuf {
     std::env::var_os("SWITCHBOARD_CORPUS")

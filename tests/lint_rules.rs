@@ -124,6 +124,39 @@ fn delegating_without_task_tool() {
 }
 
 #[test]
+fn delegation_to_disabled_agent() {
+    let disabled = helper().replacen("mode: subagent\n", "mode: subagent\ndisable: true\n", 1);
+    let f = lint(&[
+        ("lead", &primary("Delegate to `helper`.\n", "")),
+        ("helper", &disabled),
+    ]);
+    let d = f
+        .iter()
+        .find(|d| d.code == "delegation/disabled")
+        .expect("reported");
+    assert_eq!(d.severity, switchboard::problem::Severity::Error);
+    assert_eq!(
+        (d.file.as_str(), d.line, d.column),
+        ("agent/lead.md", 5, 14)
+    );
+    assert!(
+        d.help.as_deref().unwrap_or("").contains("agent/helper.md"),
+        "{d:?}"
+    );
+    // The same pair with the target enabled is clean.
+    assert!(!codes(&lead_calls_helper("")).contains(&"delegation/disabled"));
+}
+
+#[test]
+fn delegating_to_oneself_is_a_cycle_on_that_line() {
+    let f = lint(&[("lead", &primary("Delegate to `lead`.\n", ""))]);
+    let cycles: Vec<_> = f.iter().filter(|d| d.code == "delegation/cycle").collect();
+    assert_eq!(cycles.len(), 1, "{f:#?}");
+    assert_eq!((cycles[0].line, cycles[0].column), (5, 14));
+    assert!(cycles[0].message.contains("lead → lead"));
+}
+
+#[test]
 fn permission_denies_target() {
     let f = lead_calls_helper("permission:\n  task:\n    \"*\": deny\n");
     let d = f

@@ -22,6 +22,9 @@ use switchboard::tools::{self, ToolContext};
 mod support_fs;
 use support_fs::copy_tree;
 
+#[path = "support/synth.rs"]
+mod synth;
+
 #[derive(Debug, Deserialize)]
 struct Question {
     question: String,
@@ -412,7 +415,7 @@ fn locator_finds_the_planted_document_among_1000() {
     );
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&agents_dir, &dir.path().join("agent"));
-    let planted = switchboard::model::offline::synth::generate(dir.path(), 1000).unwrap();
+    let planted = synth::generate(dir.path(), 1000).unwrap();
     let project = Project::open(dir.path()).unwrap();
     let agents = load(&project, &LoadOptions::default());
     let f = Fixture {

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
+use super::grants::{ToolGrants, ToolsDecl};
 use super::permission::Permission;
-use super::references::Reference;
-use super::tools::{ToolGrants, ToolsDecl};
+use super::references::DelegationRef;
 use crate::contract::{Contract, ContractDecl};
 
 /// Where an agent may run: as a session's entry point, as a delegate, or both.
@@ -244,7 +244,7 @@ pub struct Agent {
     /// Variables the body reads that the runtime does not provide (found while parsing).
     pub unknown_variables: Vec<String>,
     /// Delegations the body mentions.
-    pub references: Vec<Reference>,
+    pub references: Vec<DelegationRef>,
 }
 
 impl Agent {

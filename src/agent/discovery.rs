@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::definition::Agent;
 use super::parse::{self, Outcome};
+use super::policy;
 use crate::problem::{Problem, Severity};
 use crate::project::Project;
 
@@ -94,18 +95,15 @@ impl AgentSet {
             .any(|d| d.severity == Severity::Error)
     }
 
-    /// The agents `caller` may delegate to by mode and `permission.task` (not by its `task`
-    /// grant: dispatch reports a missing grant separately). One definition serves the prompt's
-    /// `subagents` list and dispatch's error messages, so they cannot disagree.
+    /// Every agent by name: what [`policy::check`] decides over.
+    pub fn by_name(&self) -> &policy::Agents {
+        &self.agents
+    }
+
+    /// The agents `caller` may delegate to, as [`policy::callable`] decides: the prompt's
+    /// `subagents` list and dispatch's "agents you may call" come from here.
     pub fn delegable_from<'a>(&'a self, caller: &Agent) -> Vec<&'a Agent> {
-        self.iter()
-            .filter(|a| {
-                a.name != caller.name
-                    && !a.disable
-                    && a.mode.can_be_delegated_to()
-                    && caller.permission.task(&a.name) == crate::agent::Action::Allow
-            })
-            .collect()
+        policy::callable(&self.agents, caller)
     }
 
     /// Diagnostics for one file.

@@ -7,18 +7,20 @@
 pub mod definition;
 pub mod discovery;
 pub mod frontmatter;
+pub mod grants;
 pub mod parse;
 pub mod permission;
+pub mod policy;
 pub mod references;
 pub mod render;
 pub mod schema;
 mod shape;
-pub mod tools;
 
 pub use definition::{Agent, Budget, Mode};
 pub use discovery::{
     load, load_cached, AgentSet, FileReport, LoadOptions, ParseCache, STANDARD_DIRS,
 };
+pub use grants::ToolGrants;
 pub use permission::{Action, Permission};
-pub use references::{Reference, ReferenceKind};
-pub use tools::ToolGrants;
+pub use policy::Refusal;
+pub use references::{DelegationRef, DelegationRefKind};

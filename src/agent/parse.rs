@@ -2,10 +2,10 @@
 
 use super::definition::{Agent, RawFrontmatter, FOREIGN_KEYS, KNOWN_KEYS, METADATA_KEYS};
 use super::frontmatter::{self, SplitError};
+use super::grants::ToolGrants;
 use super::permission::Permission;
 use super::references;
 use super::render;
-use super::tools::ToolGrants;
 use crate::contract::Contract;
 use crate::problem::{nearest, Problem, Severity};
 
@@ -174,11 +174,11 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                 )
                 .at_line_of(text, t.referenced.line() as usize + line_offset, 1)
                 .with_help(
-                    match nearest(unknown, super::tools::BUILTIN_TOOLS.iter().copied()) {
+                    match nearest(unknown, super::grants::BUILTIN_TOOLS.iter().copied()) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => format!(
                             "switchboard provides: {}",
-                            super::tools::BUILTIN_TOOLS.join(", ")
+                            super::grants::BUILTIN_TOOLS.join(", ")
                         ),
                     },
                 ),

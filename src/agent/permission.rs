@@ -4,7 +4,7 @@
 //! refusal that says approval was required. The `task` entry limits which subagents an agent may
 //! call (`task: {"*": deny, "thoughts-*": allow}`).
 
-use super::tools::glob_matches;
+use super::grants::glob_matches;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

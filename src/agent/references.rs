@@ -16,7 +16,7 @@ use crate::markdown::LineIndex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ReferenceKind {
+pub enum DelegationRefKind {
     /// `task({ subagent_type: "x", ... })` (JS-object form), in code or prose.
     TaskObject,
     /// `task(subagent_type="x", ...)` (keyword form), in code or prose.
@@ -25,11 +25,12 @@ pub enum ReferenceKind {
     Prose,
 }
 
-/// One mention of a delegation target.
+/// One mention of a delegation target in a prompt body (not an evidence citation, which is
+/// `contract::Citation`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Reference {
+pub struct DelegationRef {
     pub target: String,
-    pub kind: ReferenceKind,
+    pub kind: DelegationRefKind,
     /// 1-based line in the file the body came from.
     pub line: usize,
     pub column: usize,
@@ -50,7 +51,7 @@ fn is_separator(text: &str) -> bool {
 }
 
 /// Finds the references in `body`, whose first line is line `body_line` of its file.
-pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
+pub fn extract(body: &str, body_line: usize) -> Vec<DelegationRef> {
     // Most bodies delegate nothing; skip the markdown parse when no form can match.
     if !body.contains("subagent_type") && !contains_ascii_ci(body, "delegat") {
         return Vec::new();
@@ -61,18 +62,18 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
         let (line, col) = index.line_col(body, offset);
         (line + body_line - 1, col)
     };
-    let scan_code = |start: usize, code: &str, out: &mut Vec<Reference>| {
+    let scan_code = |start: usize, code: &str, out: &mut Vec<DelegationRef>| {
         for cap in TASK_CALL.captures_iter(code) {
             let (Some(sep), Some(name)) = (cap.get(2), cap.get(3)) else {
                 continue;
             };
             let kind = if cap.get(1).is_some() || sep.as_str() == ":" {
-                ReferenceKind::TaskObject
+                DelegationRefKind::TaskObject
             } else {
-                ReferenceKind::TaskKeyword
+                DelegationRefKind::TaskKeyword
             };
             let (line, column) = at(start + name.start());
-            out.push(Reference {
+            out.push(DelegationRef {
                 target: name.as_str().to_string(),
                 kind,
                 line,
@@ -114,9 +115,9 @@ pub fn extract(body: &str, body_line: usize) -> Vec<Reference> {
                             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
                     {
                         let (line, column) = at(range.start + 1);
-                        out.push(Reference {
+                        out.push(DelegationRef {
                             target: name.to_string(),
-                            kind: ReferenceKind::Prose,
+                            kind: DelegationRefKind::Prose,
                             line,
                             column,
                         });
@@ -185,10 +186,10 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("codebase-locator", ReferenceKind::Prose, 11),
-                ("codebase-pattern-finder", ReferenceKind::Prose, 11),
-                ("thoughts-locator", ReferenceKind::TaskObject, 15),
-                ("web-search-researcher", ReferenceKind::TaskKeyword, 20),
+                ("codebase-locator", DelegationRefKind::Prose, 11),
+                ("codebase-pattern-finder", DelegationRefKind::Prose, 11),
+                ("thoughts-locator", DelegationRefKind::TaskObject, 15),
+                ("web-search-researcher", DelegationRefKind::TaskKeyword, 20),
             ]
         );
     }
@@ -215,10 +216,10 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("doc-reader", ReferenceKind::TaskKeyword, 7, 49),
-                ("doc-finder", ReferenceKind::TaskObject, 8, 33),
-                ("scribe", ReferenceKind::TaskKeyword, 10, 34),
-                ("spanned", ReferenceKind::TaskKeyword, 12, 29),
+                ("doc-reader", DelegationRefKind::TaskKeyword, 7, 49),
+                ("doc-finder", DelegationRefKind::TaskObject, 8, 33),
+                ("scribe", DelegationRefKind::TaskKeyword, 10, 34),
+                ("spanned", DelegationRefKind::TaskKeyword, 12, 29),
             ]
         );
     }

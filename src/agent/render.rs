@@ -50,13 +50,9 @@ pub struct PromptContext {
 }
 
 impl PromptContext {
-    /// The subagents `agent` may delegate to: it holds the `task` tool and
-    /// [`AgentSet::delegable_from`] allows the target. What the prompt lists is what dispatch
-    /// accepts.
+    /// The subagents `agent` may delegate to, as the delegation policy decides
+    /// ([`AgentSet::delegable_from`]): what the prompt lists is what dispatch accepts.
     pub fn callable_subagents(set: &AgentSet, agent: &Agent) -> Vec<SubagentInfo> {
-        if !agent.tools.allows("task") {
-            return Vec::new();
-        }
         set.delegable_from(agent)
             .into_iter()
             .map(|t| SubagentInfo {

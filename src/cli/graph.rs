@@ -27,7 +27,7 @@ struct EdgeOut<'a> {
     to: &'a str,
     file: &'a str,
     line: usize,
-    kind: crate::agent::ReferenceKind,
+    kind: crate::agent::DelegationRefKind,
     /// Empty when the edge is fine; else the lint code that flags it.
     problem: Option<&'static str>,
 }

@@ -115,14 +115,15 @@ pub struct EvidenceItem {
     /// The `**Evidence**` label.
     pub label: Range<usize>,
     /// The well-formed references it holds (malformed ones are in `problems`).
-    pub references: Vec<Reference>,
+    pub references: Vec<Citation>,
     /// The `**Excerpt**:` that follows it, if any.
     pub excerpt: Option<Excerpt>,
 }
 
-/// A backticked `path:N` or `path:N-M`.
+/// An evidence citation: a backticked `path:N` or `path:N-M` (not a delegation reference,
+/// which is `agent::DelegationRef`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reference {
+pub struct Citation {
     pub path: String,
     /// First cited line (1-based).
     pub first: usize,
@@ -132,7 +133,7 @@ pub struct Reference {
     pub span: Range<usize>,
 }
 
-impl fmt::Display for Reference {
+impl fmt::Display for Citation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.first == self.last {
             write!(f, "{}:{}", self.path, self.first)

@@ -33,8 +33,8 @@ pub use check::{
     CheckContext, DocumentCheck,
 };
 pub use envelope::{
-    parse, parse_document, parse_reference, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Field,
-    FieldValue, Heading, Label, Reference, TagBlock,
+    parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,
+    ExcerptBlock, Field, FieldValue, Heading, Label, TagBlock,
 };
 pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
 pub use report::{assert_conforms, Report};

@@ -99,8 +99,8 @@ pub fn ungranted_tools(
             .map(|r| r.pattern.as_str())
             // Names nobody provides are typos, which `agent/unknown-tool` already reports.
             .filter(|t| {
-                crate::agent::tools::BUILTIN_TOOLS.contains(t)
-                    || crate::agent::tools::FOREIGN_TOOLS.contains(t)
+                crate::agent::grants::BUILTIN_TOOLS.contains(t)
+                    || crate::agent::grants::FOREIGN_TOOLS.contains(t)
                     || t.starts_with("mcp__")
             })
             .filter(|t| !provided.provides(t))

@@ -1,8 +1,10 @@
-//! Delegation-graph rules: who may call whom, and whether the graph holds together.
+//! Delegation-graph rules: who may call whom (each edge judged by the delegation policy,
+//! [`crate::agent::policy`]), and whether the graph holds together.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::agent::{Action, Agent, AgentSet, Reference};
+use crate::agent::policy::{self, Refusal};
+use crate::agent::{Action, Agent, AgentSet, DelegationRef};
 use crate::problem::{nearest, Problem, Severity};
 
 /// An edge of the delegation graph: `from` mentions `to` at `reference`.
@@ -10,48 +12,14 @@ use crate::problem::{nearest, Problem, Severity};
 pub struct Edge<'a> {
     pub from: &'a Agent,
     pub to: &'a str,
-    pub reference: &'a Reference,
+    pub reference: &'a DelegationRef,
 }
 
-/// Why a delegation would be refused at run time.
-#[derive(Debug, Clone, Copy)]
-pub enum Refusal<'a> {
-    MissingTarget,
-    PrimaryTarget(&'a Agent),
-    NoTaskTool,
-    PermissionDenied(Action),
-}
-
-impl Refusal<'_> {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Refusal::MissingTarget => "delegation/missing-target",
-            Refusal::PrimaryTarget(_) => "delegation/primary-target",
-            Refusal::NoTaskTool => "delegation/no-task-tool",
-            Refusal::PermissionDenied(_) => "delegation/permission-denied",
-        }
-    }
-}
-
-impl<'a> Edge<'a> {
-    /// Every reason this delegation would be refused, in the order lint reports them; one
-    /// derivation serves lint's findings and `graph`'s highlighted edges.
-    pub fn refusals(&self, set: &'a AgentSet) -> Vec<Refusal<'a>> {
-        let Some(target) = set.get(self.to) else {
-            return vec![Refusal::MissingTarget];
-        };
-        let mut out = Vec::new();
-        if !target.mode.can_be_delegated_to() {
-            out.push(Refusal::PrimaryTarget(target));
-        }
-        if !self.from.tools.allows("task") {
-            out.push(Refusal::NoTaskTool);
-        }
-        match self.from.permission.task(self.to) {
-            Action::Allow => {}
-            action => out.push(Refusal::PermissionDenied(action)),
-        }
-        out
+impl Edge<'_> {
+    /// Every reason the runtime would refuse this delegation, as the delegation policy decides
+    /// it statically (no chain, no depth): lint reports each, `graph` marks the edge.
+    pub fn refusals(&self, set: &AgentSet) -> Vec<Refusal> {
+        policy::refusals(set.by_name(), self.from, self.to, None)
     }
 }
 
@@ -68,7 +36,7 @@ pub fn edges(set: &AgentSet) -> Vec<Edge<'_>> {
         .collect()
 }
 
-fn at(agent: &Agent, r: &Reference, d: Problem) -> Problem {
+fn at(agent: &Agent, r: &DelegationRef, d: Problem) -> Problem {
     let mut d = d.at(r.line, r.column);
     d.source_line = agent
         .body
@@ -83,65 +51,73 @@ pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     let mut reported_tool: BTreeSet<&str> = BTreeSet::new();
     for e in edges(set) {
         let (from, r) = (e.from, e.reference);
-        for problem in e.refusals(set) {
-            let d = match problem {
-                Refusal::MissingTarget => {
-                    let d = Problem::new(
-                        Severity::Error,
-                        problem.code(),
-                        &from.file,
-                        format!(
-                            "`{}` delegates to `{}`, which is not an agent",
-                            from.name, e.to
-                        ),
-                    );
+        for refusal in e.refusals(set) {
+            let (message, help) = match &refusal {
+                Refusal::UnknownAgent { .. } => (
+                    format!(
+                        "`{}` delegates to `{}`, which is not an agent",
+                        from.name, e.to
+                    ),
                     match nearest(e.to, names.iter().copied()) {
-                        Some(n) => d.with_help(format!("did you mean `{n}`?")),
-                        None => d.with_help(format!("known agents: {}", names.join(", "))),
-                    }
-                }
-                Refusal::PrimaryTarget(target) => Problem::new(
-                    Severity::Error,
-                    problem.code(),
-                    &from.file,
+                        Some(n) => format!("did you mean `{n}`?"),
+                        None => format!("known agents: {}", names.join(", ")),
+                    },
+                ),
+                Refusal::PrimaryOnly(_) => (
                     format!("`{}` is a primary agent and cannot be delegated to", e.to),
-                )
-                .with_help(format!(
-                    "set `mode: subagent` or `mode: all` in {}",
-                    target.file
-                )),
-                Refusal::NoTaskTool => {
+                    format!(
+                        "set `mode: subagent` or `mode: all` in {}",
+                        target_file(set, e.to)
+                    ),
+                ),
+                Refusal::Disabled(_) => (
+                    format!(
+                        "`{}` delegates to `{}`, which is disabled (the runtime refuses the call)",
+                        from.name, e.to
+                    ),
+                    format!(
+                        "remove `disable: true` from {}, or remove the delegation",
+                        target_file(set, e.to)
+                    ),
+                ),
+                Refusal::NotGranted(_) => {
                     if !reported_tool.insert(from.name.as_str()) {
                         continue;
                     }
-                    Problem::new(
-                        Severity::Error,
-                        problem.code(),
-                        &from.file,
+                    (
                         format!(
                             "`{}` delegates but is not granted the `task` tool",
                             from.name
                         ),
+                        "add `task: true` under `tools:`, or remove the delegation".into(),
                     )
-                    .with_help("add `task: true` under `tools:`, or remove the delegation")
                 }
-                Refusal::PermissionDenied(action) => Problem::new(
-                    Severity::Error,
-                    problem.code(),
-                    &from.file,
+                Refusal::Denied { action, .. } => (
                     format!(
                         "`{}` delegates to `{}`, but its `permission.task` says {}",
                         from.name,
                         e.to,
-                        if action == Action::Ask {
+                        if *action == Action::Ask {
                             "ask (refused: sessions run unattended)"
                         } else {
                             "deny"
                         }
                     ),
-                )
-                .with_help(format!("allow `{}` under `permission: task:`", e.to)),
+                    format!("allow `{}` under `permission: task:`", e.to),
+                ),
+                // Statically only a delegation to oneself; longer cycles are `cycles`' finding.
+                Refusal::Cycle { chain, .. } => {
+                    (format!("delegation cycle: {chain}"), CYCLE_HELP.into())
+                }
+                // Not decided statically; the runtime's own text says it.
+                Refusal::TooDeep { .. } | Refusal::BadArguments(_) => {
+                    (refusal.to_string(), String::new())
+                }
             };
+            let mut d = Problem::new(Severity::Error, refusal.code(), &from.file, message);
+            if !help.is_empty() {
+                d = d.with_help(help);
+            }
             out.push(at(from, r, d));
         }
     }
@@ -149,7 +125,15 @@ pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     reachability(set, out);
 }
 
-/// `delegation/cycle`: an agent that can reach itself through delegations.
+const CYCLE_HELP: &str =
+    "the runtime refuses a call to an agent already in its chain; break the cycle";
+
+/// The file defining `name`, for help texts.
+fn target_file<'a>(set: &'a AgentSet, name: &str) -> &'a str {
+    set.get(name).map_or("", |a| a.file.as_str())
+}
+
+/// `delegation/cycle`: an agent that can reach itself through other agents.
 fn cycles(set: &AgentSet, out: &mut Vec<Problem>) {
     let graph = adjacency(set);
     let mut reported: BTreeSet<Vec<&str>> = BTreeSet::new();
@@ -159,7 +143,8 @@ fn cycles(set: &AgentSet, out: &mut Vec<Problem>) {
         let mut seen: BTreeSet<&str> = BTreeSet::new();
         while let Some((node, path)) = stack.pop() {
             for &next in graph.get(node).map(Vec::as_slice).unwrap_or(&[]) {
-                if next == start {
+                // A delegation to oneself is refused per edge (see `check`).
+                if next == start && path.len() > 1 {
                     let mut key = path.clone();
                     key.sort_unstable();
                     if reported.insert(key) {
@@ -173,7 +158,7 @@ fn cycles(set: &AgentSet, out: &mut Vec<Problem>) {
                             file,
                             format!("delegation cycle: {}", cycle.join(" → ")),
                         )
-                        .with_help("the runtime refuses a call to an agent already in its chain; break the cycle");
+                        .with_help(CYCLE_HELP);
                         if let Some(r) = agent.and_then(|a| {
                             a.references
                                 .iter()
@@ -183,7 +168,7 @@ fn cycles(set: &AgentSet, out: &mut Vec<Problem>) {
                         }
                         out.push(d);
                     }
-                } else if seen.insert(next) {
+                } else if next != start && seen.insert(next) {
                     let mut p = path.clone();
                     p.push(next);
                     stack.push((next, p));

@@ -1,12 +1,11 @@
-//! `task()` policy: whether a caller may delegate to a target, decided before any id is allocated.
-//!
-//! Each refusal is its own variant with its own message, because the message is what the calling
-//! model reads to change course: "unknown agent" wants a different name, "denied" wants a different
-//! plan, "too deep" wants the caller to do the work itself.
+//! `task()` dispatch: reading a call's arguments and asking the delegation policy
+//! ([`crate::agent::policy`]) with the live call chain, before any id is allocated.
 
 use serde_json::Value;
 
-use crate::agent::{Action, Agent, AgentSet};
+use crate::agent::{policy, Agent, AgentSet};
+
+pub use crate::agent::policy::Refusal;
 
 /// The arguments of one `task` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,33 +13,6 @@ pub struct TaskCall {
     pub subagent_type: String,
     pub description: String,
     pub prompt: String,
-}
-
-/// Why a `task` call was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error("task: {0}")]
-    BadArguments(String),
-    #[error("task refused: unknown agent `{name}`; agents you may call: {available}")]
-    UnknownAgent { name: String, available: String },
-    #[error("task refused: `{0}` is a primary agent (mode: primary) and cannot be delegated to")]
-    PrimaryOnly(String),
-    #[error("task refused: `{0}` is disabled")]
-    Disabled(String),
-    #[error("task refused: `{caller}`'s permission.task {verdict} `{target}`")]
-    Denied {
-        caller: String,
-        target: String,
-        verdict: &'static str,
-    },
-    #[error("task refused: delegating to `{target}` would reach depth {depth}, over the limit of {max} (--max-depth); do this part yourself")]
-    TooDeep {
-        target: String,
-        depth: u32,
-        max: u32,
-    },
-    #[error("task refused: `{target}` is already in this call chain ({chain}); delegating to it again would be a cycle")]
-    Cycle { target: String, chain: String },
 }
 
 impl TaskCall {
@@ -67,13 +39,32 @@ impl TaskCall {
     }
 }
 
-/// The agents `caller` may delegate to (for error messages).
-pub fn callable<'a>(caller: &Agent, agents: &'a AgentSet) -> Vec<&'a Agent> {
-    agents.delegable_from(caller)
+/// Checks a `task` call before any id is allocated: the caller's grant first (so an agent
+/// without `task` hears that, not complaints about its arguments), then the arguments, then the
+/// delegation policy with the live chain. `chain` is the agents from the session's primary down
+/// to `caller` (inclusive); `caller_depth` is the caller's depth (the primary is 0).
+pub fn accept<'a>(
+    caller: &Agent,
+    args: &Value,
+    chain: &[String],
+    caller_depth: u32,
+    max_depth: u32,
+    agents: &'a AgentSet,
+) -> Result<(TaskCall, &'a Agent), Refusal> {
+    policy::check_caller(caller)?;
+    let call = TaskCall::parse(args)?;
+    let target = check(
+        caller,
+        chain,
+        caller_depth,
+        max_depth,
+        &call.subagent_type,
+        agents,
+    )?;
+    Ok((call, target))
 }
 
-/// Checks a call. `chain` is the agents from the session's primary down to `caller` (inclusive);
-/// `caller_depth` is the caller's depth (the primary is 0).
+/// The delegation policy for a call to `target` at this point of the session.
 pub fn check<'a>(
     caller: &Agent,
     chain: &[String],
@@ -82,56 +73,10 @@ pub fn check<'a>(
     target: &str,
     agents: &'a AgentSet,
 ) -> Result<&'a Agent, Refusal> {
-    let Some(agent) = agents.get(target) else {
-        let names: Vec<&str> = callable(caller, agents)
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect();
-        return Err(Refusal::UnknownAgent {
-            name: target.to_string(),
-            available: if names.is_empty() {
-                "none".into()
-            } else {
-                names.join(", ")
-            },
-        });
+    let chain = policy::Chain {
+        agents: chain,
+        caller_depth,
+        max_depth,
     };
-    if !agent.mode.can_be_delegated_to() {
-        return Err(Refusal::PrimaryOnly(target.to_string()));
-    }
-    if agent.disable {
-        return Err(Refusal::Disabled(target.to_string()));
-    }
-    match caller.permission.task(target) {
-        Action::Allow => {}
-        Action::Deny => {
-            return Err(Refusal::Denied {
-                caller: caller.name.clone(),
-                target: target.to_string(),
-                verdict: "denies",
-            })
-        }
-        Action::Ask => {
-            return Err(Refusal::Denied {
-                caller: caller.name.clone(),
-                target: target.to_string(),
-                verdict: "requires approval (ask), which an unattended run cannot give, for",
-            })
-        }
-    }
-    if chain.iter().any(|a| a == target) {
-        return Err(Refusal::Cycle {
-            target: target.to_string(),
-            chain: format!("{} → {target}", chain.join(" → ")),
-        });
-    }
-    let depth = caller_depth + 1;
-    if depth > max_depth {
-        return Err(Refusal::TooDeep {
-            target: target.to_string(),
-            depth,
-            max: max_depth,
-        });
-    }
-    Ok(agent)
+    policy::check(agents.by_name(), caller, target, Some(chain))
 }

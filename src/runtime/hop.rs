@@ -463,7 +463,7 @@ impl HopState {
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
-            let tool = crate::agent::tools::canonical_tool_name(&call.name);
+            let tool = crate::agent::grants::canonical_tool_name(&call.name);
             if tool == "webfetch" || tool == "websearch" {
                 let (message, record) = caller.web(call, &tool).await;
                 if let Some(record) = record {

@@ -5,7 +5,7 @@
 //! Spawning and awaiting the children stays in the hop loop (`hop.rs`), which owns the
 //! semaphore permit that waiting gives back.
 
-use super::dispatch::{self, Refusal, TaskCall};
+use super::dispatch::{self, Refusal};
 use super::handoff::{HopRequest, ParentLink};
 use super::shared::Shared;
 use crate::agent::Agent;
@@ -17,18 +17,6 @@ pub(crate) enum Prepared {
     /// The tool message, and the file the tool wrote (if any).
     Done(Message, Option<String>),
     Child(HopRequest),
-}
-
-/// Why a `task` call does not become a child hop. The message is the tool error the caller's
-/// model reads, so each variant keeps the wording of the check that refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TaskError {
-    /// The caller's tools do not include `task`.
-    #[error(transparent)]
-    NotGranted(#[from] ToolError),
-    /// Bad arguments, or the delegation policy said no.
-    #[error(transparent)]
-    Refused(#[from] Refusal),
 }
 
 /// The hop making the calls: who it is and where it sits in the call chain.
@@ -44,7 +32,7 @@ pub(crate) struct Caller<'a> {
 impl Caller<'_> {
     /// Runs a built-in tool, or turns a `task` call into a child request.
     pub fn prepare(&self, call: &ToolCall) -> Prepared {
-        let tool = crate::agent::tools::canonical_tool_name(&call.name);
+        let tool = crate::agent::grants::canonical_tool_name(&call.name);
         if tool == "task" {
             return match self.task_request(&call.arguments) {
                 Ok(child) => Prepared::Child(child),
@@ -90,18 +78,17 @@ impl Caller<'_> {
     }
 
     /// Checks a `task` call and builds the child hop, or says why not.
-    pub fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, TaskError> {
-        tools::check_grant(self.agent, "task")?;
-        let call = TaskCall::parse(args)?;
+    pub fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, Refusal> {
         let shared = self.shared;
         let mut chain = self.request.chain.clone();
         chain.push(self.agent.name.clone());
-        dispatch::check(
+        // Grant, arguments and the delegation policy, in that order: one decision (agent::policy).
+        let (call, _target) = dispatch::accept(
             self.agent,
+            args,
             &chain,
             self.request.depth,
             shared.options.max_depth,
-            &call.subagent_type,
             &shared.agents,
         )?;
         Ok(HopRequest {

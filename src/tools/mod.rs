@@ -148,7 +148,7 @@ impl Provided {
     }
 
     pub fn provides(self, tool: &str) -> bool {
-        crate::agent::tools::BUILTIN_TOOLS.contains(&tool)
+        crate::agent::grants::BUILTIN_TOOLS.contains(&tool)
             && (tool != "websearch" || self.websearch)
     }
 
@@ -162,7 +162,7 @@ impl Provided {
             t => format!(
                 "switchboard has no `{t}` tool (it provides {}); remove the grant or give the \
                  work to an agent of the runtime that has it",
-                crate::agent::tools::BUILTIN_TOOLS.join(", ")
+                crate::agent::grants::BUILTIN_TOOLS.join(", ")
             ),
         }
     }

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::{str_arg, ToolContext, ToolError, ToolOutput, WRITE_ROOT};
+use crate::agent::grants::glob_matches;
 use crate::agent::permission::PermissionRule;
-use crate::agent::tools::glob_matches;
 use crate::agent::Action;
 
 pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {

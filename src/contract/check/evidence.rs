@@ -3,7 +3,7 @@
 //! at line ends ignored, indentation relative), with the real lines attached when it differs.
 
 use super::CheckContext;
-use crate::contract::envelope::{Envelope, Reference};
+use crate::contract::envelope::{Citation, Envelope};
 use crate::contract::files::{CitedFileError, SourceFile};
 use crate::contract::rule::Rule;
 use crate::contract::spec::Contract;
@@ -20,7 +20,7 @@ pub(super) fn check_evidence(
     out: &mut Vec<Problem>,
 ) {
     for item in &env.evidence {
-        let mut good: Vec<(Arc<SourceFile>, &Reference)> = Vec::new();
+        let mut good: Vec<(Arc<SourceFile>, &Citation)> = Vec::new();
         for r in &item.references {
             match ctx.files.get(ctx.project, &r.path) {
                 Err(CitedFileError::Outside(e)) => out.push(
@@ -113,7 +113,7 @@ pub(super) fn check_evidence(
         let help = match elsewhere {
             Some((file, s)) => format!(
                 "these lines are at `{}`; cite that range, or quote the lines that are at `{r}`",
-                Reference {
+                Citation {
                     path: file.name.clone(),
                     first: s,
                     last: s + lines.len() - 1,
@@ -186,7 +186,7 @@ fn find_run(file: &SourceFile, first: usize, last: usize, excerpt: &[&str]) -> O
 
 /// The real lines to show next to a wrong excerpt: the cited range when short, otherwise a
 /// window where the excerpt's first line appears (or the range's start).
-fn actual_lines(file: &SourceFile, r: &Reference, excerpt: &[&str]) -> (usize, usize, String) {
+fn actual_lines(file: &SourceFile, r: &Citation, excerpt: &[&str]) -> (usize, usize, String) {
     let (mut a, mut b) = (r.first, r.last.min(file.line_count()));
     if b + 1 - a > SHOW_LINES {
         let want = excerpt.len().clamp(1, SHOW_LINES);

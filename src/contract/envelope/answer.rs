@@ -2,7 +2,7 @@
 //! Excerpt code blocks that go with them. Also walks documents that are no envelope (plans and
 //! reports under `thoughts/`), so citations are recognised the same way in both.
 
-use super::{Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label, Reference};
+use super::{Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label};
 use crate::contract::rule::{sort, Rule};
 use crate::markdown::split_frontmatter;
 use crate::problem::locate;
@@ -301,7 +301,7 @@ impl<'a> AnswerWalker<'a> {
     /// Parses the inline code `code` found in Evidence item `i`.
     fn reference(&mut self, i: usize, code: &str, span: Range<usize>) {
         match parse_reference(code) {
-            Ok((path, first, last)) => self.env.evidence[i].references.push(Reference {
+            Ok((path, first, last)) => self.env.evidence[i].references.push(Citation {
                 path: path.to_string(),
                 first,
                 last,

@@ -18,7 +18,6 @@ pub mod primary;
 pub mod rank;
 pub mod report;
 pub mod role;
-pub mod synth;
 pub mod workflow;
 
 use serde_json::Value;

@@ -1,4 +1,5 @@
-//! Tool grants: opencode's `tools:` map and Claude Code's tool list, normalised to one model.
+//! Per-agent tool grants: opencode's `tools:` map and Claude Code's tool list, normalised to one
+//! model. (The tools themselves live in `crate::tools`; this file only says who may use which.)
 //!
 //! opencode writes `tools: {read: true, "web*": false}` (glob keys, everything else allowed);
 //! Claude Code writes `tools: Read, Grep` or a list (only those allowed). Both become an ordered

@@ -2,6 +2,9 @@
 //! project's own (frontmatter, title, Context / Decision / Constraints / Spec sections, MUST
 //! sentences, a spec table), deterministic for a given size, with one planted document that a
 //! known question should find.
+//!
+//! Test and bench tooling, not product: `tests/offline_quality.rs` and `benches/offline.rs`
+//! include it with `#[path]`.
 
 use std::path::Path;
 
