@@ -139,6 +139,19 @@ pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
     }
 }
 
+/// Test helper: panics with the rendered report unless `text` conforms to `contract`.
+#[track_caller]
+pub fn assert_conforms(text: &str, contract: &Contract, ctx: &CheckContext) {
+    let report = check(text, contract, ctx);
+    if !report.is_conformant() {
+        panic!(
+            "the answer does not conform to the `{}` contract:\n\n{}",
+            contract.name,
+            report.render("<answer>", text, false)
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Signals and sections
 

@@ -29,15 +29,15 @@ mod rule;
 pub mod spec;
 
 pub use check::{
-    check, check_envelope, is_date, is_token, parse_message_id, verify_document, verify_evidence,
-    CheckContext, DocumentCheck,
+    assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, verify_document,
+    verify_evidence, CheckContext, DocumentCheck,
 };
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,
     ExcerptBlock, Field, FieldValue, Heading, Label, TagBlock,
 };
 pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
-pub use report::{assert_conforms, Report};
+pub use report::Report;
 pub use rule::Rule;
 pub use spec::{
     Contract, ContractDecl, ContractError, ContractFormat, ContractSpec, EvidencePolicy, FieldKind,

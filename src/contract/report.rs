@@ -1,9 +1,7 @@
 //! The result of a check, and the three ways it is shown: to a person (like a compiler), to a
 //! model (a repair prompt), and to a test (a panic with the rendered report).
 
-use super::check::{check, CheckContext};
 use super::rule::sort;
-use super::spec::Contract;
 use crate::markdown::LineIndex;
 use crate::problem::{locate, ActualLines, Problem, Severity};
 use serde::Serialize;
@@ -234,19 +232,6 @@ fn render_one(
         );
     }
     out.push('\n');
-}
-
-/// Test helper: panics with the rendered report unless `text` conforms to `contract`.
-#[track_caller]
-pub fn assert_conforms(text: &str, contract: &Contract, ctx: &CheckContext) {
-    let report = check(text, contract, ctx);
-    if !report.is_conformant() {
-        panic!(
-            "the answer does not conform to the `{}` contract:\n\n{}",
-            contract.name,
-            report.render("<answer>", text, false)
-        );
-    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,11 @@ impl Format {
     }
 }
 
+/// A body the model cannot read, in words that say what was sent and what to look for instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreadable(pub String);
+
 /// What kind of body this is, from its content type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -35,7 +40,7 @@ pub enum Kind {
 
 impl Kind {
     /// Classifies a `Content-Type` header; types the model cannot read are an error naming them.
-    pub fn of(content_type: &str) -> Result<Kind, String> {
+    pub fn of(content_type: &str) -> Result<Kind, Unreadable> {
         let mime = content_type
             .split(';')
             .next()
@@ -60,16 +65,16 @@ impl Kind {
         {
             Ok(Kind::Text)
         } else {
-            Err(format!(
+            Err(Unreadable(format!(
                 "the server sent `{mime}`, which webfetch does not read (it reads HTML, text, \
                  markdown and JSON); look for an HTML or text version of this resource"
-            ))
+            )))
         }
     }
 
     /// Like [`Kind::of`], but a missing content type is judged from the bytes: text if it is
     /// UTF-8 without NUL bytes (HTML if it starts like a document), otherwise refused.
-    pub fn sniff(content_type: &str, body: &[u8]) -> Result<Kind, String> {
+    pub fn sniff(content_type: &str, body: &[u8]) -> Result<Kind, Unreadable> {
         if !content_type.trim().is_empty() {
             return Kind::of(content_type);
         }
@@ -80,10 +85,16 @@ impl Kind {
             Err(e) if e.error_len().is_none() => {
                 std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or("")
             }
-            Err(_) => return Err("the server sent no content type and the body is not text".into()),
+            Err(_) => {
+                return Err(Unreadable(
+                    "the server sent no content type and the body is not text".into(),
+                ))
+            }
         };
         if text.contains('\0') {
-            return Err("the server sent no content type and the body is binary".into());
+            return Err(Unreadable(
+                "the server sent no content type and the body is binary".into(),
+            ));
         }
         let start = text.trim_start().to_ascii_lowercase();
         if start.starts_with("<!doctype html") || start.starts_with("<html") {
@@ -149,7 +160,7 @@ mod tests {
         assert_eq!(Kind::of("application/json"), Ok(Kind::Text));
         assert_eq!(Kind::of("application/problem+json"), Ok(Kind::Text));
         for binary in ["application/pdf", "image/png", "application/octet-stream"] {
-            let err = Kind::of(binary).unwrap_err();
+            let err = Kind::of(binary).unwrap_err().0;
             assert!(err.contains(binary), "{err}");
         }
     }

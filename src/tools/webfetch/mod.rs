@@ -82,7 +82,7 @@ impl std::fmt::Debug for Web {
 /// without them.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot set up the web tools: {0}")]
-pub struct SetupError(String);
+pub struct SetupError(pub(crate) String);
 
 impl Web {
     /// Builds the client from `[webfetch]` and `[websearch]`.
@@ -126,8 +126,7 @@ impl Web {
             .searxng_url
             .as_deref()
             .map(|url| search::Searxng::new(url, search.max_results, timeout))
-            .transpose()
-            .map_err(SetupError)?;
+            .transpose()?;
         Ok(Web {
             client,
             guard,
@@ -310,7 +309,7 @@ impl Web {
             .to_string();
         // Refuse binaries before reading them: a 50 MB PDF is not downloaded to be rejected.
         if !content_type.is_empty() {
-            convert::Kind::of(&content_type).map_err(&failed)?;
+            convert::Kind::of(&content_type).map_err(|e| failed(e.0))?;
         }
         let status = response.status().as_u16();
         let final_url = response.url().to_string();
@@ -347,7 +346,8 @@ fn render(url: &str, fetched: &Fetched, format: Format) -> Result<ToolOutput, To
         tool: "webfetch".into(),
         message,
     };
-    let kind = convert::Kind::sniff(&fetched.content_type, &fetched.body).map_err(failed)?;
+    let kind =
+        convert::Kind::sniff(&fetched.content_type, &fetched.body).map_err(|e| failed(e.0))?;
     let text = convert::convert(kind, format, &fetched.body);
     if fetched.status >= 400 {
         return Err(failed(format!(

@@ -49,14 +49,19 @@ pub fn not_configured() -> ToolError {
 }
 
 impl Searxng {
-    pub fn new(url: &str, max_results: Option<usize>, timeout: Duration) -> Result<Self, String> {
-        let base = reqwest::Url::parse(url)
-            .map_err(|e| format!("[websearch] searxng_url `{url}` is not a URL: {e}"))?;
+    pub fn new(
+        url: &str,
+        max_results: Option<usize>,
+        timeout: Duration,
+    ) -> Result<Self, super::SetupError> {
+        let base = reqwest::Url::parse(url).map_err(|e| {
+            super::SetupError(format!("[websearch] searxng_url `{url}` is not a URL: {e}"))
+        })?;
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .no_proxy()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| super::SetupError(e.to_string()))?;
         Ok(Searxng {
             base,
             max_results: max_results.unwrap_or(DEFAULT_RESULTS).max(1),
