@@ -15,6 +15,12 @@ pub enum PathError {
     Escapes(String),
     #[error("`{0}` resolves outside the project root (through a symlink)")]
     SymlinkEscape(String),
+    #[error(
+        "`{name}` goes through `{link}`, a symlink whose target does not exist; writing through \
+         it could create a file outside the project root, so it is refused (remove the link or \
+         name a real path)"
+    )]
+    DanglingSymlink { name: String, link: String },
     #[error("`{0}` does not exist under the project root")]
     NotFound(String),
     #[error("`{0}` is empty")]
@@ -83,11 +89,16 @@ impl Project {
 
     /// Resolves a path that may not exist yet (a file about to be written): its nearest existing
     /// ancestor must canonicalize inside the root, and the rest must hold no `..`.
+    ///
+    /// "Existing" means present as a directory entry (`symlink_metadata`), not "its target
+    /// exists": a dangling symlink is an entry, and treating it as absent would let the write
+    /// follow it wherever it points. A dangling link is therefore refused outright, even one
+    /// pointing inside, since nothing needs to create files through a link.
     pub fn resolve_new(&self, name: &str) -> Result<PathBuf, PathError> {
         let joined = self.lexical(name)?;
         let mut existing = joined.as_path();
         let mut rest = Vec::new();
-        while !existing.exists() {
+        while existing.symlink_metadata().is_err() {
             match (existing.parent(), existing.file_name()) {
                 (Some(parent), Some(file)) => {
                     rest.push(file.to_os_string());
@@ -96,9 +107,18 @@ impl Project {
                 _ => return Err(PathError::Escapes(name.to_string())),
             }
         }
-        let mut canonical = std::fs::canonicalize(existing).map_err(|e| PathError::Io {
-            path: name.to_string(),
-            reason: e.to_string(),
+        let mut canonical = std::fs::canonicalize(existing).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                PathError::DanglingSymlink {
+                    name: name.to_string(),
+                    link: self.relative(existing),
+                }
+            } else {
+                PathError::Io {
+                    path: name.to_string(),
+                    reason: e.to_string(),
+                }
+            }
         })?;
         if !canonical.starts_with(&self.root) {
             return Err(PathError::SymlinkEscape(name.to_string()));
@@ -202,5 +222,26 @@ mod tests {
             Err(PathError::SymlinkEscape(_))
         ));
         assert!(p.resolve_new("docs/new/deeper.md").is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn resolve_new_refuses_dangling_links_and_names_them() {
+        let (d, p) = fixture();
+        std::os::unix::fs::symlink(d.path().join("new.txt"), p.root().join("out.md")).unwrap();
+        std::os::unix::fs::symlink("gone/x", p.root().join("docs/in.md")).unwrap();
+        for (name, link) in [
+            ("out.md", "out.md"),
+            ("docs/in.md", "docs/in.md"),
+            ("docs/in.md/below.md", "docs/in.md"),
+        ] {
+            assert_eq!(
+                p.resolve_new(name),
+                Err(PathError::DanglingSymlink {
+                    name: name.into(),
+                    link: link.into()
+                })
+            );
+        }
     }
 }
