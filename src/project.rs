@@ -21,12 +21,34 @@ pub enum PathError {
          name a real path)"
     )]
     DanglingSymlink { name: String, link: String },
+    #[error("`{name}` is inside `{dir}/`, which is not open to tools or citations ({why})")]
+    Hidden {
+        name: String,
+        dir: &'static str,
+        why: &'static str,
+    },
     #[error("`{0}` does not exist under the project root")]
     NotFound(String),
     #[error("`{0}` is empty")]
     Empty(String),
     #[error("cannot resolve `{path}`: {reason}")]
     Io { path: String, reason: String },
+}
+
+/// Folders inside the root that no tool reads, writes, lists or searches and no answer may cite,
+/// at any depth, with why: one list, so every consumer follows one policy.
+pub const HIDDEN_DIRS: &[(&str, &str)] = &[
+    (
+        ".git",
+        "version control; `.git/config` can hold credentials in remote URLs",
+    ),
+    (".switchboard", "the runtime's own state"),
+];
+
+/// The hidden folder a root-relative, `/`-separated path lies in (or is), with the reason.
+pub fn hidden_dir(rel: &str) -> Option<(&'static str, &'static str)> {
+    rel.split('/')
+        .find_map(|part| HIDDEN_DIRS.iter().find(|(dir, _)| *dir == part).copied())
 }
 
 /// A project: the canonical root every relative name is resolved against.
@@ -127,6 +149,18 @@ impl Project {
             canonical.push(part);
         }
         Ok(canonical)
+    }
+
+    /// [`PathError::Hidden`] when the resolved `path` lies in a [`HIDDEN_DIRS`] folder.
+    pub fn refuse_hidden(&self, name: &str, path: &Path) -> Result<(), PathError> {
+        match hidden_dir(&self.relative(path)) {
+            None => Ok(()),
+            Some((dir, why)) => Err(PathError::Hidden {
+                name: name.to_string(),
+                dir,
+                why,
+            }),
+        }
     }
 
     /// The name of `path` relative to the root, with `/` separators, for messages and citations.

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::agent::{Action, Agent};
 use crate::model::ToolSpec;
 use crate::project::Project;
+pub use crate::project::{hidden_dir, HIDDEN_DIRS};
 
 pub mod glob;
 pub mod grep;
@@ -247,15 +248,9 @@ fn open_to_tools(
     name: &str,
     path: &std::path::Path,
 ) -> Result<(), ToolError> {
-    let rel = project.relative(path);
-    match hidden_dir(&rel) {
-        None => Ok(()),
-        Some((dir, why)) => Err(refused(
-            tool,
-            name,
-            format!("`{rel}` is inside `{dir}/`, which is not open to tools ({why})"),
-        )),
-    }
+    project
+        .refuse_hidden(name, path)
+        .map_err(|e| refused(tool, name, e))
 }
 
 /// The files (and symlinks) under `dir` a tool may see, with their project-relative paths: walked
@@ -292,20 +287,4 @@ pub(crate) fn visible(project: &Project, path: &std::path::Path) -> bool {
     std::fs::canonicalize(path).is_ok_and(|target| {
         target.starts_with(project.root()) && hidden_dir(&project.relative(&target)).is_none()
     })
-}
-
-/// Folders no tool reads, writes, lists or searches, at any depth, with why: one list, so every
-/// tool follows one policy.
-pub const HIDDEN_DIRS: &[(&str, &str)] = &[
-    (
-        ".git",
-        "version control; `.git/config` can hold credentials in remote URLs",
-    ),
-    (".switchboard", "the runtime's own state"),
-];
-
-/// The hidden folder a project-relative path lies in (or is), with the reason.
-pub(crate) fn hidden_dir(rel: &str) -> Option<(&'static str, &'static str)> {
-    rel.split('/')
-        .find_map(|part| HIDDEN_DIRS.iter().find(|(dir, _)| *dir == part).copied())
 }
