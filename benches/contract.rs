@@ -4,6 +4,8 @@
 //! - `check_with_evidence/10k_answers`: 10,000 typical analyzer answers, each with evidence, over
 //!   a generated fixture tree; every iteration uses a fresh `FileCache`, so each cited file is read
 //!   once per iteration, as in one `switchboard check` run.
+//! - `repeated_tags/check_and_render/{10000,80000}`: an answer with that many extra `<answer>`
+//!   tags on one line, checked and rendered for a person; the two must scale linearly.
 //!
 //! Each group runs twice: `wall/…` measures wall-clock time, `cpu/…` the benchmark thread's CPU
 //! time (`CLOCK_THREAD_CPUTIME_ID`), which is what "per core" means on a shared, busy machine.
@@ -218,14 +220,46 @@ fn bench_with_evidence<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
     group.finish();
 }
 
+/// An answer with `n` extra `<answer>` tags on one line: every one is a violation on the same
+/// long line, the case that used to be quadratic (issue 17, item 16).
+fn repeated_tags(n: usize) -> String {
+    format!(
+        "{}<thinking>\nt\n</thinking>\n\n<answer>\nx\n</answer>\n{}\n",
+        frontmatter(0, 0),
+        "<answer>".repeat(n)
+    )
+}
+
+fn bench_repeated_tags<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
+    let (_dir, project) = fixture();
+    let generic = Contract::envelope();
+    let mut group = c.benchmark_group(format!("{clock}/repeated_tags"));
+    group.sample_size(10);
+    for n in [10_000usize, 80_000] {
+        let text = repeated_tags(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("check_and_render", n), &text, |b, text| {
+            b.iter(|| {
+                let files = FileCache::new();
+                let ctx = CheckContext::new(&project, &files);
+                let report = check(black_box(text), &generic, &ctx);
+                report.render("answer.md", text, false).len()
+            })
+        });
+    }
+    group.finish();
+}
+
 fn wall_benches(c: &mut Criterion) {
     bench_parse_validate(c, "wall");
     bench_with_evidence(c, "wall");
+    bench_repeated_tags(c, "wall");
 }
 
 fn cpu_benches(c: &mut Criterion<CpuTime>) {
     bench_parse_validate(c, "cpu");
     bench_with_evidence(c, "cpu");
+    bench_repeated_tags(c, "cpu");
 }
 
 fn cpu_criterion() -> Criterion<CpuTime> {

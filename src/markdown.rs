@@ -8,19 +8,44 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use std::ops::Range;
 
 /// Maps byte offsets in a text to 1-based line and column numbers (columns count characters).
+///
+/// Counting a column's characters from the start of its line would make locating N positions on
+/// one long line cost N × its length (an answer with thousands of tags on one line took
+/// seconds), so lines longer than [`CHECKPOINT_BYTES`] carry checkpoints: every that many bytes,
+/// the character count so far. A column then costs a binary search plus at most one block.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
     starts: Vec<usize>,
     len: usize,
+    /// (byte offset, characters from its line's start to it), ascending, for long lines only.
+    checkpoints: Vec<(usize, usize)>,
 }
+
+/// Bytes between column checkpoints on a long line.
+const CHECKPOINT_BYTES: usize = 1024;
 
 impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let mut checkpoints = Vec::new();
+        let ends = starts.iter().skip(1).copied().chain([text.len()]);
+        for (start, end) in starts.iter().copied().zip(ends) {
+            if end - start <= CHECKPOINT_BYTES {
+                continue;
+            }
+            let mut next = start + CHECKPOINT_BYTES;
+            for (chars, (i, _)) in text[start..end].char_indices().enumerate() {
+                if start + i >= next {
+                    checkpoints.push((start + i, chars));
+                    next = start + i + CHECKPOINT_BYTES;
+                }
+            }
+        }
         Self {
             starts,
             len: text.len(),
+            checkpoints,
         }
     }
 
@@ -44,11 +69,21 @@ impl LineIndex {
     pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
         let offset = offset.min(text.len());
         let line = self.line(offset);
-        let start = self.starts[line - 1];
-        let col = text
-            .get(start..offset)
-            .map(|s| s.chars().count())
-            .unwrap_or(offset - start);
+        let mut start = self.starts[line - 1];
+        let mut before = 0;
+        if offset - start > CHECKPOINT_BYTES {
+            let i = self.checkpoints.partition_point(|&(at, _)| at <= offset);
+            if let Some(&(at, chars)) = i.checked_sub(1).and_then(|i| self.checkpoints.get(i)) {
+                if at >= start {
+                    (start, before) = (at, chars);
+                }
+            }
+        }
+        let col = before
+            + text
+                .get(start..offset)
+                .map(|s| s.chars().count())
+                .unwrap_or(offset - start);
         (line, col + 1)
     }
 
@@ -254,6 +289,28 @@ pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_col_on_long_lines_matches_counting_from_the_line_start() {
+        let line: String = (0..3000)
+            .map(|i| if i % 7 == 0 { "é<a>" } else { "xy" })
+            .collect();
+        let text = format!("first\n{line}\n{line}");
+        let idx = LineIndex::new(&text);
+        for offset in (0..text.len())
+            .filter(|&o| text.is_char_boundary(o))
+            .step_by(37)
+        {
+            let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+            let line_no = text[..offset].matches('\n').count() + 1;
+            let col = text[start..offset].chars().count() + 1;
+            assert_eq!(
+                idx.line_col(&text, offset),
+                (line_no, col),
+                "offset {offset}"
+            );
+        }
+    }
 
     #[test]
     fn line_col_counts_chars() {

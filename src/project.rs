@@ -15,12 +15,40 @@ pub enum PathError {
     Escapes(String),
     #[error("`{0}` resolves outside the project root (through a symlink)")]
     SymlinkEscape(String),
+    #[error(
+        "`{name}` goes through `{link}`, a symlink whose target does not exist; writing through \
+         it could create a file outside the project root, so it is refused (remove the link or \
+         name a real path)"
+    )]
+    DanglingSymlink { name: String, link: String },
+    #[error("`{name}` is inside `{dir}/`, which is not open to tools or citations ({why})")]
+    Hidden {
+        name: String,
+        dir: &'static str,
+        why: &'static str,
+    },
     #[error("`{0}` does not exist under the project root")]
     NotFound(String),
     #[error("`{0}` is empty")]
     Empty(String),
     #[error("cannot resolve `{path}`: {reason}")]
     Io { path: String, reason: String },
+}
+
+/// Folders inside the root that no tool reads, writes, lists or searches and no answer may cite,
+/// at any depth, with why: one list, so every consumer follows one policy.
+pub const HIDDEN_DIRS: &[(&str, &str)] = &[
+    (
+        ".git",
+        "version control; `.git/config` can hold credentials in remote URLs",
+    ),
+    (".switchboard", "the runtime's own state"),
+];
+
+/// The hidden folder a root-relative, `/`-separated path lies in (or is), with the reason.
+pub fn hidden_dir(rel: &str) -> Option<(&'static str, &'static str)> {
+    rel.split('/')
+        .find_map(|part| HIDDEN_DIRS.iter().find(|(dir, _)| *dir == part).copied())
 }
 
 /// A project: the canonical root every relative name is resolved against.
@@ -83,11 +111,16 @@ impl Project {
 
     /// Resolves a path that may not exist yet (a file about to be written): its nearest existing
     /// ancestor must canonicalize inside the root, and the rest must hold no `..`.
+    ///
+    /// "Existing" means present as a directory entry (`symlink_metadata`), not "its target
+    /// exists": a dangling symlink is an entry, and treating it as absent would let the write
+    /// follow it wherever it points. A dangling link is therefore refused outright, even one
+    /// pointing inside, since nothing needs to create files through a link.
     pub fn resolve_new(&self, name: &str) -> Result<PathBuf, PathError> {
         let joined = self.lexical(name)?;
         let mut existing = joined.as_path();
         let mut rest = Vec::new();
-        while !existing.exists() {
+        while existing.symlink_metadata().is_err() {
             match (existing.parent(), existing.file_name()) {
                 (Some(parent), Some(file)) => {
                     rest.push(file.to_os_string());
@@ -96,9 +129,18 @@ impl Project {
                 _ => return Err(PathError::Escapes(name.to_string())),
             }
         }
-        let mut canonical = std::fs::canonicalize(existing).map_err(|e| PathError::Io {
-            path: name.to_string(),
-            reason: e.to_string(),
+        let mut canonical = std::fs::canonicalize(existing).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                PathError::DanglingSymlink {
+                    name: name.to_string(),
+                    link: self.relative(existing),
+                }
+            } else {
+                PathError::Io {
+                    path: name.to_string(),
+                    reason: e.to_string(),
+                }
+            }
         })?;
         if !canonical.starts_with(&self.root) {
             return Err(PathError::SymlinkEscape(name.to_string()));
@@ -107,6 +149,18 @@ impl Project {
             canonical.push(part);
         }
         Ok(canonical)
+    }
+
+    /// [`PathError::Hidden`] when the resolved `path` lies in a [`HIDDEN_DIRS`] folder.
+    pub fn refuse_hidden(&self, name: &str, path: &Path) -> Result<(), PathError> {
+        match hidden_dir(&self.relative(path)) {
+            None => Ok(()),
+            Some((dir, why)) => Err(PathError::Hidden {
+                name: name.to_string(),
+                dir,
+                why,
+            }),
+        }
     }
 
     /// The name of `path` relative to the root, with `/` separators, for messages and citations.
@@ -202,5 +256,26 @@ mod tests {
             Err(PathError::SymlinkEscape(_))
         ));
         assert!(p.resolve_new("docs/new/deeper.md").is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn resolve_new_refuses_dangling_links_and_names_them() {
+        let (d, p) = fixture();
+        std::os::unix::fs::symlink(d.path().join("new.txt"), p.root().join("out.md")).unwrap();
+        std::os::unix::fs::symlink("gone/x", p.root().join("docs/in.md")).unwrap();
+        for (name, link) in [
+            ("out.md", "out.md"),
+            ("docs/in.md", "docs/in.md"),
+            ("docs/in.md/below.md", "docs/in.md"),
+        ] {
+            assert_eq!(
+                p.resolve_new(name),
+                Err(PathError::DanglingSymlink {
+                    name: name.into(),
+                    link: link.into()
+                })
+            );
+        }
     }
 }

@@ -419,3 +419,39 @@ fn common_metadata_keys_are_accepted_silently() {
         ["agent/unknown-key"]
     );
 }
+
+/// A "billion laughs" frontmatter: nine anchors, each a list of nine aliases of the one before.
+#[test]
+fn a_yaml_bomb_is_refused_quickly_in_words() {
+    let mut text = String::from("---\nname: bomb\ndescription: d\n");
+    text.push_str("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for (prev, name) in "abcdefgh".chars().zip("bcdefghi".chars()) {
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        text.push_str(&format!("{name}: &{name} [{refs}]\n"));
+    }
+    text.push_str("---\nbody\n");
+    let clock = std::time::Instant::now();
+    let parsed = agent::parse::parse(&text, "agent/bomb.md", "bomb");
+    assert!(clock.elapsed().as_secs() < 5, "took {:?}", clock.elapsed());
+    assert!(matches!(parsed.outcome, agent::parse::Outcome::Failed));
+    let d = parsed
+        .diagnostics
+        .iter()
+        .find(|d| d.severity == Severity::Error)
+        .expect("an error");
+    assert_eq!(d.code, "agent/yaml");
+    assert!(d.message.contains("250,000 YAML nodes"), "{}", d.message);
+    assert!(d.message.contains("billion laughs"), "{}", d.message);
+    assert!(!d.message.contains("Nodes {"), "{}", d.message);
+    let help = d.help.as_deref().unwrap_or("");
+    assert!(
+        help.contains("anchors") && help.contains("aliases"),
+        "{help}"
+    );
+    // Located in the frontmatter, at the anchors.
+    assert_eq!(d.file, "agent/bomb.md");
+    assert!((4..=12).contains(&d.line), "line {}", d.line);
+    assert!(d.column >= 1);
+    let shown = d.to_string();
+    assert!(shown.contains("agent/bomb.md:"), "{shown}");
+}

@@ -430,3 +430,35 @@ async fn message_ids_are_unique_across_concurrent_sessions() {
     }
     assert_eq!(ids.len(), 15);
 }
+
+/// Sixteen delegations of one turn run at once in one process and share the session's id
+/// allocator; every hop must still get its own message id. Several worker threads, as `run` has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn sixteen_parallel_delegations_get_unique_message_ids() {
+    for round in 0..40 {
+        let (_d, p) = project();
+        let calls: String = (0..16).map(|i| task("ping", &format!("job {i}"))).collect();
+        let mut script = researcher_calls(&calls, "done");
+        script.push_str("  ping:\n    - {repeat: true, turns: [{content: ok}]}\n");
+        let options = RunOptions {
+            max_parallel: 16,
+            ..RunOptions::default()
+        };
+        let (outcome, events) = run_with(&p, &script, "x", options).await;
+        assert_eq!(outcome.status, "completed", "{outcome:?}");
+        let ids: Vec<String> = of_type(&events, "hop.started")
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::HopStarted { message_id, .. } => Some(message_id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids.len(), 17, "the researcher and 16 pings");
+        let unique: HashSet<_> = ids.iter().collect();
+        assert_eq!(
+            unique.len(),
+            17,
+            "round {round}: duplicate message ids {ids:?}"
+        );
+    }
+}

@@ -95,10 +95,9 @@ fn run_json_prints_one_object_and_trace_shows_the_tree() {
     );
 }
 
-#[test]
-fn a_killed_session_resumes_without_rerunning_completed_hops() {
-    let dir = project();
-    let mut child = sb(dir.path())
+/// Starts a session that blocks in its third analyzer, kills it there; returns its log and id.
+fn killed_session(dir: &Path) -> (std::path::PathBuf, String) {
+    let mut child = sb(dir)
         .args([
             "run",
             "researcher",
@@ -112,7 +111,7 @@ fn a_killed_session_resumes_without_rerunning_completed_hops() {
         .spawn()
         .unwrap();
     // Wait until the locator and two analyzers completed and the third analyzer is blocked.
-    let sessions = dir.path().join(".switchboard/sessions");
+    let sessions = dir.join(".switchboard/sessions");
     let deadline = Instant::now() + Duration::from_secs(30);
     let log = loop {
         assert!(
@@ -142,7 +141,13 @@ fn a_killed_session_resumes_without_rerunning_completed_hops() {
     let before = read_log(&log).unwrap();
     assert!(before.iter().all(|e| e.kind.name() != "session.completed"));
     let session = before[0].session_id.clone();
+    (log, session)
+}
 
+#[test]
+fn a_killed_session_resumes_without_rerunning_completed_hops() {
+    let dir = project();
+    let (log, session) = killed_session(dir.path());
     let out = sb(dir.path())
         .args([
             "resume",
@@ -208,5 +213,64 @@ fn a_killed_session_resumes_without_rerunning_completed_hops() {
         again.status.code(),
         Some(2),
         "a completed session is not resumed"
+    );
+}
+
+/// A crash in the middle of writing a line leaves a torn last line; resume must cut it off (and
+/// say so) rather than glue its own first event onto it.
+#[test]
+fn resume_repairs_a_torn_last_line_before_appending() {
+    let dir = project();
+    let (log, session) = killed_session(dir.path());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let first = text.lines().next().unwrap();
+    let torn = &first[..first.len() / 2];
+    std::fs::write(&log, format!("{text}{torn}")).unwrap();
+
+    let out = sb(dir.path())
+        .args([
+            "resume",
+            &session,
+            "--json",
+            "--model",
+            "scripted/research.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(success_json(&out)["status"], "completed");
+
+    let after = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        after.starts_with(&text),
+        "complete lines are kept as they were"
+    );
+    for (n, line) in after.lines().enumerate() {
+        assert!(
+            serde_json::from_str::<switchboard::runtime::Event>(line).is_ok(),
+            "line {} does not parse: {line}",
+            n + 1
+        );
+    }
+    let events = read_log(&log).unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SessionStarted { resumed: true, .. })),
+        "the resumed session.started is in the log"
+    );
+    let repaired: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::LogRepaired { dropped_bytes } => Some(dropped_bytes),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(repaired, [torn.len() as u64]);
+
+    let out = sb(dir.path()).args(["trace", &session]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!("dropped a torn last line ({} bytes)", torn.len())),
+        "{shown}"
     );
 }

@@ -87,15 +87,17 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                     );
                     return failed(diags);
                 }
-                diags.push(
-                    Problem::new(
-                        Severity::Error,
-                        "agent/yaml",
-                        file,
+                let (message, help) = match budget_breach(&err) {
+                    Some(words) => words,
+                    None => (
                         format!("invalid frontmatter: {}", yaml_message(&err)),
-                    )
-                    .at_line_of(text, line + line_offset, col)
-                    .with_help("fix the YAML; quote values that contain `: `, `#` or start with `*`, `&`, `[` or `{`"),
+                        "fix the YAML; quote values that contain `: `, `#` or start with `*`, `&`, `[` or `{`".to_string(),
+                    ),
+                };
+                diags.push(
+                    Problem::new(Severity::Error, "agent/yaml", file, message)
+                        .at_line_of(text, line + line_offset, col)
+                        .with_help(help),
                 );
                 return failed(diags);
             }
@@ -281,6 +283,68 @@ fn deserialize(yaml: &str) -> Result<RawFrontmatter, serde_saphyr::Error> {
         return Ok(RawFrontmatter::default());
     }
     serde_saphyr::from_str(yaml)
+}
+
+/// A YAML safety limit the frontmatter ran into, said in words: what was refused and why, and
+/// what to change (serde-saphyr's own text is `budget breached: Nodes { nodes: 250001 }`).
+fn budget_breach(err: &serde_saphyr::Error) -> Option<(String, String)> {
+    use serde_saphyr::budget::{Budget, BudgetBreach as B};
+    // Unwrap the snippet and alias-location wrappers down to the error itself.
+    let mut err = err;
+    while let serde_saphyr::Error::WithSnippet { error, .. }
+    | serde_saphyr::Error::AliasError { error, .. } = err
+    {
+        err = error;
+    }
+    let serde_saphyr::Error::Budget { breach, .. } = err else {
+        return None;
+    };
+    let limits = Budget::default();
+    let multiply = "remove the anchors (`&name`) and aliases (`*name`) that repeat each other; an \
+                    agent's frontmatter needs neither"
+        .to_string();
+    let words = match breach {
+        B::Nodes { .. } => (
+            format!(
+                "the frontmatter expands to more than {} YAML nodes (aliases that repeat aliases \
+                 — a \"billion laughs\" document); refused to protect memory",
+                thousands(limits.max_nodes)
+            ),
+            multiply,
+        ),
+        B::Aliases { .. } | B::AliasAnchorRatio { .. } | B::RecordedAnchorEvents { .. } => (
+            "the frontmatter uses aliases (`*name`) far more than any agent definition needs \
+             (the shape of a \"billion laughs\" document); refused to protect memory"
+                .to_string(),
+            multiply,
+        ),
+        B::Depth { .. } => (
+            format!(
+                "the frontmatter nests lists and maps more than {} levels deep; refused to \
+                 protect the parser",
+                limits.max_depth
+            ),
+            "flatten the nesting; agent settings are at most a few levels deep".to_string(),
+        ),
+        other => (
+            format!("the frontmatter exceeds a YAML safety limit ({other:?}); refused"),
+            "shorten the frontmatter; agent settings are a few dozen short keys".to_string(),
+        ),
+    };
+    Some(words)
+}
+
+/// `250000` as `250,000`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// serde-saphyr's message without its own snippet (we print the line ourselves).

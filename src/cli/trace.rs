@@ -26,6 +26,11 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         "session {} ({}), correlation {}, {} hops, {} tokens",
         t.session_id, t.status, t.correlation_id, t.hops, t.tokens
     );
+    for bytes in &t.log_repairs {
+        println!(
+            "log repaired on resume: dropped a torn last line ({bytes} bytes) left by a crash"
+        );
+    }
     for root in &t.roots {
         print_node(root, 0);
     }

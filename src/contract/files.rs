@@ -118,7 +118,10 @@ impl FileCache {
                 return hit.clone();
             }
         }
-        let resolved = match project.resolve(name) {
+        let resolved = match project
+            .resolve(name)
+            .and_then(|path| project.refuse_hidden(name, &path).map(|()| path))
+        {
             Ok(path) => Ok(path),
             Err(PathError::NotFound(n)) => Err(CitedFileError::Missing(format!(
                 "`{n}` does not exist under the project root"
@@ -192,6 +195,29 @@ mod tests {
             cache.get(&project, "nope.md"),
             Err(CitedFileError::Missing(_))
         ));
+    }
+
+    /// Citations follow the tools' policy: `.git/` (credentials) and `.switchboard/` are never
+    /// read, so an excerpt mismatch cannot quote them back to the model.
+    #[test]
+    fn hidden_folders_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".switchboard")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "url = https://u:T@h\n").unwrap();
+        std::fs::write(dir.path().join(".switchboard/x"), "state\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let cache = FileCache::new();
+        for name in [".git/config", "./.git/config", ".switchboard/x"] {
+            assert!(
+                matches!(
+                    cache.get(&project, name),
+                    Err(CitedFileError::Outside(PathError::Hidden { .. }))
+                ),
+                "{name}"
+            );
+        }
+        assert_eq!(cache.reads(), 0);
     }
 
     #[test]

@@ -170,25 +170,38 @@ fn render_one(
     );
     let _ = writeln!(out, "{pad} {bar}");
     for n in first..=last {
-        let Some(line) = index.line_text(text, n) else {
+        let Some(full) = index.line_text(text, n) else {
             break;
         };
+        // A long line is shown as a window around the violation, so rendering N violations on
+        // one line stays linear instead of printing the whole line N times.
+        let line_start = index.line_start(n).unwrap_or(0);
+        let at = if n == first {
+            span.start.saturating_sub(line_start).min(full.len())
+        } else {
+            0
+        };
+        let (line, col) = window(full, at);
         let _ = writeln!(
             out,
             "{} {bar} {line}",
             style.paint("1;34", &format!("{n:>width$}"))
         );
         if n == first {
-            let col = v.column.max(1);
             let lead: String = line
                 .chars()
                 .take(col - 1)
                 .map(|c| if c == '\t' { '\t' } else { ' ' })
                 .collect();
             let rest_len = line.chars().count().saturating_sub(col - 1);
-            let span_len = text
-                .get(span.clone())
-                .map_or(1, |s| s.lines().next().unwrap_or("").chars().count());
+            let span_len = text.get(span.clone()).map_or(1, |s| {
+                let first_line = s.split('\n').next().unwrap_or("");
+                first_line
+                    .trim_end_matches('\r')
+                    .chars()
+                    .take(rest_len)
+                    .count()
+            });
             let carets = span_len.min(rest_len).max(1);
             let marks = "^".repeat(carets);
             let paint = if v.severity == Severity::Error {
@@ -234,6 +247,31 @@ fn render_one(
     out.push('\n');
 }
 
+/// Bytes of a source line shown around a violation; longer lines are cut with `…`.
+const WINDOW_BYTES: usize = 160;
+
+/// The part of `line` shown for a violation at byte `at` of it, and the 1-based column of `at`
+/// in what is shown. Short lines come back whole.
+fn window(line: &str, at: usize) -> (std::borrow::Cow<'_, str>, usize) {
+    let floor = |mut i: usize| {
+        i = i.min(line.len());
+        while !line.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let at = floor(at);
+    if line.len() <= WINDOW_BYTES {
+        return (line.into(), line[..at].chars().count() + 1);
+    }
+    let from = floor(at.saturating_sub(WINDOW_BYTES / 4));
+    let to = floor(from + WINDOW_BYTES).max(at);
+    let lead = if from > 0 { "…" } else { "" };
+    let tail = if to < line.len() { "…" } else { "" };
+    let col = lead.chars().count() + line[from..at].chars().count() + 1;
+    (format!("{lead}{}{tail}", &line[from..to]).into(), col)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +296,34 @@ mod tests {
                 violations: vec![v, w],
             },
         )
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_violation() {
+        let text = format!("{}<answer>{}\n", "é".repeat(1000), "x".repeat(1000));
+        let report = Report::new(
+            &text,
+            "envelope",
+            vec![Rule::Tags.problem(2000..2008, "a second tag")],
+        );
+        assert_eq!(report.violations[0].column, 1001);
+        let out = report.render("a.md", &text, false);
+        assert!(out.contains(" --> a.md:1:1001"), "{out}");
+        let shown = out.lines().find(|l| l.starts_with("1 | ")).unwrap();
+        assert!(shown.len() < 200, "{shown}");
+        assert!(
+            shown.starts_with("1 | …é") && shown.ends_with("x…"),
+            "{shown}"
+        );
+        let marks = out.lines().find(|l| l.contains('^')).unwrap();
+        let caret_col = marks.chars().position(|c| c == '^').unwrap();
+        let tag_col = shown.chars().collect::<Vec<_>>();
+        assert_eq!(
+            tag_col[caret_col..caret_col + 8].iter().collect::<String>(),
+            "<answer>",
+            "{shown}\n{marks}"
+        );
+        assert_eq!(marks.matches('^').count(), 8);
     }
 
     #[test]

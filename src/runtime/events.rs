@@ -181,6 +181,10 @@ pub enum EventKind {
     /// A hop that completed in an earlier run of the session, reused by `resume` without running.
     #[serde(rename = "hop.reused")]
     HopReused { message_id: String },
+    /// The log ended in a torn line (the process died mid-write) and was cut back to its last
+    /// complete line before this run appended to it.
+    #[serde(rename = "log.repaired")]
+    LogRepaired { dropped_bytes: u64 },
     #[serde(rename = "session.completed")]
     SessionCompleted {
         status: SessionStatus,
@@ -214,6 +218,7 @@ impl EventKind {
             EventKind::HopCompleted { .. } => "hop.completed",
             EventKind::HopFailed { .. } => "hop.failed",
             EventKind::HopReused { .. } => "hop.reused",
+            EventKind::LogRepaired { .. } => "log.repaired",
             EventKind::SessionCompleted { .. } => "session.completed",
         }
     }
@@ -252,6 +257,7 @@ pub struct EventLog {
     policy: FsyncPolicy,
     syncer: Option<mpsc::Sender<()>>,
     observer: Option<Observer>,
+    repaired: u64,
 }
 
 struct Inner {
@@ -261,7 +267,8 @@ struct Inner {
 }
 
 impl EventLog {
-    /// Opens (appending) `dir/events.jsonl`, creating `dir`.
+    /// Opens (appending) `dir/events.jsonl`, creating `dir`. A torn last line is cut off first
+    /// (see [`repair_torn_tail`]); [`EventLog::repaired_bytes`] says how much.
     pub fn open(
         dir: &Path,
         policy: FsyncPolicy,
@@ -269,6 +276,7 @@ impl EventLog {
     ) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("events.jsonl");
+        let repaired = repair_torn_tail(&path)?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -299,11 +307,17 @@ impl EventLog {
             policy,
             syncer,
             observer,
+            repaired,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Bytes of a torn last line cut off when the log was opened (0: it ended cleanly).
+    pub fn repaired_bytes(&self) -> u64 {
+        self.repaired
     }
 
     /// Appends one event; writes the buffer out (and syncs, per policy) at boundaries.
@@ -371,6 +385,54 @@ impl Drop for EventLog {
     }
 }
 
+/// Makes the log at `path` end on a complete line before anything is appended, returning the
+/// bytes dropped. A process that dies mid-write leaves a torn last line; appending to it would
+/// glue the next event onto the fragment and lose both. A last line without its newline that
+/// still parses as an event only gets the newline. A missing file is fine (0).
+pub fn repair_torn_tail(path: &Path) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    // Scan back from the end in chunks for the last newline: only the tail is read.
+    let mut tail: Vec<u8> = Vec::new();
+    let mut pos = len;
+    let keep = loop {
+        if pos == 0 {
+            break 0;
+        }
+        let step = pos.min(64 * 1024);
+        pos -= step;
+        let mut chunk = vec![0u8; step as usize];
+        file.seek(SeekFrom::Start(pos))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        if let Some(i) = memchr::memrchr(b'\n', &tail) {
+            break pos + i as u64 + 1;
+        }
+    };
+    if keep == len {
+        return Ok(0);
+    }
+    let fragment = &tail[tail.len() - (len - keep) as usize..];
+    if serde_json::from_slice::<Event>(fragment).is_ok() {
+        file.seek(SeekFrom::End(0))?;
+        file.write_all(b"\n")?;
+        return Ok(0);
+    }
+    file.set_len(keep)?;
+    file.sync_data()?;
+    Ok(len - keep)
+}
+
 /// Reads a log back; a torn last line (the process died mid-write) is skipped.
 pub fn read_log(path: &Path) -> std::io::Result<Vec<Event>> {
     let text = std::fs::read_to_string(path)?;
@@ -384,4 +446,60 @@ pub fn read_log(path: &Path) -> std::io::Result<Vec<Event>> {
 /// `2026-11-21T10:00:00.123456Z`.
 pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(n: u32) -> String {
+        let e = Event {
+            timestamp: "2026-11-21T10:00:00.000000Z".into(),
+            session_id: "s".into(),
+            correlation_id: "c".into(),
+            hop_id: None,
+            parent_hop_id: None,
+            agent: None,
+            kind: EventKind::HopRepair {
+                repair: n,
+                violations: 1,
+            },
+        };
+        serde_json::to_string(&e).unwrap() + "\n"
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_to_the_last_complete_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        assert_eq!(repair_torn_tail(&path).unwrap(), 0, "no file yet");
+        let good = format!("{}{}", line(1), line(2));
+        let torn = &line(3)[..20];
+        std::fs::write(&path, format!("{good}{torn}")).unwrap();
+        assert_eq!(repair_torn_tail(&path).unwrap(), 20);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), good);
+        assert_eq!(repair_torn_tail(&path).unwrap(), 0, "already clean");
+        // Only a fragment: nothing survives.
+        std::fs::write(&path, torn).unwrap();
+        assert_eq!(repair_torn_tail(&path).unwrap(), 20);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        // A whole event that only lost its newline keeps its place.
+        let whole = line(4);
+        std::fs::write(&path, format!("{good}{}", whole.trim_end())).unwrap();
+        assert_eq!(repair_torn_tail(&path).unwrap(), 0);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{good}{whole}")
+        );
+    }
+
+    #[test]
+    fn a_tail_longer_than_one_chunk_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let torn = "x".repeat(200_000);
+        std::fs::write(&path, format!("{}{torn}", line(1))).unwrap();
+        assert_eq!(repair_torn_tail(&path).unwrap(), 200_000);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), line(1));
+    }
 }

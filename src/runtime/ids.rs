@@ -3,7 +3,10 @@
 //! Message ids must be unique across every session of a project, including sessions running at
 //! the same time in other processes, so the counter lives on disk
 //! (`.switchboard/ids/<prefix>-<date>`) and each allocation holds an exclusive lock on that file
-//! while it reads, increments and writes the number. The counter is not fsynced: uniqueness between
+//! while it reads, increments and writes the number. That lock (flock) belongs to the open file
+//! description, so it excludes other processes (and other allocators) but not two threads that
+//! share one handle: the handle therefore sits behind a mutex that is held for the whole
+//! read-increment-write, and the flock is taken inside it. The counter is not fsynced: uniqueness between
 //! processes only needs the shared page cache; after a power loss a counter could step back, which
 //! the lock cannot prevent and the event log would show. Counter files stay open and are
 //! rewritten in place at a fixed width: opening, truncating and resizing a file are journaled
@@ -24,8 +27,8 @@ pub fn new_id() -> String {
 #[derive(Debug, Clone)]
 pub struct MessageIds {
     dir: PathBuf,
-    /// Counter files already open, by file name.
-    open: Arc<Mutex<HashMap<String, Arc<std::fs::File>>>>,
+    /// Counter files already open, by file name; each one's mutex is held across an allocation.
+    open: Arc<Mutex<HashMap<String, Arc<Mutex<std::fs::File>>>>>,
 }
 
 /// Digits the counter is stored with, so every write has the same size.
@@ -40,7 +43,7 @@ impl MessageIds {
         }
     }
 
-    fn file(&self, name: &str) -> std::io::Result<Arc<std::fs::File>> {
+    fn file(&self, name: &str) -> std::io::Result<Arc<Mutex<std::fs::File>>> {
         let mut open = self
             .open
             .lock()
@@ -49,14 +52,14 @@ impl MessageIds {
             return Ok(f.clone());
         }
         std::fs::create_dir_all(&self.dir)?;
-        let file = Arc::new(
+        let file = Arc::new(Mutex::new(
             std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
                 .open(self.dir.join(name))?,
-        );
+        ));
         // One handle per day and prefix; yesterday's are dropped when the map grows.
         if open.len() > 64 {
             open.clear();
@@ -70,7 +73,11 @@ impl MessageIds {
     pub fn allocate(&self, prefix: &str, now: DateTime<Utc>) -> std::io::Result<String> {
         let day = now.format("%Y-%m-%d").to_string();
         let name = format!("{prefix}-{day}");
-        let file = self.file(&name)?;
+        let shared = self.file(&name)?;
+        // Threads of this process queue here; the flock below queues other processes.
+        let file = shared
+            .lock()
+            .map_err(|_| std::io::Error::other("id counter lock poisoned"))?;
         file.lock()?;
         let result = (|| -> std::io::Result<u64> {
             let mut buf = [0u8; 64];
@@ -124,5 +131,107 @@ mod tests {
         let tomorrow = now + chrono::Duration::days(1);
         let next = ids.allocate("thoughts", tomorrow).unwrap();
         assert!(next.ends_with("-001"), "{next}");
+    }
+
+    /// One allocator shared by many threads of one process, as the hops of one session share it.
+    /// flock belongs to the open file description, so a shared handle alone excludes nobody.
+    #[test]
+    fn one_allocator_shared_by_parallel_threads_gives_unique_ids() {
+        for round in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let ids = MessageIds::for_project(dir.path());
+            let now = Utc::now();
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(32));
+            let handles: Vec<_> = (0..32)
+                .map(|_| {
+                    let ids = ids.clone();
+                    let barrier = barrier.clone();
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        (0..40)
+                            .map(|_| ids.allocate("thoughts", now).unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let all: Vec<String> = handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect();
+            let unique: HashSet<_> = all.iter().collect();
+            assert_eq!(unique.len(), 32 * 40, "round {round}: duplicates");
+            let day = now.format("%Y-%m-%d");
+            assert!(unique.contains(&format!("thoughts-{day}-1280")));
+        }
+    }
+
+    /// Set by `several_processes_give_unique_ids` for the copies of this test binary it starts.
+    const CHILD_DIR: &str = "SWITCHBOARD_IDS_TEST_DIR";
+
+    /// In a child process: allocates 100 ids with 4 threads sharing one allocator and writes
+    /// them to `out-<pid>` in the folder. In a normal test run it does nothing.
+    #[test]
+    fn child_allocates_ids() {
+        let Some(dir) = std::env::var_os(CHILD_DIR) else {
+            return;
+        };
+        let ids = MessageIds::for_project(Path::new(&dir));
+        let now = Utc::now();
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let ids = ids.clone();
+                std::thread::spawn(move || {
+                    (0..25)
+                        .map(|_| ids.allocate("thoughts", now).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let all: Vec<String> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        let out = Path::new(&dir).join(format!("out-{}", std::process::id()));
+        std::fs::write(out, all.join("\n")).unwrap();
+    }
+
+    #[test]
+    fn several_processes_give_unique_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = (0..4)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "runtime::ids::tests::child_allocates_ids",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env(CHILD_DIR, dir.path())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success());
+        }
+        let mut all = Vec::new();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("out-")
+            {
+                let text = std::fs::read_to_string(path).unwrap();
+                all.extend(text.lines().map(str::to_string));
+            }
+        }
+        assert_eq!(all.len(), 400, "every child printed its ids");
+        let unique: HashSet<_> = all.iter().collect();
+        assert_eq!(unique.len(), 400, "duplicates across processes");
     }
 }

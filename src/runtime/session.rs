@@ -200,6 +200,15 @@ impl Session {
                 resumed: self.resumed,
             },
         );
+        let dropped_bytes = shared.log.repaired_bytes();
+        if dropped_bytes > 0 {
+            shared.emit(
+                Some(&self.root_hop_id),
+                None,
+                Some(&self.agent),
+                EventKind::LogRepaired { dropped_bytes },
+            );
+        }
         let result = run_hop(
             shared.clone(),
             HopRequest {

@@ -49,6 +49,9 @@ pub struct SessionTrace {
     pub hops: usize,
     pub tokens: u64,
     pub roots: Vec<HopNode>,
+    /// Bytes of torn last lines cut off before a resume appended (`log.repaired`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub log_repairs: Vec<u64>,
 }
 
 /// Reads `.switchboard/sessions/<id>/events.jsonl` of `project`.
@@ -69,6 +72,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
         hops: 0,
         tokens: 0,
         roots: Vec::new(),
+        log_repairs: Vec::new(),
     };
     let mut nodes: HashMap<String, HopNode> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -89,6 +93,7 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
             EventKind::SessionCompleted { status, .. } => {
                 trace.status = SessionProgress::Ended(*status)
             }
+            EventKind::LogRepaired { dropped_bytes } => trace.log_repairs.push(*dropped_bytes),
             EventKind::HopStarted {
                 depth,
                 attempt,

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{is_internal, opt_str, resolve, ToolContext, ToolError, ToolOutput};
+use super::{opt_str, resolve, visible, ToolContext, ToolError, ToolOutput};
 
 /// Entries shown at most; a larger folder says how many were left out.
 pub const MAX_ENTRIES: usize = 1000;
@@ -17,8 +17,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)
         .filter_map(|e| {
-            let rel = ctx.project.relative(&e.path());
-            if is_internal(&rel) {
+            if !visible(ctx.project, &e.path()) {
                 return None;
             }
             let file = e.file_name().to_string_lossy().into_owned();

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::agent::{Action, Agent};
 use crate::model::ToolSpec;
 use crate::project::Project;
+pub use crate::project::{hidden_dir, HIDDEN_DIRS};
 
 pub mod glob;
 pub mod grep;
@@ -258,22 +259,59 @@ pub(crate) fn opt_usize(tool: &str, args: &Value, key: &str) -> Result<Option<us
     }
 }
 
-/// Resolves an existing path through the project, as a tool error when refused.
+/// Resolves an existing path through the project, as a tool error when refused (outside the
+/// root, or inside a folder no tool may touch, however it was named).
 pub(crate) fn resolve(
     ctx: ToolContext<'_>,
     tool: &str,
     name: &str,
 ) -> Result<std::path::PathBuf, ToolError> {
-    ctx.project.resolve(name).map_err(|e| ToolError::Refused {
+    let path = ctx
+        .project
+        .resolve(name)
+        .map_err(|e| refused(tool, name, e))?;
+    open_to_tools(ctx.project, tool, name, &path)?;
+    Ok(path)
+}
+
+/// Resolves a path about to be written (it may not exist yet), under the same policy as
+/// [`resolve`].
+pub(crate) fn resolve_new(
+    ctx: ToolContext<'_>,
+    tool: &str,
+    name: &str,
+) -> Result<std::path::PathBuf, ToolError> {
+    let path = ctx
+        .project
+        .resolve_new(name)
+        .map_err(|e| refused(tool, name, e))?;
+    open_to_tools(ctx.project, tool, name, &path)?;
+    Ok(path)
+}
+
+fn refused(tool: &str, name: &str, reason: impl ToString) -> ToolError {
+    ToolError::Refused {
         tool: tool.to_string(),
         path: name.to_string(),
-        reason: e.to_string(),
-    })
+        reason: reason.to_string(),
+    }
+}
+
+/// Refuses a resolved path that lies in a [`HIDDEN_DIRS`] folder.
+fn open_to_tools(
+    project: &Project,
+    tool: &str,
+    name: &str,
+    path: &std::path::Path,
+) -> Result<(), ToolError> {
+    project
+        .refuse_hidden(name, path)
+        .map_err(|e| refused(tool, name, e))
 }
 
 /// The files (and symlinks) under `dir` a tool may see, with their project-relative paths: walked
-/// with `ignore` so `.gitignore`d files stay out, and without the runtime's own folders or
-/// symlinks that lead outside the root.
+/// with `ignore` so `.gitignore`d files stay out, and without [`HIDDEN_DIRS`] or symlinks that
+/// lead outside the root.
 pub(crate) fn walk_files<'a>(
     project: &'a Project,
     dir: &std::path::Path,
@@ -289,26 +327,20 @@ pub(crate) fn walk_files<'a>(
         })
         .filter_map(move |entry| {
             let rel = project.relative(entry.path());
-            if is_internal(&rel) || !walk_entry_inside(project, &entry) {
-                None
-            } else {
-                Some((rel, entry))
-            }
+            visible(project, entry.path()).then_some((rel, entry))
         })
 }
 
-/// Whether a walked entry stays inside the root (a symlink is followed only if it does).
-fn walk_entry_inside(project: &Project, entry: &ignore::DirEntry) -> bool {
-    if !entry.path_is_symlink() {
+/// Whether `list`, `glob` and `grep` show an entry: not in a [`HIDDEN_DIRS`] folder, and a
+/// symlink only if its target exists, stays inside the root and is not hidden either.
+pub(crate) fn visible(project: &Project, path: &std::path::Path) -> bool {
+    if hidden_dir(&project.relative(path)).is_some() {
+        return false;
+    }
+    if !path.is_symlink() {
         return true;
     }
-    std::fs::canonicalize(entry.path()).is_ok_and(|p| p.starts_with(project.root()))
-}
-
-/// Folders tools never show: the runtime's own state and version control.
-pub(crate) fn is_internal(rel: &str) -> bool {
-    rel == ".switchboard"
-        || rel.starts_with(".switchboard/")
-        || rel == ".git"
-        || rel.starts_with(".git/")
+    std::fs::canonicalize(path).is_ok_and(|target| {
+        target.starts_with(project.root()) && hidden_dir(&project.relative(&target)).is_none()
+    })
 }

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{str_arg, ToolContext, ToolError, ToolOutput, WRITE_ROOT};
+use super::{resolve_new, str_arg, ToolContext, ToolError, ToolOutput, WRITE_ROOT};
 use crate::agent::grants::glob_matches;
 use crate::agent::permission::PermissionRule;
 use crate::agent::Action;
@@ -18,10 +18,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         path: name.to_string(),
         reason,
     };
-    let path = ctx
-        .project
-        .resolve_new(name)
-        .map_err(|e| refused(e.to_string()))?;
+    let path = resolve_new(ctx, "write", name)?;
     let rel = ctx.project.relative(&path);
     if !allowed(ctx, &rel) {
         return Err(refused(format!(
@@ -36,13 +33,15 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         std::fs::create_dir_all(parent).map_err(|e| refused(e.to_string()))?;
     }
     // Re-check after creating folders: a racing symlink must not carry the write out.
-    let checked = ctx
-        .project
-        .resolve_new(&rel)
-        .map_err(|e| refused(e.to_string()))?;
-    std::fs::write(&checked, content).map_err(|e| ToolError::Failed {
-        tool: "write".into(),
-        message: format!("{rel}: {e}"),
+    let checked = resolve_new(ctx, "write", &rel)?;
+    write_no_follow(&checked, content).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            refused("a symlink appeared at this path while writing".into())
+        }
+        _ => ToolError::Failed {
+            tool: "write".into(),
+            message: format!("{rel}: {e}"),
+        },
     })?;
     Ok(ToolOutput {
         text: format!("wrote {} bytes to {rel}", content.len()),
@@ -65,4 +64,26 @@ fn allowed(ctx: ToolContext<'_>, rel: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Writes `content` to `path` without following a symlink at the last component: `path` is
+/// canonical when it exists, so a link there now was put there after the check; a new file is
+/// created with `create_new` (O_EXCL), which fails on any entry, dangling links included.
+fn write_no_follow(path: &std::path::Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(std::io::ErrorKind::AlreadyExists.into())
+        }
+        Ok(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)?,
+        Err(e) => return Err(e),
+    };
+    file.write_all(content.as_bytes())
 }

@@ -1,0 +1,343 @@
+//! Every tool against symlinks (dangling, chained, to a parent directory, to a directory outside,
+//! pointing inside) and against the folders no tool may touch (`.git/`, `.switchboard/`).
+#![cfg(unix)]
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use switchboard::agent::parse::{parse, Outcome};
+use switchboard::agent::Agent;
+use switchboard::project::Project;
+use switchboard::tools::{self, ToolContext, ToolError, ToolOutput};
+
+/// A project `root/` beside a folder `outside/` that holds a secret, with the links under test.
+struct Fixture {
+    dir: tempfile::TempDir,
+    project: Project,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("outside");
+        std::fs::create_dir_all(out.join("dir")).unwrap();
+        std::fs::write(out.join("secret.txt"), "SECRET outside\n").unwrap();
+        std::fs::write(out.join("dir/inner.txt"), "SECRET inner\n").unwrap();
+        let root = dir.path().join("root");
+        for d in [
+            "thoughts/shared",
+            "docs",
+            ".git",
+            ".switchboard/ids",
+            "sub/.git",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("docs/a.md"), "inside doc\n").unwrap();
+        std::fs::write(root.join("thoughts/notes.md"), "old notes\n").unwrap();
+        let config = "[remote \"origin\"]\n\turl = https://user:TOKEN123@example.com/r.git\n";
+        std::fs::write(root.join(".git/config"), config).unwrap();
+        std::fs::write(root.join("sub/.git/config"), config).unwrap();
+        std::fs::write(root.join(".switchboard/ids/x"), "TOKEN123 state\n").unwrap();
+        let link = |target: &Path, name: &str| symlink(target, root.join(name)).unwrap();
+        // Dangling, target's parent exists / is missing.
+        link(&out.join("new.md"), "thoughts/dangling.md");
+        link(&out.join("missing/new.md"), "thoughts/dangling-deep.md");
+        // Chained: link → link → outside (existing and not yet existing).
+        link(Path::new("hop.md"), "thoughts/chain.md");
+        link(&out.join("secret.txt"), "thoughts/hop.md");
+        link(Path::new("hop-new.md"), "thoughts/chain-new.md");
+        link(&out.join("new2.md"), "thoughts/hop-new.md");
+        // To a parent directory: one outside the root, one that is the root itself.
+        link(Path::new("../.."), "thoughts/up");
+        link(Path::new(".."), "thoughts/root");
+        // To a directory outside.
+        link(&out.join("dir"), "thoughts/outdir");
+        // Inside-pointing links.
+        link(Path::new("../docs/a.md"), "thoughts/doc-link.md");
+        link(Path::new("notes.md"), "thoughts/alias.md");
+        // Into version control, from an ordinary name.
+        link(Path::new("../.git/config"), "thoughts/gitcfg");
+        let project = Project::open(&root).unwrap();
+        Fixture { dir, project }
+    }
+
+    fn outside(&self, name: &str) -> PathBuf {
+        self.dir.path().join("outside").join(name)
+    }
+}
+
+fn agent(permission: &str) -> Agent {
+    let text = format!(
+        "---\nname: tester\ndescription: d\nmode: subagent\n\
+         tools: {{read: true, list: true, glob: true, grep: true, write: true}}\n{permission}---\nbody\n"
+    );
+    match parse(&text, "agent/tester.md", "tester").outcome {
+        Outcome::Loaded(a) => *a,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn call(
+    f: &Fixture,
+    agent: &Agent,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<ToolOutput, ToolError> {
+    let ctx = ToolContext {
+        project: &f.project,
+        agent,
+    };
+    tools::invoke(ctx, tool, &args)
+}
+
+fn refused(result: Result<ToolOutput, ToolError>) -> String {
+    match result {
+        Err(e @ ToolError::Refused { .. }) => e.to_string(),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn write_refuses_a_dangling_link_that_leads_out() {
+    let f = Fixture::new();
+    let a = agent("");
+    let msg = refused(call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/dangling.md", "content": "x"}),
+    ));
+    assert!(msg.contains("thoughts/dangling.md"), "{msg}");
+    assert!(msg.contains("symlink"), "{msg}");
+    assert!(!f.outside("new.md").exists(), "the write went out");
+}
+
+#[test]
+fn write_refuses_a_dangling_link_whose_target_folder_is_missing() {
+    let f = Fixture::new();
+    let a = agent("");
+    let msg = refused(call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/dangling-deep.md", "content": "x"}),
+    ));
+    assert!(msg.contains("thoughts/dangling-deep.md"), "{msg}");
+    assert!(!msg.contains("No such file"), "{msg}");
+    assert!(!f.outside("missing").exists());
+}
+
+#[test]
+fn chained_links_out_are_refused_by_read_and_write() {
+    let f = Fixture::new();
+    let a = agent("");
+    let msg = refused(call(&f, &a, "read", json!({"path": "thoughts/chain.md"})));
+    assert!(msg.contains("outside the project root"), "{msg}");
+    refused(call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/chain.md", "content": "x"}),
+    ));
+    assert_eq!(
+        std::fs::read_to_string(f.outside("secret.txt")).unwrap(),
+        "SECRET outside\n"
+    );
+    let msg = refused(call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/chain-new.md", "content": "x"}),
+    ));
+    assert!(msg.contains("thoughts/chain-new.md"), "{msg}");
+    assert!(!f.outside("new2.md").exists(), "the write went out");
+}
+
+#[test]
+fn a_link_to_a_parent_directory_outside_is_refused_by_every_tool() {
+    let f = Fixture::new();
+    let a = agent("");
+    refused(call(
+        &f,
+        &a,
+        "read",
+        json!({"path": "thoughts/up/outside/secret.txt"}),
+    ));
+    refused(call(&f, &a, "list", json!({"path": "thoughts/up"})));
+    refused(call(
+        &f,
+        &a,
+        "glob",
+        json!({"pattern": "**", "path": "thoughts/up"}),
+    ));
+    refused(call(
+        &f,
+        &a,
+        "grep",
+        json!({"pattern": "SECRET", "path": "thoughts/up"}),
+    ));
+    refused(call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/up/outside/new.md", "content": "x"}),
+    ));
+    assert!(!f.outside("new.md").exists());
+}
+
+#[test]
+fn a_link_to_a_directory_outside_is_refused_and_hidden() {
+    let f = Fixture::new();
+    let a = agent("");
+    refused(call(
+        &f,
+        &a,
+        "read",
+        json!({"path": "thoughts/outdir/inner.txt"}),
+    ));
+    refused(call(&f, &a, "list", json!({"path": "thoughts/outdir"})));
+    refused(call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/outdir/new.md", "content": "x"}),
+    ));
+    assert!(!f.outside("dir/new.md").exists());
+    // Walking the whole project shows nothing from outside, nor the links that lead there.
+    let grep = call(&f, &a, "grep", json!({"pattern": "SECRET"}))
+        .unwrap()
+        .text;
+    assert!(grep.starts_with("no matches"), "{grep}");
+    let glob = call(&f, &a, "glob", json!({"pattern": "**/*"}))
+        .unwrap()
+        .text;
+    for hidden in ["secret", "inner", "outdir", "up", "dangling", "chain"] {
+        assert!(!glob.contains(hidden), "glob shows {hidden}: {glob}");
+    }
+    let list = call(&f, &a, "list", json!({"path": "thoughts"}))
+        .unwrap()
+        .text;
+    for hidden in ["outdir", "up", "dangling", "chain.md", "hop.md"] {
+        assert!(!list.contains(hidden), "list shows {hidden}: {list}");
+    }
+}
+
+#[test]
+fn links_that_stay_inside_work() {
+    let f = Fixture::new();
+    let a = agent("");
+    let read = call(&f, &a, "read", json!({"path": "thoughts/doc-link.md"})).unwrap();
+    assert!(read.text.contains("inside doc"), "{}", read.text);
+    let read = call(&f, &a, "read", json!({"path": "thoughts/root/docs/a.md"})).unwrap();
+    assert!(read.text.contains("inside doc"));
+    let list = call(&f, &a, "list", json!({"path": "thoughts"}))
+        .unwrap()
+        .text;
+    assert!(
+        list.contains("doc-link.md") && list.contains("alias.md"),
+        "{list}"
+    );
+    let grep = call(
+        &f,
+        &a,
+        "grep",
+        json!({"pattern": "inside doc", "path": "thoughts"}),
+    )
+    .unwrap()
+    .text;
+    assert!(grep.contains("thoughts/doc-link.md:1:inside doc"), "{grep}");
+    let out = call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/alias.md", "content": "new notes\n"}),
+    )
+    .unwrap();
+    assert_eq!(out.written.as_deref(), Some("thoughts/notes.md"));
+    assert_eq!(
+        std::fs::read_to_string(f.project.root().join("thoughts/notes.md")).unwrap(),
+        "new notes\n"
+    );
+    // An ordinary new file still works, folders included.
+    call(
+        &f,
+        &a,
+        "write",
+        json!({"path": "thoughts/shared/r/new.md", "content": "n"}),
+    )
+    .unwrap();
+    assert!(f.project.root().join("thoughts/shared/r/new.md").is_file());
+}
+
+#[test]
+fn version_control_and_runtime_state_are_refused_by_read_and_write() {
+    let f = Fixture::new();
+    // May write anywhere, so only the hidden-folder policy can refuse.
+    let a = agent("permission: {write: allow}\n");
+    for path in [
+        ".git/config",
+        "./.git/config",
+        "docs/../.git/config",
+        "sub/.git/config",
+        ".switchboard/ids/x",
+        "thoughts/gitcfg",
+    ] {
+        let msg = refused(call(&f, &a, "read", json!({"path": path})));
+        assert!(msg.contains("not open to tools"), "{path}: {msg}");
+    }
+    for path in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".switchboard/ids/y",
+        "sub/.git/x",
+        "thoughts/gitcfg",
+    ] {
+        let msg = refused(call(&f, &a, "write", json!({"path": path, "content": "x"})));
+        assert!(msg.contains("not open to tools"), "{path}: {msg}");
+    }
+    assert!(!f.project.root().join(".git/hooks/pre-commit").exists());
+    assert!(!f.project.root().join(".switchboard/ids/y").exists());
+    assert!(
+        std::fs::read_to_string(f.project.root().join(".git/config"))
+            .unwrap()
+            .contains("TOKEN123")
+    );
+}
+
+#[test]
+fn version_control_and_runtime_state_are_hidden_from_list_glob_and_grep() {
+    let f = Fixture::new();
+    let a = agent("");
+    let list = call(&f, &a, "list", json!({})).unwrap().text;
+    assert!(list.contains("docs/") && list.contains("sub/"), "{list}");
+    assert!(
+        !list.contains(".git") && !list.contains(".switchboard"),
+        "{list}"
+    );
+    let sub = call(&f, &a, "list", json!({"path": "sub"})).unwrap().text;
+    assert!(!sub.contains(".git"), "{sub}");
+    for path in [".git", ".switchboard", "sub/.git"] {
+        refused(call(&f, &a, "list", json!({"path": path})));
+        refused(call(&f, &a, "glob", json!({"pattern": "**", "path": path})));
+        refused(call(
+            &f,
+            &a,
+            "grep",
+            json!({"pattern": "TOKEN", "path": path}),
+        ));
+    }
+    let glob = call(&f, &a, "glob", json!({"pattern": "**/*"}))
+        .unwrap()
+        .text;
+    assert!(glob.contains("docs/a.md"), "{glob}");
+    assert!(
+        !glob.contains(".git") && !glob.contains(".switchboard"),
+        "{glob}"
+    );
+    let grep = call(&f, &a, "grep", json!({"pattern": "TOKEN123"}))
+        .unwrap()
+        .text;
+    assert!(grep.starts_with("no matches"), "{grep}");
+}
