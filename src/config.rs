@@ -12,6 +12,9 @@
 //!
 //! [providers.anthropic]   # free-form; read by the provider itself
 //! api_key_env = "ANTHROPIC_API_KEY"
+//!
+//! [telemetry]             # OpenTelemetry export of every session (docs/telemetry.md)
+//! otlp_endpoint = "http://127.0.0.1:4318"
 //! ```
 //!
 //! A missing file means defaults; a file that does not parse is an error located at file:line:col,
@@ -54,6 +57,16 @@ pub struct Config {
     /// The search endpoint behind `websearch`; without one the tool is not offered.
     #[serde(default)]
     pub websearch: WebsearchSection,
+    /// Where session traces go (docs/telemetry.md); absent means no export unless `--otel`.
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
+}
+
+/// `[telemetry]`: an OTLP/HTTP collector (`http://127.0.0.1:4318`) every `run` exports to.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySection {
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `[webfetch]`: by default only public addresses are fetched; these open named exceptions.

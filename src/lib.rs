@@ -11,5 +11,7 @@ pub mod lint;
 pub mod markdown;
 pub mod model;
 pub mod project;
+pub mod report;
 pub mod runtime;
+pub mod telemetry;
 pub mod tools;
