@@ -78,7 +78,7 @@ fn hop_events(t0: i64, t1: i64, hop: &str, parent: Option<&str>, depth: u32) -> 
             agent,
             EventKind::ModelResponse {
                 step: 1,
-                usage: usage.clone(),
+                usage,
                 tool_calls: 1,
                 elapsed_us: 1000,
             },

@@ -23,8 +23,7 @@ fn ev(ms: i64, hop: Option<&str>, parent: Option<&str>, agent: &str, kind: Event
 
 /// A hop from `t0` to `t1` ms, with `prompt` and `answer`.
 fn hop(
-    t0: i64,
-    t1: i64,
+    (t0, t1): (i64, i64),
     id: &str,
     parent: Option<&str>,
     agent: &str,
@@ -96,12 +95,11 @@ fn sample() -> Vec<Event> {
             resumed: false,
         },
     )];
-    let mut a = hop(0, 1000, "h1", None, "boss", 0, "top", "done");
+    let mut a = hop((0, 1000), "h1", None, "boss", 0, "top", "done");
     let done = a.pop().unwrap();
     events.extend(a);
     events.extend(hop(
-        100,
-        400,
+        (100, 400),
         "h2",
         Some("h1"),
         "worker",
@@ -109,7 +107,15 @@ fn sample() -> Vec<Event> {
         "<script>alert(1)</script>",
         "a & b",
     ));
-    events.extend(hop(500, 900, "h3", Some("h1"), "worker", 1, "second", "ok"));
+    events.extend(hop(
+        (500, 900),
+        "h3",
+        Some("h1"),
+        "worker",
+        1,
+        "second",
+        "ok",
+    ));
     events.push(done);
     events.push(ev(
         1000,
