@@ -201,4 +201,21 @@ mod tests {
         let e = Config::parse("[modle]\n", CONFIG_FILE).unwrap_err();
         assert_eq!((e.line, e.column), (1, 2), "{e}");
     }
+
+    #[test]
+    fn telemetry_section_names_an_endpoint_and_refuses_unknown_keys() {
+        let c = Config::parse(
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap();
+        assert_eq!(
+            c.telemetry.otlp_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318")
+        );
+        assert_eq!(Config::default().telemetry.otlp_endpoint, None);
+        let err = Config::parse("[telemetry]\nendpoint = \"x\"\n", CONFIG_FILE).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 1), "{err}");
+        assert!(err.message.contains("unknown field `endpoint`"), "{err}");
+    }
 }

@@ -369,3 +369,56 @@ fn a_bad_endpoint_is_refused_before_the_session_starts() {
     );
     assert!(!dir.path().join(".switchboard/sessions").exists());
 }
+
+#[test]
+fn the_config_endpoint_exports_without_the_flag_and_a_bad_one_is_named() {
+    let receiver = Receiver::start();
+    let dir = project();
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        format!("[telemetry]\notlp_endpoint = \"{}\"\n", receiver.url()),
+    )
+    .unwrap();
+    let out = sb(dir.path())
+        .args(["run", "researcher", "research the runtime", "--json"])
+        .args(["--model", "scripted/research.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spans = receiver.spans();
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with("invoke_agent "))
+            .count(),
+        5
+    );
+
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        "[telemetry]\notlp_endpoint = \"localhost:4318\"\n",
+    )
+    .unwrap();
+    let out = sb(dir.path())
+        .args([
+            "run",
+            "researcher",
+            "x",
+            "--model",
+            "scripted/research.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("switchboard.toml [telemetry] otlp_endpoint: bad OTLP endpoint")
+            && stderr.contains("`localhost:4318`")
+            && stderr.contains("the scheme must be http or https"),
+        "{stderr}"
+    );
+}

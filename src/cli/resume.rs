@@ -34,7 +34,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         );
     }
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
-    let telemetry = super::run::start_telemetry(args.otel.as_deref(), &ctx.config)?;
+    let telemetry = super::run::start_telemetry("--otel", args.otel.as_deref(), &ctx.config)?;
     let options = RunOptions {
         model: args.model,
         observer: super::run::observers(view.as_ref().map(|v| v.observer()), telemetry.as_ref()),

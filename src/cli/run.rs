@@ -76,7 +76,7 @@ pub(crate) fn context(global: &super::Global) -> miette::Result<Context> {
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let ctx = context(global)?;
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
-    let telemetry = start_telemetry(args.otel.as_deref(), &ctx.config)?;
+    let telemetry = start_telemetry("--otel", args.otel.as_deref(), &ctx.config)?;
     let options = RunOptions {
         model: args.model,
         correlation_id: args.correlation_id,
@@ -100,17 +100,19 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
 
 /// The trace exporter `--otel[=URL]` or `[telemetry] otlp_endpoint` asks for, if any. Its one
 /// warning (a collector that cannot be reached) goes to stderr.
+/// `flag_name` is how the flag is spelled in this command, for errors.
 pub(crate) fn start_telemetry(
+    flag_name: &str,
     flag: Option<&str>,
     config: &Config,
 ) -> miette::Result<Option<Arc<Telemetry>>> {
     let configured = config.telemetry.otlp_endpoint.as_deref();
     let (endpoint, from) = match flag {
-        Some(url) if !url.is_empty() => (url, "--otel"),
-        Some(_) => (
-            configured.unwrap_or(crate::telemetry::DEFAULT_ENDPOINT),
-            "--otel",
-        ),
+        Some(url) if !url.is_empty() => (url, flag_name),
+        Some(_) => match configured {
+            Some(url) => (url, "switchboard.toml [telemetry] otlp_endpoint"),
+            None => (crate::telemetry::DEFAULT_ENDPOINT, flag_name),
+        },
         None => match configured {
             Some(url) => (url, "switchboard.toml [telemetry] otlp_endpoint"),
             None => return Ok(None),

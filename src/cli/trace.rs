@@ -54,10 +54,7 @@ fn export(project: &crate::project::Project, args: &Args) -> miette::Result<Code
     }
     if let Some(flag) = &args.otlp {
         let config = crate::config::Config::load(project).into_diagnostic()?;
-        let flag = if flag.is_empty() { "" } else { flag.as_str() };
-        let Some(telemetry) = super::run::start_telemetry(Some(flag), &config)
-            .map_err(|e| miette::miette!("{}", e.to_string().replace("--otel", "--otlp")))?
-        else {
+        let Some(telemetry) = super::run::start_telemetry("--otlp", Some(flag), &config)? else {
             return Ok(Code::Clean);
         };
         let events = store::read(&log).into_diagnostic()?;

@@ -233,3 +233,36 @@ fn span_ids_are_the_same_on_every_replay() {
     unique.dedup();
     assert_eq!(unique.len(), a.len());
 }
+
+#[test]
+fn a_failed_hop_and_a_tool_error_are_error_spans_with_the_reason() {
+    let mut log = session_log();
+    // The task call comes back as a tool error and the child hop failed.
+    log[6] = ev(
+        6,
+        Some(CHILD),
+        Some(PRIMARY),
+        "worker",
+        EventKind::HopFailed {
+            error: "contract violated twice".into(),
+            usage: Usage::default(),
+            started_at: "2026-11-23T10:00:05.000000Z".into(),
+            ended_at: "2026-11-23T10:00:06.000000Z".into(),
+            duration_us: 1_000_000,
+            violations: vec![],
+        },
+    );
+    if let EventKind::ToolResult { is_error, .. } = &mut log[7].kind {
+        *is_error = true;
+    }
+    let spans = assemble(&log);
+    let child = by_name(&spans, "invoke_agent worker");
+    assert_eq!(child.error.as_deref(), Some("contract violated twice"));
+    assert_eq!(
+        child.attr("error.type"),
+        Some(&AttrValue::Str("hop_failed".into()))
+    );
+    let tool = by_name(&spans, "execute_tool task");
+    assert!(tool.error.is_some());
+    assert!(by_name(&spans, "invoke_agent boss").error.is_none());
+}
