@@ -67,7 +67,9 @@ enum Key {
 pub struct SpanAssembler {
     trace_id: Option<[u8; 16]>,
     session_span: Option<[u8; 8]>,
-    sessions_seen: u32,
+    /// The current run's `session.started` time: part of derived ids, so a resumed run's model and
+    /// tool spans differ from the dead run's, and a live export matches a re-export.
+    run_tag: String,
     /// Span id of each hop's latest attempt, for its children's parent links.
     hop_spans: HashMap<String, [u8; 8]>,
     /// `(provider, model)` of each hop, for its model-call spans.
@@ -85,7 +87,8 @@ impl SpanAssembler {
 
     /// Feeds one event; returns the spans it finished (often none).
     pub fn push(&mut self, e: &Event) -> Vec<SpanRecord> {
-        let at = parse_time(&e.timestamp).or(self.last_time);
+        let before = self.last_time;
+        let at = parse_time(&e.timestamp).or(before);
         let Some(at) = at else {
             return Vec::new();
         };
@@ -97,8 +100,14 @@ impl SpanAssembler {
         let mut done = Vec::new();
         match &e.kind {
             EventKind::SessionStarted { resumed, model, .. } => {
-                self.sessions_seen += 1;
-                let id = hash64(&format!("{}#session#{}", e.session_id, self.sessions_seen));
+                // A run that died left spans open: they end where its log ends.
+                if let Some(prev) = before {
+                    self.last_time = Some(prev);
+                    done.extend(self.finish());
+                    self.last_time = Some(at);
+                }
+                self.run_tag = e.timestamp.clone();
+                let id = hash64(&format!("{}#session#{}", e.session_id, self.run_tag));
                 self.session_span = Some(id);
                 let mut attrs = ids(e);
                 attrs.push(("switchboard.session.resumed", AttrValue::Bool(*resumed)));
@@ -117,6 +126,12 @@ impl SpanAssembler {
                 ..
             } => {
                 let id = hop_span_id(&hop, *attempt);
+                // An earlier attempt still open (its end never logged) ends here.
+                let key = Key::Hop(hop.clone());
+                if self.open.contains_key(&key) {
+                    done.extend(self.close_children(&hop, at));
+                    done.extend(self.close_unfinished(vec![key], at));
+                }
                 let parent = self.parent_of(e);
                 self.hop_spans.insert(hop.clone(), id);
                 let (provider, model_name) = split_model(model);
@@ -147,7 +162,7 @@ impl SpanAssembler {
                 );
             }
             EventKind::ModelRequest { step, .. } => {
-                let id = hash64(&format!("{hop}#model#{step}#{}", self.sessions_seen));
+                let id = hash64(&format!("{hop}#model#{step}#{}", self.run_tag));
                 let parent = self.hop_spans.get(&hop).copied();
                 let (provider, model) = self.hop_models.get(&hop).cloned().unwrap_or_default();
                 let mut attrs = vec![
@@ -202,7 +217,7 @@ impl SpanAssembler {
                 }
             }
             EventKind::ToolCall { call_id, tool, .. } => {
-                let id = hash64(&format!("{hop}#tool#{call_id}#{}", self.sessions_seen));
+                let id = hash64(&format!("{hop}#tool#{call_id}#{}", self.run_tag));
                 let parent = self.hop_spans.get(&hop).copied();
                 let mut attrs = vec![
                     ("gen_ai.operation.name", str_attr("execute_tool")),

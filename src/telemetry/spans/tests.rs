@@ -266,3 +266,37 @@ fn a_failed_hop_and_a_tool_error_are_error_spans_with_the_reason() {
     assert!(tool.error.is_some());
     assert!(by_name(&spans, "invoke_agent boss").error.is_none());
 }
+
+#[test]
+fn a_resumed_session_ends_the_dead_run_spans_and_gives_the_new_attempt_its_own_span() {
+    let log = session_log();
+    // The first run died inside the child hop; the resumed run starts it again as attempt 2.
+    let mut events: Vec<Event> = log[..6].to_vec();
+    let mut resumed = log[0].clone();
+    resumed.timestamp = "2026-11-23T10:00:30.000000Z".into();
+    if let EventKind::SessionStarted { resumed: r, .. } = &mut resumed.kind {
+        *r = true;
+    }
+    events.push(resumed);
+    let mut again = started(31, CHILD, Some(PRIMARY), "worker", 1);
+    if let EventKind::HopStarted { attempt, .. } = &mut again.kind {
+        *attempt = 2;
+    }
+    events.push(again);
+    events.push(completed(31, 32, CHILD, Some(PRIMARY), "worker"));
+    let spans = assemble(&events);
+    let workers: Vec<&SpanRecord> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent worker")
+        .collect();
+    assert_eq!(workers.len(), 2, "{spans:#?}");
+    assert_ne!(workers[0].span_id, workers[1].span_id);
+    assert!(workers[0].error.as_deref().unwrap().contains("unfinished"));
+    assert!(workers[1].error.is_none());
+    let sessions = spans.iter().filter(|s| s.name == "session boss").count();
+    assert_eq!(sessions, 2);
+    let mut ids: Vec<_> = spans.iter().map(|s| s.span_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), spans.len(), "span ids are unique");
+}
