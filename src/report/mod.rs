@@ -145,9 +145,12 @@ pub fn rows(trace: &SessionTrace, events: &[Event]) -> (Vec<Row>, f64) {
         .zip(&starts)
         .map(|((n, _), s)| {
             let start = s.unwrap_or(origin) - origin;
-            let dur = n
-                .duration_ms
-                .unwrap_or_else(|| (end_of_log - origin - start).max(0.0));
+            // A hop reused on resume did not run in this log: a mark, not a span.
+            let dur = match (n.duration_ms, n.reused) {
+                (Some(d), _) => d,
+                (None, true) => 0.0,
+                (None, false) => (end_of_log - origin - start).max(0.0),
+            };
             (start, dur)
         })
         .collect();

@@ -170,3 +170,19 @@ fn the_page_escapes_what_agents_wrote_and_needs_nothing_from_the_network() {
         assert!(!html.contains(external), "page refers to {external}");
     }
 }
+
+#[test]
+fn a_hop_with_no_end_in_the_log_lasts_until_the_log_ends() {
+    let events: Vec<Event> = sample()
+        .into_iter()
+        .filter(|e| {
+            !(e.hop_id.as_deref() == Some("h3") && matches!(e.kind, EventKind::HopCompleted { .. }))
+        })
+        .collect();
+    let (_d, path) = write_log(&events);
+    let trace = crate::runtime::trace::from_log(&path).unwrap();
+    let (rows, _) = rows(&trace, &events);
+    let h3 = rows.iter().find(|r| r.hop_id == "h3").unwrap();
+    assert_eq!(h3.status, "running");
+    assert_eq!((h3.start_ms, h3.duration_ms), (500.0, 500.0));
+}
