@@ -20,7 +20,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue, Value};
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SpanData, SpanEvents, SpanExporter, SpanLinks,
     SpanProcessor,
@@ -232,8 +232,12 @@ impl<E: SpanExporter> SpanExporter for Watched<E> {
         if let Err(e) = &result {
             self.failures.count.fetch_add(1, Ordering::Relaxed);
             if !self.failures.warned.swap(true, Ordering::Relaxed) {
+                let why = match e {
+                    OTelSdkError::InternalFailure(m) => m.clone(),
+                    other => other.to_string(),
+                };
                 (self.warn)(&format!(
-                    "cannot export traces to {}: {e}; the session goes on without them \
+                    "cannot export traces to {}: {why}; the session goes on without them \
                      (further failures are not reported)",
                     self.url
                 ));
@@ -285,14 +289,54 @@ impl HttpClient for ReqwestOtlp {
                 for (name, value) in parts.headers.iter() {
                     req = req.header(name, value);
                 }
-                let resp = req.send().await?;
+                let resp = req.send().await.map_err(SendError::from)?;
                 let mut out = Response::builder().status(resp.status());
                 for (name, value) in resp.headers() {
                     out = out.header(name, value);
                 }
-                let body = resp.bytes().await?;
+                let body = resp.bytes().await.map_err(SendError::from)?;
                 Ok(out.body(body)?)
             })
         })
     }
 }
+
+/// A failed request, shown as its chain of causes in plain words (the exporter prints errors
+/// with `{:?}`, which for reqwest's error is a struct dump).
+struct SendError(String);
+
+impl From<reqwest::Error> for SendError {
+    fn from(e: reqwest::Error) -> Self {
+        let mut text = if e.is_timeout() {
+            "timed out".to_string()
+        } else if e.is_connect() {
+            "cannot connect".to_string()
+        } else {
+            "request failed".to_string()
+        };
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            let part = s.to_string();
+            if !text.contains(&part) {
+                text.push_str(": ");
+                text.push_str(&part);
+            }
+            source = s.source();
+        }
+        SendError(text)
+    }
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Debug for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SendError {}
