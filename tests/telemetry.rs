@@ -316,8 +316,14 @@ fn a_dead_collector_costs_one_warning_and_the_session_still_completes() {
         "{stderr}"
     );
     assert!(stderr.contains(&url), "{stderr}");
-    assert!(stderr.contains(": cannot connect: "), "plain words: {stderr}");
-    assert!(!stderr.contains("reqwest::Error"), "no struct dump: {stderr}");
+    assert!(
+        stderr.contains(": cannot connect: "),
+        "plain words: {stderr}"
+    );
+    assert!(
+        !stderr.contains("reqwest::Error"),
+        "no struct dump: {stderr}"
+    );
     assert!(events
         .iter()
         .any(|e| matches!(e.kind, EventKind::SessionCompleted { .. })));
