@@ -12,6 +12,9 @@
 //!
 //! [providers.anthropic]   # free-form; read by the provider itself
 //! api_key_env = "ANTHROPIC_API_KEY"
+//!
+//! [telemetry]             # OpenTelemetry export of every session (docs/telemetry.md)
+//! otlp_endpoint = "http://127.0.0.1:4318"
 //! ```
 //!
 //! A missing file means defaults; a file that does not parse is an error located at file:line:col,
@@ -56,6 +59,16 @@ pub struct Config {
     /// The search endpoint behind `websearch`; without one the tool is not offered.
     #[serde(default)]
     pub websearch: WebsearchSection,
+    /// Where session traces go (docs/telemetry.md); absent means no export unless `--otel`.
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
+}
+
+/// `[telemetry]`: an OTLP/HTTP collector (`http://127.0.0.1:4318`) every `run` exports to.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySection {
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `[webfetch]`: by default only public addresses are fetched; these open named exceptions.
@@ -188,5 +201,22 @@ mod tests {
         let e = Config::parse("[modle]\n", CONFIG_FILE).unwrap_err();
         assert_eq!((e.0.line, e.0.column), (1, 2), "{e}");
         assert!(e.to_string().starts_with("switchboard.toml:1:2: "), "{e}");
+    }
+
+    #[test]
+    fn telemetry_section_names_an_endpoint_and_refuses_unknown_keys() {
+        let c = Config::parse(
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap();
+        assert_eq!(
+            c.telemetry.otlp_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318")
+        );
+        assert_eq!(Config::default().telemetry.otlp_endpoint, None);
+        let err = Config::parse("[telemetry]\nendpoint = \"x\"\n", CONFIG_FILE).unwrap_err();
+        assert_eq!((err.0.line, err.0.column), (2, 1), "{err}");
+        assert!(err.0.message.contains("unknown field `endpoint`"), "{err}");
     }
 }

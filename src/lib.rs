@@ -11,5 +11,7 @@ pub mod markdown;
 pub mod model;
 pub mod problem;
 pub mod project;
+pub mod report;
 pub mod runtime;
+pub mod telemetry;
 pub mod tools;

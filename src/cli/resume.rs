@@ -19,6 +19,9 @@ pub struct Args {
     /// Print one JSON object instead of the live view
     #[arg(long)]
     pub json: bool,
+    /// Export the resumed run as an OpenTelemetry trace (as `run --otel[=URL]`)
+    #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub otel: Option<String>,
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
@@ -31,9 +34,10 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         );
     }
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
+    let telemetry = super::run::start_telemetry("--otel", args.otel.as_deref(), &ctx.config)?;
     let options = RunOptions {
         model: args.model,
-        observer: view.as_ref().map(|v| v.observer()),
+        observer: super::run::observers(view.as_ref().map(|v| v.observer()), telemetry.as_ref()),
         ..RunOptions::default()
     };
     let session = Session::resume(
@@ -45,5 +49,5 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         plan,
     )
     .into_diagnostic()?;
-    super::run::drive(&session, view, args.json)
+    super::run::drive(&session, view, telemetry, args.json)
 }

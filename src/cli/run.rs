@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::model::Registry;
 use crate::project::Project;
 use crate::runtime::{RunOptions, Session, SessionOutcome, SessionStatus};
+use crate::telemetry::Telemetry;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,6 +35,10 @@ pub struct Args {
     /// Print one JSON object (session_id, correlation_id, status, answer, written, events)
     #[arg(long)]
     pub json: bool,
+    /// Export the session as an OpenTelemetry trace (OTLP/HTTP) to URL, else to `[telemetry]
+    /// otlp_endpoint`, else to http://127.0.0.1:4318
+    #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub otel: Option<String>,
 }
 
 /// What every session command needs: the project, its agents, its config and the models.
@@ -71,12 +76,13 @@ pub(crate) fn context(global: &super::Global) -> miette::Result<Context> {
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let ctx = context(global)?;
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
+    let telemetry = start_telemetry("--otel", args.otel.as_deref(), &ctx.config)?;
     let options = RunOptions {
         model: args.model,
         correlation_id: args.correlation_id,
         max_parallel: args.max_parallel.max(1),
         max_depth: args.max_depth,
-        observer: view.as_ref().map(|v| v.observer()),
+        observer: observers(view.as_ref().map(|v| v.observer()), telemetry.as_ref()),
         ..RunOptions::default()
     };
     let session = Session::new(
@@ -89,13 +95,55 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         &args.prompt,
     )
     .into_diagnostic()?;
-    drive(&session, view, args.json)
+    drive(&session, view, telemetry, args.json)
+}
+
+/// The trace exporter `--otel[=URL]` or `[telemetry] otlp_endpoint` asks for, if any. Its one
+/// warning (a collector that cannot be reached) goes to stderr.
+/// `flag_name` is how the flag is spelled in this command, for errors.
+pub(crate) fn start_telemetry(
+    flag_name: &str,
+    flag: Option<&str>,
+    config: &Config,
+) -> miette::Result<Option<Arc<Telemetry>>> {
+    let configured = config.telemetry.otlp_endpoint.as_deref();
+    let (endpoint, from) = match flag {
+        Some(url) if !url.is_empty() => (url, flag_name),
+        Some(_) => match configured {
+            Some(url) => (url, "switchboard.toml [telemetry] otlp_endpoint"),
+            None => (crate::telemetry::DEFAULT_ENDPOINT, flag_name),
+        },
+        None => match configured {
+            Some(url) => (url, "switchboard.toml [telemetry] otlp_endpoint"),
+            None => return Ok(None),
+        },
+    };
+    let warn: crate::telemetry::Warn = Arc::new(|msg: &str| eprintln!("warning: {msg}"));
+    Telemetry::start(endpoint, warn)
+        .map(Some)
+        .map_err(|e| miette::miette!("{from}: {e}"))
+}
+
+/// One observer feeding the live view and the trace exporter, whichever are present.
+pub(crate) fn observers(
+    view: Option<crate::runtime::Observer>,
+    telemetry: Option<&Arc<Telemetry>>,
+) -> Option<crate::runtime::Observer> {
+    let tel = telemetry.map(|t| t.observer());
+    match (view, tel) {
+        (Some(v), Some(t)) => Some(Arc::new(move |e: &crate::runtime::Event| {
+            v(e);
+            t(e);
+        })),
+        (v, t) => v.or(t),
+    }
 }
 
 /// Runs (or resumes) a session on a tokio runtime, ending it cleanly on Ctrl-C, and prints.
 pub(crate) fn drive(
     session: &Session,
     view: Option<Arc<View>>,
+    telemetry: Option<Arc<Telemetry>>,
     json: bool,
 ) -> miette::Result<Code> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -125,6 +173,11 @@ pub(crate) fn drive(
         }
         outcome
     });
+    // The last spans go out before the process ends (bounded: a dead collector fails fast, a
+    // silent one is given up on after a few seconds).
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     print_outcome(&outcome, json)?;
     Ok(Code::findings_if(

@@ -4,6 +4,7 @@
 use miette::IntoDiagnostic;
 
 use super::Code;
+use crate::runtime::store;
 use crate::runtime::trace::{self, HopNode};
 
 #[derive(Debug, clap::Args)]
@@ -13,10 +14,20 @@ pub struct Args {
     /// Print the tree as JSON
     #[arg(long)]
     pub json: bool,
+    /// Send the session as an OpenTelemetry trace (OTLP/HTTP) to URL, else to `[telemetry]
+    /// otlp_endpoint`, else to http://127.0.0.1:4318
+    #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub otlp: Option<String>,
+    /// Write the trace page (one self-contained HTML file) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let project = super::open_project(global)?;
+    if args.otlp.is_some() || args.html.is_some() {
+        return export(&project, &args);
+    }
     let t = trace::load(&project, &args.session).into_diagnostic()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&t).into_diagnostic()?);
@@ -33,6 +44,38 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     }
     for root in &t.roots {
         print_node(root, 0);
+    }
+    Ok(Code::Clean)
+}
+
+/// `--otlp` and `--html`: the session's log, sent as spans and/or written as a page.
+fn export(project: &crate::project::Project, args: &Args) -> miette::Result<Code> {
+    let log = store::log_path(project, &args.session).into_diagnostic()?;
+    if let Some(file) = &args.html {
+        let page = crate::report::render_log(&log).into_diagnostic()?;
+        std::fs::write(file, &page)
+            .map_err(|e| miette::miette!("cannot write {}: {e}", file.display()))?;
+        println!("wrote {} ({} bytes)", file.display(), page.len());
+    }
+    if let Some(flag) = &args.otlp {
+        let config = crate::config::Config::load(project).into_diagnostic()?;
+        let Some(telemetry) = super::run::start_telemetry("--otlp", Some(flag), &config)? else {
+            return Ok(Code::Clean);
+        };
+        let events = store::read(&log).into_diagnostic()?;
+        telemetry.replay(&events);
+        let failed = telemetry.shutdown();
+        if failed > 0 {
+            // The warning above said why.
+            return Err(miette::miette!(
+                "the session's trace was not exported ({failed} failed export(s))"
+            ));
+        }
+        println!(
+            "exported session {} ({} events)",
+            args.session,
+            events.len()
+        );
     }
     Ok(Code::Clean)
 }
