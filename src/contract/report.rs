@@ -15,6 +15,9 @@ pub struct Report {
     pub contract: String,
     /// In source order.
     pub violations: Vec<Violation>,
+    /// The answer was checked as a JSON contract (changes the repair prompt's instructions).
+    #[serde(skip)]
+    pub json: bool,
 }
 
 impl Report {
@@ -25,6 +28,7 @@ impl Report {
         Report {
             contract: contract.into(),
             violations,
+            json: false,
         }
     }
 
@@ -50,7 +54,18 @@ impl Report {
         if errors.is_empty() {
             return out;
         }
-        let _ = writeln!(
+        if self.json {
+            let _ = writeln!(
+                out,
+                "Your answer does not follow the `{}` JSON contract: {} problem{} to fix. Send the \
+                 answer again as exactly one JSON object — no text before or after it, no code \
+                 fence — with every problem below fixed and nothing else changed.",
+                self.contract,
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            );
+        } else {
+            let _ = writeln!(
             out,
             "Your answer does not follow the `{}` contract: {} problem{} to fix. Send the whole \
              answer again — the `---` frontmatter, then one <thinking> block, then one <answer> \
@@ -60,15 +75,14 @@ impl Report {
             errors.len(),
             if errors.len() == 1 { "" } else { "s" }
         );
+        }
         for (i, v) in errors.iter().enumerate() {
-            let _ = write!(
-                out,
-                "\n{}. [{}] line {}: {}\n",
-                i + 1,
-                v.rule,
-                v.line,
-                v.message
-            );
+            let place = if self.json {
+                format!("line {}, column {}", v.line, v.column)
+            } else {
+                format!("line {}", v.line)
+            };
+            let _ = write!(out, "\n{}. [{}] {place}: {}\n", i + 1, v.rule, v.message);
             if let Some(help) = &v.help {
                 let _ = writeln!(out, "   Fix: {help}");
             }

@@ -5,7 +5,9 @@
 //! repair prompt to send back. Keeping the call and the repair policy here means the checker's API
 //! or the policy can change without touching the loop.
 
-use crate::contract::{self, CheckContext, Contract, FileCache, OnViolation};
+use crate::contract::{
+    self, CheckContext, Contract, ContractFormat, FailureReason, FileCache, JsonCheck, OnViolation,
+};
 use crate::project::Project;
 
 use super::events::{EventKind, ViolationRecord};
@@ -35,34 +37,27 @@ pub fn check_answer(
     let ctx = CheckContext::new(project, &files)
         .with_correlation_id(correlation_id)
         .with_message_id(message_id);
-    let report = contract::check(text, contract, &ctx);
-    CheckOutcome {
-        conformant: report.is_conformant(),
-        violations: report
-            .errors()
-            .map(|v| ViolationRecord {
-                rule: v.rule.code().to_string(),
-                message: v.message.clone(),
-                line: v.line,
-                column: v.column,
-            })
-            .collect(),
-        repair_prompt: report.repair_prompt(),
-    }
+    outcome_of(&contract::check(text, contract, &ctx))
 }
 
 /// What the gate decides about a final answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Hand the answer up; `conformant` is `None` when the agent declares no contract.
-    Accept { conformant: Option<bool> },
+    /// `answer` replaces the model's text when a sanitize rule changed it.
+    Accept {
+        conformant: Option<bool>,
+        answer: Option<String>,
+    },
     /// Send the agent this message and let it answer again.
     Repair { prompt: String },
-    /// Out of repair turns: `Failed` or `NonConformant` (per `on_violation`), with a summary.
+    /// Out of repair turns: `Failed`, `NonConformant` or `Fallback` (per `on_violation`), with a
+    /// summary; `answer` is the rendered fallback for `Fallback`.
     Reject {
         status: HopStatus,
         summary: String,
         violations: Vec<ViolationRecord>,
+        answer: Option<String>,
     },
 }
 
@@ -74,21 +69,48 @@ pub struct Gate<'a> {
     pub correlation_id: &'a str,
     pub message_id: &'a str,
     pub repairs: u32,
+    /// What a fallback template may use: `agent`, `task`.
+    pub vars: serde_json::Value,
+}
+
+/// A check's result with the JSON details the gate needs.
+struct Judged {
+    outcome: CheckOutcome,
+    json: Option<JsonCheck>,
 }
 
 impl Gate<'_> {
-    /// Judges a final answer, emitting `contract.checked` (and `hop.repair` when it asks for one).
+    fn check(&self, answer: &str, contract: &Contract) -> Judged {
+        if contract.format == ContractFormat::Json {
+            let json = contract::check_json_detailed(answer, contract, self.project);
+            let outcome = outcome_of(&json.report);
+            return Judged {
+                outcome,
+                json: Some(json),
+            };
+        }
+        Judged {
+            outcome: check_answer(
+                answer,
+                contract,
+                self.project,
+                self.correlation_id,
+                self.message_id,
+            ),
+            json: None,
+        }
+    }
+
+    /// Judges a final answer, emitting `contract.checked` (and `hop.repair` when it asks for one,
+    /// `contract.outcome` when it settles).
     pub fn judge(&mut self, answer: &str, emit: &dyn Fn(EventKind)) -> Verdict {
         let Some(contract) = self.contract else {
-            return Verdict::Accept { conformant: None };
+            return Verdict::Accept {
+                conformant: None,
+                answer: None,
+            };
         };
-        let outcome = check_answer(
-            answer,
-            contract,
-            self.project,
-            self.correlation_id,
-            self.message_id,
-        );
+        let Judged { outcome, json } = self.check(answer, contract);
         emit(EventKind::ContractChecked {
             contract: contract.name.clone(),
             message_id: self.message_id.to_string(),
@@ -96,9 +118,36 @@ impl Gate<'_> {
             repair: self.repairs,
             violations: outcome.violations.clone(),
         });
+        let sanitized = json.as_ref().map_or(0, |j| j.sanitized.len() as u32);
+        let settle = |outcome: &str, reason: Option<&str>, question: bool| {
+            emit(EventKind::ContractOutcome {
+                contract: contract.name.clone(),
+                outcome: outcome.to_string(),
+                repairs: self.repairs,
+                reason: reason.map(str::to_string),
+                sanitized,
+                question,
+            })
+        };
         if outcome.conformant {
+            let question = json.as_ref().is_some_and(|j| j.question.is_some());
+            settle(
+                if self.repairs == 0 {
+                    "valid"
+                } else {
+                    "repaired"
+                },
+                None,
+                question,
+            );
+            // A sanitized answer is handed up as fixed, not as the model wrote it.
+            let answer = json
+                .filter(|j| !j.sanitized.is_empty())
+                .and_then(|j| j.value)
+                .and_then(|v| serde_json::to_string_pretty(&v).ok());
             return Verdict::Accept {
                 conformant: Some(true),
+                answer,
             };
         }
         if self.repairs < contract.max_repairs {
@@ -117,14 +166,70 @@ impl Gate<'_> {
             self.repairs,
             list_violations(&outcome.violations)
         );
-        Verdict::Reject {
-            status: match contract.on_violation {
-                OnViolation::Fail => HopStatus::Failed,
-                OnViolation::Mark => HopStatus::NonConformant,
+        let reason = json
+            .as_ref()
+            .and_then(|j| j.reason)
+            .map(FailureReason::as_str);
+        let (status, answer) = match contract.on_violation {
+            OnViolation::Fail => (HopStatus::Failed, None),
+            OnViolation::Mark => (HopStatus::NonConformant, None),
+            OnViolation::Fallback => match self.fallback(contract) {
+                Ok(text) => (HopStatus::Fallback, Some(text)),
+                Err(why) => {
+                    settle("failed", reason, false);
+                    return Verdict::Reject {
+                        status: HopStatus::Failed,
+                        summary: format!("{summary}\nand its fallback cannot be used: {why}"),
+                        violations: outcome.violations,
+                        answer: None,
+                    };
+                }
             },
-            summary,
+        };
+        settle(status.as_str(), reason, false);
+        Verdict::Reject {
+            status,
+            summary: match (status, reason) {
+                (HopStatus::Fallback, Some(r)) => format!("{r}: {summary}"),
+                _ => summary,
+            },
             violations: outcome.violations,
+            answer,
         }
+    }
+
+    /// The contract's fallback, rendered and checked against the contract itself.
+    fn fallback(&self, contract: &Contract) -> Result<String, String> {
+        let json = contract
+            .json
+            .as_ref()
+            .ok_or("the contract is not a JSON contract")?;
+        let value = json
+            .render_fallback(&self.vars)?
+            .ok_or("the contract declares no `fallback`")?;
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        let check = contract::check_json_detailed(&text, contract, self.project);
+        if !check.report.is_conformant() {
+            let problems: Vec<String> = check.report.errors().map(|v| v.message.clone()).collect();
+            return Err(format!("it violates the contract: {}", problems.join("; ")));
+        }
+        Ok(text)
+    }
+}
+
+fn outcome_of(report: &contract::Report) -> CheckOutcome {
+    CheckOutcome {
+        conformant: report.is_conformant(),
+        violations: report
+            .errors()
+            .map(|v| ViolationRecord {
+                rule: v.rule.code().to_string(),
+                message: v.message.clone(),
+                line: v.line,
+                column: v.column,
+            })
+            .collect(),
+        repair_prompt: report.repair_prompt(),
     }
 }
 
@@ -142,6 +247,7 @@ mod tests {
             correlation_id: "c-1",
             message_id: "m-1",
             repairs: 0,
+            vars: serde_json::Value::Null,
         };
         let events = RefCell::new(Vec::new());
         let emit = |k: EventKind| events.borrow_mut().push(k.name());
@@ -165,6 +271,7 @@ mod tests {
             status,
             summary,
             violations,
+            ..
         } = &verdicts[1]
         else {
             panic!("{verdicts:?}");
@@ -205,10 +312,17 @@ mod tests {
             correlation_id: "c",
             message_id: "m",
             repairs: 0,
+            vars: serde_json::Value::Null,
         };
         let emitted = RefCell::new(0);
         let verdict = gate.judge("anything", &|_| *emitted.borrow_mut() += 1);
-        assert_eq!(verdict, Verdict::Accept { conformant: None });
+        assert_eq!(
+            verdict,
+            Verdict::Accept {
+                conformant: None,
+                answer: None
+            }
+        );
         assert_eq!(
             *emitted.borrow(),
             0,

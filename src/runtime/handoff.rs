@@ -74,6 +74,17 @@ impl HopResult {
                 ),
                 false,
             ),
+            HopStatus::Fallback => Message::tool(
+                call_id,
+                format!(
+                    "[FALLBACK: `{}`'s answer could not be used ({}); this is its declared \
+                     fallback]\n\n{}",
+                    self.agent,
+                    self.error.as_deref().unwrap_or("contract violated"),
+                    self.answer
+                ),
+                false,
+            ),
             HopStatus::Failed => Message::tool(
                 call_id,
                 format!(

@@ -240,6 +240,7 @@ impl HopState {
             correlation_id: &shared.correlation_id,
             message_id: &message_id,
             repairs: 0,
+            vars: serde_json::json!({"agent": self.agent.name, "task": self.req.prompt}),
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
@@ -328,8 +329,15 @@ impl HopState {
                 self.messages
                     .push(Message::assistant(response.content.clone(), Vec::new()));
                 let verdict = gate.judge(&response.content, &|kind| self.ctx.emit(kind));
+                let mut answer = response.content;
                 let (status, error, conformant, violations) = match verdict {
-                    Verdict::Accept { conformant } => {
+                    Verdict::Accept {
+                        conformant,
+                        answer: fixed,
+                    } => {
+                        if let Some(fixed) = fixed {
+                            answer = fixed;
+                        }
                         (HopStatus::Completed, None, conformant, Vec::new())
                     }
                     Verdict::Repair { prompt } => {
@@ -342,11 +350,17 @@ impl HopState {
                         status,
                         summary,
                         violations,
-                    } => (status, Some(summary), Some(false), violations),
+                        answer: fallback,
+                    } => {
+                        if let Some(fallback) = fallback {
+                            answer = fallback;
+                        }
+                        (status, Some(summary), Some(false), violations)
+                    }
                 };
                 return Ending {
                     status,
-                    answer: response.content,
+                    answer,
                     error,
                     conformant,
                     violations,

@@ -20,6 +20,9 @@ pub enum HopStatus {
     /// Still violating after the repair turns, handed up marked (`on_violation: mark`).
     NonConformant,
     Failed,
+    /// Unusable after the repair turns; the contract's declared fallback was handed up instead
+    /// (`on_violation: fallback`). The reason is in the `contract.outcome` event.
+    Fallback,
 }
 
 impl HopStatus {
@@ -29,6 +32,7 @@ impl HopStatus {
             HopStatus::Partial => "partial",
             HopStatus::NonConformant => "non_conformant",
             HopStatus::Failed => "failed",
+            HopStatus::Fallback => "fallback",
         }
     }
 }
@@ -43,6 +47,8 @@ pub enum SessionStatus {
     NonConformant,
     Failed,
     Interrupted,
+    /// The primary's answer was replaced by its contract's fallback.
+    Fallback,
 }
 
 impl SessionStatus {
@@ -53,6 +59,7 @@ impl SessionStatus {
             SessionStatus::NonConformant => "non_conformant",
             SessionStatus::Failed => "failed",
             SessionStatus::Interrupted => "interrupted",
+            SessionStatus::Fallback => "fallback",
         }
     }
 }
@@ -65,6 +72,7 @@ impl From<HopStatus> for SessionStatus {
             HopStatus::Partial => SessionStatus::Partial,
             HopStatus::NonConformant => SessionStatus::NonConformant,
             HopStatus::Failed => SessionStatus::Failed,
+            HopStatus::Fallback => SessionStatus::Fallback,
         }
     }
 }
@@ -148,6 +156,7 @@ mod tests {
             SessionStatus::NonConformant,
             SessionStatus::Failed,
             SessionStatus::Interrupted,
+            SessionStatus::Fallback,
         ] {
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(json, format!("\"{}\"", s.as_str()));
@@ -158,6 +167,7 @@ mod tests {
             HopStatus::Partial,
             HopStatus::NonConformant,
             HopStatus::Failed,
+            HopStatus::Fallback,
         ] {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(serde_json::from_str::<HopStatus>(&json).unwrap(), h);
