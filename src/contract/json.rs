@@ -225,7 +225,7 @@ pub fn guard(text: &str, violations: &mut Vec<Violation>) -> Option<(Value, usiz
         );
         return None;
     }
-    if !text[start..].starts_with('{') {
+    if !text[start..].starts_with(['{', '[']) {
         let found = text[start..body_end].find('{').map(|i| start + i);
         let end = found.unwrap_or(body_end);
         violations.push(
@@ -478,7 +478,7 @@ mod tests {
         );
         assert_eq!(
             rules_of("{\n  \"a\": [1, 2,],\n}"),
-            [(Rule::JsonParse, 2, 16)]
+            [(Rule::JsonParse, 2, 14)]
         );
         assert_eq!(rules_of("{\"a\": NaN}")[0].0, Rule::JsonParse);
         assert_eq!(rules_of("[1, 2]")[0].0, Rule::JsonParse);

@@ -267,6 +267,7 @@ mod tests {
             Report {
                 contract: "envelope".into(),
                 violations: vec![v, w],
+                json: false,
             },
         )
     }

@@ -71,6 +71,9 @@ pub struct Gate<'a> {
     pub repairs: u32,
     /// What a fallback template may use: `agent`, `task`.
     pub vars: serde_json::Value,
+    /// The `contract.outcome` event of the last judged answer that settled the hop (valid,
+    /// repaired, fallback, …); the hop loop takes and logs it after the verdict.
+    pub settled: Option<EventKind>,
 }
 
 /// A check's result with the JSON details the gate needs.
@@ -119,11 +122,12 @@ impl Gate<'_> {
             violations: outcome.violations.clone(),
         });
         let sanitized = json.as_ref().map_or(0, |j| j.sanitized.len() as u32);
+        let repairs = self.repairs;
         let settle = |outcome: &str, reason: Option<&str>, question: bool| {
-            emit(EventKind::ContractOutcome {
+            Some(EventKind::ContractOutcome {
                 contract: contract.name.clone(),
                 outcome: outcome.to_string(),
-                repairs: self.repairs,
+                repairs,
                 reason: reason.map(str::to_string),
                 sanitized,
                 question,
@@ -131,7 +135,7 @@ impl Gate<'_> {
         };
         if outcome.conformant {
             let question = json.as_ref().is_some_and(|j| j.question.is_some());
-            settle(
+            self.settled = settle(
                 if self.repairs == 0 {
                     "valid"
                 } else {
@@ -176,7 +180,7 @@ impl Gate<'_> {
             OnViolation::Fallback => match self.fallback(contract) {
                 Ok(text) => (HopStatus::Fallback, Some(text)),
                 Err(why) => {
-                    settle("failed", reason, false);
+                    self.settled = settle("failed", reason, false);
                     return Verdict::Reject {
                         status: HopStatus::Failed,
                         summary: format!("{summary}\nand its fallback cannot be used: {why}"),
@@ -186,7 +190,7 @@ impl Gate<'_> {
                 }
             },
         };
-        settle(status.as_str(), reason, false);
+        self.settled = settle(status.as_str(), reason, false);
         Verdict::Reject {
             status,
             summary: match (status, reason) {
@@ -248,6 +252,7 @@ mod tests {
             message_id: "m-1",
             repairs: 0,
             vars: serde_json::Value::Null,
+            settled: None,
         };
         let events = RefCell::new(Vec::new());
         let emit = |k: EventKind| events.borrow_mut().push(k.name());
@@ -313,6 +318,7 @@ mod tests {
             message_id: "m",
             repairs: 0,
             vars: serde_json::Value::Null,
+            settled: None,
         };
         let emitted = RefCell::new(0);
         let verdict = gate.judge("anything", &|_| *emitted.borrow_mut() += 1);
@@ -327,6 +333,126 @@ mod tests {
             *emitted.borrow(),
             0,
             "nothing was checked, so nothing is logged"
+        );
+    }
+
+    fn plan_contract(on_violation: &str) -> Contract {
+        let yaml = format!(
+            "format: json\nname: plan\nmax_repairs: 1\non_violation: {on_violation}\n\
+             schema:\n  type: object\n  required: [request_type, sources]\n  properties:\n    \
+             request_type: {{enum: [STATUS, DESIGN]}}\n    sources: {{type: array}}\n\
+             sanitize:\n  - {{remove: doc, from: /sources, when: {{/request_type: [STATUS]}}}}\n\
+             fallback: {{request_type: DESIGN, sources: [\"{{{{ agent }}}}\"]}}\n"
+        );
+        let decl: contract::ContractDecl = serde_saphyr::from_str(&yaml).unwrap();
+        Contract::resolve(&decl).unwrap()
+    }
+
+    fn json_gate<'a>(contract: &'a Contract, project: &'a Project) -> Gate<'a> {
+        Gate {
+            contract: Some(contract),
+            project,
+            correlation_id: "c",
+            message_id: "m",
+            repairs: 0,
+            vars: serde_json::json!({"agent": "analyst"}),
+            settled: None,
+        }
+    }
+
+    fn outcome_of_event(e: &Option<EventKind>) -> (String, Option<String>, u32, u32) {
+        match e {
+            Some(EventKind::ContractOutcome {
+                outcome,
+                reason,
+                repairs,
+                sanitized,
+                ..
+            }) => (outcome.clone(), reason.clone(), *repairs, *sanitized),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_json_schema_failure_is_repaired_then_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = plan_contract("fail");
+        let mut gate = json_gate(&contract, &project);
+        let Verdict::Repair { prompt } =
+            gate.judge(r#"{"request_type": "OTHER", "sources": []}"#, &|_| {})
+        else {
+            panic!("expected a repair turn");
+        };
+        assert!(prompt.contains("/request_type"), "{prompt}");
+        assert!(prompt.contains("exactly one JSON object"), "{prompt}");
+        let v = gate.judge(r#"{"request_type": "DESIGN", "sources": ["doc"]}"#, &|_| {});
+        assert_eq!(
+            v,
+            Verdict::Accept {
+                conformant: Some(true),
+                answer: None
+            }
+        );
+        assert_eq!(
+            outcome_of_event(&gate.settled),
+            ("repaired".into(), None, 1, 0)
+        );
+    }
+
+    #[test]
+    fn a_parse_failure_ends_in_the_rendered_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = plan_contract("fallback");
+        let mut gate = json_gate(&contract, &project);
+        assert!(matches!(
+            gate.judge("not json", &|_| {}),
+            Verdict::Repair { .. }
+        ));
+        let Verdict::Reject {
+            status,
+            answer,
+            summary,
+            ..
+        } = gate.judge("still not json", &|_| {})
+        else {
+            panic!("expected the fallback");
+        };
+        assert_eq!(status, HopStatus::Fallback);
+        assert!(summary.starts_with("parse: "), "{summary}");
+        let value: serde_json::Value = serde_json::from_str(&answer.unwrap()).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"request_type": "DESIGN", "sources": ["analyst"]})
+        );
+        assert_eq!(
+            outcome_of_event(&gate.settled),
+            ("fallback".into(), Some("parse".into()), 1, 0)
+        );
+    }
+
+    #[test]
+    fn a_sanitized_answer_is_handed_up_fixed() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = plan_contract("fail");
+        let mut gate = json_gate(&contract, &project);
+        let Verdict::Accept {
+            answer: Some(fixed),
+            ..
+        } = gate.judge(
+            r#"{"request_type": "STATUS", "sources": ["db", "doc"]}"#,
+            &|_| {},
+        )
+        else {
+            panic!("expected a sanitized accept");
+        };
+        let value: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(value["sources"], serde_json::json!(["db"]));
+        assert_eq!(
+            outcome_of_event(&gate.settled),
+            ("valid".into(), None, 0, 1)
         );
     }
 }

@@ -241,6 +241,7 @@ impl HopState {
             message_id: &message_id,
             repairs: 0,
             vars: serde_json::json!({"agent": self.agent.name, "task": self.req.prompt}),
+            settled: None,
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
@@ -329,6 +330,9 @@ impl HopState {
                 self.messages
                     .push(Message::assistant(response.content.clone(), Vec::new()));
                 let verdict = gate.judge(&response.content, &|kind| self.ctx.emit(kind));
+                if let Some(outcome) = gate.settled.take() {
+                    self.ctx.emit(outcome);
+                }
                 let mut answer = response.content;
                 let (status, error, conformant, violations) = match verdict {
                     Verdict::Accept {
