@@ -119,7 +119,7 @@ fn validate(
             return;
         }
     };
-    let mut conflict = false;
+    let mut conflict = true;
     let mut any = false;
     for err in validator.0.iter_errors(value) {
         any = true;
@@ -134,7 +134,7 @@ fn validate(
         ]
         .iter()
         .any(|k| schema_path.contains(k));
-        conflict |= is_conflict;
+        conflict &= is_conflict;
         let field = if pointer.is_empty() {
             "the top-level object".to_string()
         } else {
@@ -155,10 +155,12 @@ fn validate(
             )),
         );
     }
+    // `conflict` only when every error is a cross-field rule: a wrong type is the deeper fault.
     if let Some(field) = &json.question {
         match value.get(field) {
             Some(Value::Array(items)) if items.len() > 1 => {
                 any = true;
+                conflict = false;
                 violations.push(
                     Violation::error(
                         Rule::JsonQuestion,
