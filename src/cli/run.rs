@@ -132,9 +132,23 @@ pub(crate) fn drive(
     ))
 }
 
+/// `run --json`'s object: the outcome as before, then the session's contract counts.
+#[derive(serde::Serialize)]
+struct WithCounts<'a> {
+    #[serde(flatten)]
+    outcome: &'a SessionOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contracts: Option<std::collections::BTreeMap<String, crate::runtime::stats::ContractCounts>>,
+}
+
 fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
     if json {
-        let text = serde_json::to_string_pretty(outcome)
+        // The session's contract outcomes per agent, from its own log (`switchboard stats`).
+        let contracts = crate::runtime::events::read_log(&outcome.events)
+            .ok()
+            .map(|events| crate::runtime::stats::tally(&events, &Default::default()));
+        let value = WithCounts { outcome, contracts };
+        let text = serde_json::to_string_pretty(&value)
             .map_err(|e| miette::miette!("cannot serialize the outcome: {e}"))?;
         println!("{text}");
         return Ok(());
