@@ -127,6 +127,9 @@ pub(crate) fn drive(
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     print_outcome(&outcome, json)?;
+    if outcome.status == SessionStatus::NeedsInput {
+        return Ok(Code::NeedsInput);
+    }
     Ok(Code::findings_if(
         outcome.status != SessionStatus::Completed,
     ))
@@ -158,7 +161,14 @@ fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
         "session {} ({}), correlation {}",
         outcome.session_id, outcome.status, outcome.correlation_id
     );
-    if let Some(e) = &outcome.error {
+    if outcome.status == SessionStatus::NeedsInput {
+        // The question is the hop's `error` text (runtime/status.rs, `NeedsInput`).
+        println!("question: {}", outcome.error.as_deref().unwrap_or(""));
+        println!(
+            "answer it with: switchboard resume {} --answer \"…\"",
+            outcome.session_id
+        );
+    } else if let Some(e) = &outcome.error {
         println!("error: {e}");
     }
     for w in &outcome.written {

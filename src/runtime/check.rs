@@ -74,6 +74,10 @@ pub struct Gate<'a> {
     /// The `contract.outcome` event of the last judged answer that settled the hop (valid,
     /// repaired, fallback, …); the hop loop takes and logs it after the verdict.
     pub settled: Option<EventKind>,
+    /// Questions already asked in this session; a JSON answer that asks another is a violation.
+    pub questions_asked: u32,
+    /// The question of the last accepted answer, if it asked one.
+    pub asked: Option<String>,
 }
 
 /// A check's result with the JSON details the gate needs.
@@ -113,7 +117,30 @@ impl Gate<'_> {
                 answer: None,
             };
         };
-        let Judged { outcome, json } = self.check(answer, contract);
+        let Judged { mut outcome, json } = self.check(answer, contract);
+        let question = json.as_ref().and_then(|j| j.question.clone());
+        if outcome.conformant && question.is_some() && self.questions_asked > 0 {
+            // One clarifying question per session: the user's answer is already in the task.
+            let record = ViolationRecord {
+                rule: contract::Rule::JsonQuestion.code().to_string(),
+                message: "a second clarifying question in one session; the user already answered \
+                          one, and that answer is in your task"
+                    .into(),
+                line: 1,
+                column: 1,
+            };
+            outcome = CheckOutcome {
+                conformant: false,
+                repair_prompt: format!(
+                    "Your answer asks the user another question, but only one is allowed per \
+                     session and it was already asked and answered (see your task). Send the \
+                     JSON object again with the question field empty, planning with what you \
+                     know.\n\n1. [{}] {}\n",
+                    record.rule, record.message
+                ),
+                violations: vec![record],
+            };
+        }
         emit(EventKind::ContractChecked {
             contract: contract.name.clone(),
             message_id: self.message_id.to_string(),
@@ -134,7 +161,6 @@ impl Gate<'_> {
             })
         };
         if outcome.conformant {
-            let question = json.as_ref().is_some_and(|j| j.question.is_some());
             self.settled = settle(
                 if self.repairs == 0 {
                     "valid"
@@ -142,8 +168,9 @@ impl Gate<'_> {
                     "repaired"
                 },
                 None,
-                question,
+                question.is_some(),
             );
+            self.asked = question;
             // A sanitized answer is handed up as fixed, not as the model wrote it.
             let answer = json
                 .filter(|j| !j.sanitized.is_empty())
@@ -253,6 +280,8 @@ mod tests {
             repairs: 0,
             vars: serde_json::Value::Null,
             settled: None,
+            questions_asked: 0,
+            asked: None,
         };
         let events = RefCell::new(Vec::new());
         let emit = |k: EventKind| events.borrow_mut().push(k.name());
@@ -319,6 +348,8 @@ mod tests {
             repairs: 0,
             vars: serde_json::Value::Null,
             settled: None,
+            questions_asked: 0,
+            asked: None,
         };
         let emitted = RefCell::new(0);
         let verdict = gate.judge("anything", &|_| *emitted.borrow_mut() += 1);
@@ -357,6 +388,8 @@ mod tests {
             repairs: 0,
             vars: serde_json::json!({"agent": "analyst"}),
             settled: None,
+            questions_asked: 0,
+            asked: None,
         }
     }
 

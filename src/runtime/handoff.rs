@@ -85,6 +85,9 @@ impl HopResult {
                 ),
                 false,
             ),
+            // Only a primary ends needing input; should a child ever report it, its caller gets
+            // the question as an ordinary result to answer or pass on.
+            HopStatus::NeedsInput => Message::tool(call_id, self.answer.clone(), false),
             HopStatus::Failed => Message::tool(
                 call_id,
                 format!(

@@ -242,6 +242,12 @@ impl HopState {
             repairs: 0,
             vars: serde_json::json!({"agent": self.agent.name, "task": self.req.prompt}),
             settled: None,
+            questions_asked: if self.req.parent.is_none() {
+                shared.options.questions_asked
+            } else {
+                0
+            },
+            asked: None,
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
@@ -342,7 +348,14 @@ impl HopState {
                         if let Some(fixed) = fixed {
                             answer = fixed;
                         }
-                        (HopStatus::Completed, None, conformant, Vec::new())
+                        match gate.asked.take() {
+                            // A primary's question goes to the user: the session waits for
+                            // `resume --answer`. A subagent's goes to its caller as its result.
+                            Some(q) if self.req.parent.is_none() => {
+                                (HopStatus::NeedsInput, Some(q), conformant, Vec::new())
+                            }
+                            _ => (HopStatus::Completed, None, conformant, Vec::new()),
+                        }
                     }
                     Verdict::Repair { prompt } => {
                         // Repair turns do not count against `steps`.

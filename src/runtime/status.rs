@@ -23,6 +23,9 @@ pub enum HopStatus {
     /// Unusable after the repair turns; the contract's declared fallback was handed up instead
     /// (`on_violation: fallback`). The reason is in the `contract.outcome` event.
     Fallback,
+    /// The primary asked the user a clarifying question (its contract's `question` field); the
+    /// question is the hop's `error` text, and `resume --answer` continues the session.
+    NeedsInput,
 }
 
 impl HopStatus {
@@ -33,6 +36,7 @@ impl HopStatus {
             HopStatus::NonConformant => "non_conformant",
             HopStatus::Failed => "failed",
             HopStatus::Fallback => "fallback",
+            HopStatus::NeedsInput => "needs_input",
         }
     }
 }
@@ -49,6 +53,8 @@ pub enum SessionStatus {
     Interrupted,
     /// The primary's answer was replaced by its contract's fallback.
     Fallback,
+    /// The primary asked the user one question; `resume SESSION --answer "…"` continues.
+    NeedsInput,
 }
 
 impl SessionStatus {
@@ -60,6 +66,7 @@ impl SessionStatus {
             SessionStatus::Failed => "failed",
             SessionStatus::Interrupted => "interrupted",
             SessionStatus::Fallback => "fallback",
+            SessionStatus::NeedsInput => "needs_input",
         }
     }
 }
@@ -73,6 +80,7 @@ impl From<HopStatus> for SessionStatus {
             HopStatus::NonConformant => SessionStatus::NonConformant,
             HopStatus::Failed => SessionStatus::Failed,
             HopStatus::Fallback => SessionStatus::Fallback,
+            HopStatus::NeedsInput => SessionStatus::NeedsInput,
         }
     }
 }
@@ -157,6 +165,7 @@ mod tests {
             SessionStatus::Failed,
             SessionStatus::Interrupted,
             SessionStatus::Fallback,
+            SessionStatus::NeedsInput,
         ] {
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(json, format!("\"{}\"", s.as_str()));
@@ -168,6 +177,7 @@ mod tests {
             HopStatus::NonConformant,
             HopStatus::Failed,
             HopStatus::Fallback,
+            HopStatus::NeedsInput,
         ] {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(serde_json::from_str::<HopStatus>(&json).unwrap(), h);

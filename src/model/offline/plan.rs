@@ -7,6 +7,7 @@
 use super::Turn;
 use crate::contract::{ContractFormat, SchemaSource};
 use crate::model::{ModelRequest, Role as MsgRole};
+use crate::runtime::resume::ANSWER_MARK;
 use serde_json::{json, Value};
 
 /// Whether `request` owes a plan this role can write.
@@ -116,18 +117,17 @@ const PERIOD_WORDS: &[&str] = &[
 
 /// The plan for the request in `request`'s conversation.
 pub fn turn(request: &ModelRequest) -> Turn {
-    let users: Vec<&str> = request
+    let first = request
         .messages
         .iter()
-        .filter(|m| m.role == MsgRole::User)
-        .map(|m| m.content.as_str())
-        .collect();
-    let task = users.first().copied().unwrap_or("");
-    // A later user message after our own question is the user's answer to it.
-    let asked_before = request.messages.iter().any(|m| {
-        m.role == MsgRole::Assistant && m.content.contains("\"missing_info_questions\": [\"")
-    });
-    let context = users.join("\n").to_lowercase();
+        .find(|m| m.role == MsgRole::User)
+        .map_or("", |m| m.content.as_str());
+    // After `resume --answer` the task carries the question and the user's answer: plan from
+    // the original task and never ask again.
+    let (task, answered) = match first.split_once(ANSWER_MARK) {
+        Some((task, rest)) => (task, Some(rest)),
+        None => (first, None),
+    };
     let lower = task.to_lowercase();
     let request_type = TYPES
         .iter()
@@ -140,8 +140,8 @@ pub fn turn(request: &ModelRequest) -> Turn {
     };
     let mut questions = Vec::new();
     if request_type.starts_with("STATUS_")
-        && !asked_before
-        && !PERIOD_WORDS.iter().any(|w| context.contains(w))
+        && answered.is_none()
+        && !PERIOD_WORDS.iter().any(|w| lower.contains(w))
     {
         questions.push("Which period (sprint, week or release) should the numbers cover?");
     }
