@@ -7,6 +7,7 @@ pub mod contracts;
 pub mod definitions;
 pub mod evidence;
 pub mod graph;
+pub mod json_contracts;
 pub mod sarif;
 
 use crate::agent::AgentSet;
@@ -29,6 +30,7 @@ pub fn lint(set: &AgentSet) -> Vec<Diagnostic> {
 pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Diagnostic> {
     let mut out = lint(set);
     config_rules(project, set, &mut out);
+    json_contracts::check(project, set, &mut out);
     evidence::check(project, &mut out);
     out
 }
@@ -58,6 +60,7 @@ impl Linter {
         let set = crate::agent::load_cached(&self.project, &self.options, &mut self.agents);
         let mut out = lint(&set);
         config_rules(&self.project, &set, &mut out);
+        json_contracts::check(&self.project, &set, &mut out);
         evidence::check_cached(&self.project, &mut self.evidence, &mut out);
         out
     }
