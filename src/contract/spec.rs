@@ -14,6 +14,9 @@ pub const MAX_EXCERPT_LINES: u32 = 6;
 pub const DEFAULT_MAX_REPAIRS: u32 = 2;
 
 /// What an agent's frontmatter says under `contract:`.
+// One declaration per agent, parsed once: its size does not matter, and boxing the inline spec
+// would change every caller that builds one.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ContractDecl {
