@@ -212,3 +212,52 @@ async fn the_offline_model_drives_the_analyst_through_a_question() {
     assert_eq!(plan["request_type"], "STATUS_METRIC");
     assert_eq!(plan["missing_info_questions"], serde_json::json!([]));
 }
+
+#[tokio::test]
+async fn a_subagents_question_goes_to_its_caller_not_the_user() {
+    let (dir, project) = project();
+    let researcher = dir.path().join("agent/researcher.md");
+    let text = std::fs::read_to_string(&researcher).unwrap();
+    std::fs::write(
+        &researcher,
+        text.replace(
+            "\"planner\": allow}",
+            "\"planner\": allow, \"analyst\": allow}",
+        ),
+    )
+    .unwrap();
+    let yaml = format!(
+        "agents:\n  researcher:\n    - turns:\n        - tool_calls:\n            - name: task\n              arguments: {{subagent_type: analyst, description: plan, prompt: \"What is the completion rate?\"}}\n        - content: \"The analyst asked which sprint; answering with all sprints.\"\n  analyst:\n    - turns:\n        - content: {}\n",
+        serde_json::to_string(ASKS).unwrap()
+    );
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let session = Session::new(
+        project.clone(),
+        agents,
+        Config::default(),
+        registry(&yaml),
+        RunOptions {
+            model: Some("scripted/test".into()),
+            ..RunOptions::default()
+        },
+        "researcher",
+        "Find the completion rate",
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    assert_eq!(outcome.status, SessionStatus::Completed, "{outcome:?}");
+    let events = read_log(&outcome.events).unwrap();
+    let analyst_status = events.iter().find_map(|e| match &e.kind {
+        EventKind::HopCompleted { status, .. } if e.agent.as_deref() == Some("analyst") => {
+            Some(*status)
+        }
+        _ => None,
+    });
+    assert_eq!(
+        analyst_status.map(|s| s.as_str()),
+        Some("completed"),
+        "the question is an ordinary result for the caller"
+    );
+    assert_eq!(outcomes(&events), [("valid".into(), 0, None, true)]);
+}
