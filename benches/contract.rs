@@ -253,9 +253,9 @@ schema:
     Contract::resolve(&decl).expect("bench contract resolves")
 }
 
-/// A plan of about 2 KB: the six fields and twenty short notes.
+/// A plan of about 2 KB: the six fields and 25 short notes.
 fn json_answer() -> String {
-    let notes: Vec<String> = (0..20)
+    let notes: Vec<String> = (0..25)
         .map(|i| format!("note {i}: the numbers come from the sprint board, not from the docs"))
         .collect();
     let v = serde_json::json!({
