@@ -10,13 +10,18 @@
 //! Each group runs twice: `wall/…` measures wall-clock time, `cpu/…` the benchmark thread's CPU
 //! time (`CLOCK_THREAD_CPUTIME_ID`), which is what "per core" means on a shared, busy machine.
 //!
+//! - `json_contract/*`: a 2 KB JSON plan against a compiled Draft 2020-12 schema: the validator
+//!   alone, and the whole `format: json` check (guard, spans, sanitize, schema).
+//!
 //! `cargo bench --bench contract -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::fmt::Write as _;
 use std::hint::black_box;
-use switchboard::contract::{check, parse, CheckContext, Contract, FileCache};
+use switchboard::contract::{
+    check, check_json_detailed, parse, CheckContext, Contract, ContractDecl, FileCache,
+};
 use switchboard::project::Project;
 
 const DOCS: usize = 20;
@@ -250,16 +255,94 @@ fn bench_repeated_tags<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
     group.finish();
 }
 
+/// A `format: json` plan contract like agent/analyst.md's (if/then source rules, enums,
+/// maxItems, a sanitize rule), compiled once before measuring, as the runtime does per agent.
+fn json_contract() -> Contract {
+    let yaml = r#"
+format: json
+name: plan
+sanitize:
+  - {remove: doc, from: /required_sources, when: {/request_type: [STATUS_METRIC]}}
+schema:
+  type: object
+  additionalProperties: false
+  required: [intent, request_type, track, required_sources, missing_info_questions, expected_output_schema]
+  properties:
+    intent: {type: string, pattern: "^[a-z][a-z0-9_]*$"}
+    request_type: {enum: [STATUS_METRIC, STATUS_SUMMARY, STATUS_LIST, HOWTO_POLICY, DESIGN_ARCH, DATA_DEFINITION, TROUBLESHOOTING, KNOWLEDGE_QA, CASUAL]}
+    track: {enum: [FAST, QUALITY]}
+    required_sources: {type: array, uniqueItems: true, items: {enum: [db, doc, code, policy, neo4j]}}
+    missing_info_questions: {type: array, maxItems: 1, items: {type: string, minLength: 5}}
+    expected_output_schema: {type: string}
+    notes: {type: array, items: {type: string, maxLength: 200}}
+  allOf:
+    - if: {properties: {request_type: {enum: [STATUS_METRIC, STATUS_SUMMARY, STATUS_LIST]}}, required: [request_type]}
+      then: {properties: {required_sources: {contains: {const: db}, not: {contains: {const: doc}}}}}
+    - if: {properties: {track: {const: FAST}}, required: [track]}
+      then: {properties: {missing_info_questions: {maxItems: 0}}}
+"#;
+    let decl: ContractDecl = serde_saphyr::from_str(yaml).expect("bench contract");
+    Contract::resolve(&decl).expect("bench contract resolves")
+}
+
+/// A plan of about 2 KB: the six fields and 25 short notes.
+fn json_answer() -> String {
+    let notes: Vec<String> = (0..25)
+        .map(|i| format!("note {i}: the numbers come from the sprint board, not from the docs"))
+        .collect();
+    let v = serde_json::json!({
+        "intent": "sprint_completion_rate",
+        "request_type": "STATUS_METRIC",
+        "track": "QUALITY",
+        "required_sources": ["db"],
+        "missing_info_questions": [],
+        "expected_output_schema": "status_v1_json",
+        "notes": notes,
+    });
+    serde_json::to_string_pretty(&v).expect("serializable")
+}
+
+fn bench_json<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
+    let (_dir, project) = fixture();
+    let contract = json_contract();
+    let text = json_answer();
+    assert!((1900..2300).contains(&text.len()), "{} bytes", text.len());
+    let first = check_json_detailed(&text, &contract, &project);
+    assert!(first.report.violations.is_empty(), "{:?}", first.report);
+    let value = first.value.expect("parsed");
+    let validator = contract
+        .json
+        .as_ref()
+        .expect("json contract")
+        .validator(&project)
+        .expect("compiles");
+    let mut group = c.benchmark_group(format!("{clock}/json_contract"));
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("validate_compiled_2kb", |b| {
+        b.iter(|| validator.0.is_valid(black_box(&value)))
+    });
+    group.bench_function("check_json_2kb", |b| {
+        b.iter(|| {
+            check_json_detailed(black_box(&text), &contract, &project)
+                .report
+                .is_conformant()
+        })
+    });
+    group.finish();
+}
+
 fn wall_benches(c: &mut Criterion) {
     bench_parse_validate(c, "wall");
     bench_with_evidence(c, "wall");
     bench_repeated_tags(c, "wall");
+    bench_json(c, "wall");
 }
 
 fn cpu_benches(c: &mut Criterion<CpuTime>) {
     bench_parse_validate(c, "cpu");
     bench_with_evidence(c, "cpu");
     bench_repeated_tags(c, "cpu");
+    bench_json(c, "cpu");
 }
 
 fn cpu_criterion() -> Criterion<CpuTime> {

@@ -18,7 +18,7 @@ fn contract_spec() -> Value {
         "properties": {
             "extends": { "enum": crate::contract::spec::BUILTIN_NAMES, "description": "Built-in contract to start from" },
             "name": { "type": "string" },
-            "format": { "enum": ["envelope"] },
+            "format": { "enum": ["envelope", "json"] },
             "message_types": { "type": "array", "items": { "type": "string", "pattern": "^[A-Z][A-Z0-9_]*$" } },
             "message_id_prefix": { "type": "string", "pattern": "^[a-z0-9-]+$" },
             "fields": { "type": "object", "additionalProperties": field_rule },
@@ -26,8 +26,26 @@ fn contract_spec() -> Value {
             "excerpt_max_lines": { "type": "integer", "minimum": 1, "maximum": crate::contract::spec::MAX_EXCERPT_LINES },
             "signal_headings": { "type": "array", "items": { "type": "string" } },
             "required_sections": { "type": "array", "items": { "type": "string" } },
-            "on_violation": { "enum": ["fail", "mark"] },
-            "max_repairs": { "type": "integer", "minimum": 0 }
+            "on_violation": { "enum": ["fail", "mark", "fallback"] },
+            "max_repairs": { "type": "integer", "minimum": 0 },
+            "schema": {
+                "description": "format: json: a JSON Schema 2020-12 (inline) or the path of a .json/.yaml schema file in the project",
+                "oneOf": [ { "type": "string" }, { "type": "object" } ]
+            },
+            "sanitize": {
+                "description": "format: json: remove `remove` from the array at pointer `from` when every pointer in `when` holds one of its values",
+                "type": "array",
+                "items": {
+                    "type": "object", "required": ["remove", "from"], "additionalProperties": false,
+                    "properties": {
+                        "remove": {},
+                        "from": { "type": "string", "pattern": "^/" },
+                        "when": { "type": "object", "additionalProperties": { "type": "array" } }
+                    }
+                }
+            },
+            "fallback": { "description": "format: json: the object handed up under on_violation: fallback", "type": "object" },
+            "question": { "description": "format: json: the field holding the one clarifying question", "type": "string" }
         }
     })
 }
@@ -101,5 +119,19 @@ mod tests {
         let mut known = super::super::definition::KNOWN_KEYS.to_vec();
         known.sort_unstable();
         assert_eq!(keys, known);
+    }
+
+    #[test]
+    fn the_shipped_analyst_frontmatter_fits_the_schema() {
+        let text = include_str!("../../agent/analyst.md");
+        let yaml = text
+            .strip_prefix("---\n")
+            .and_then(|t| t.split_once("\n---\n"))
+            .unwrap()
+            .0;
+        let fm: Value = serde_saphyr::from_str(yaml).unwrap();
+        let validator = jsonschema::validator_for(&agent_schema()).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&fm).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
     }
 }

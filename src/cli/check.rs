@@ -183,6 +183,11 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<super::Code> {
 fn check_bytes(bytes: &[u8], fixed: Option<&Contract>, ctx: &CheckContext) -> (String, Report) {
     match std::str::from_utf8(bytes) {
         Ok(text) => {
+            // A JSON contract (`--agent` naming an agent that owes one) checks the JSON itself.
+            if let Some(c) = fixed.filter(|c| c.format == crate::contract::ContractFormat::Json) {
+                let report = crate::contract::check(text, c, ctx);
+                return (text.to_string(), report);
+            }
             let env = Envelope::parse_lenient(text);
             let auto;
             let contract = match fixed {

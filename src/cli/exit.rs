@@ -14,6 +14,9 @@ pub enum Code {
     /// 2: it could not run: bad arguments, a project, agent, session or file that is not there or
     /// cannot be read. The error was printed on stderr.
     CouldNotRun,
+    /// 3: the session stopped to ask the user one question (status `needs_input`); continue it
+    /// with `switchboard resume SESSION --answer "…"`.
+    NeedsInput,
 }
 
 impl Code {
@@ -23,6 +26,7 @@ impl Code {
             Code::Clean => 0,
             Code::Findings => 1,
             Code::CouldNotRun => 2,
+            Code::NeedsInput => 3,
         }
     }
 
@@ -51,6 +55,7 @@ mod tests {
         assert_eq!(Code::Clean.as_u8(), 0);
         assert_eq!(Code::Findings.as_u8(), 1);
         assert_eq!(Code::CouldNotRun.as_u8(), 2);
+        assert_eq!(Code::NeedsInput.as_u8(), 3);
         assert_eq!(Code::findings_if(true), Code::Findings);
         assert_eq!(Code::findings_if(false), Code::Clean);
     }
@@ -58,7 +63,7 @@ mod tests {
     #[test]
     fn the_readme_table_lists_every_code() {
         let readme = include_str!("../../README.md");
-        for row in ["| 0 |", "| 1 |", "| 2 |"] {
+        for row in ["| 0 |", "| 1 |", "| 2 |", "| 3 |"] {
             assert!(
                 readme.contains(row),
                 "README's exit code table lacks `{row}`"

@@ -22,6 +22,7 @@ mod resume;
 mod run;
 mod schema;
 mod sessions;
+mod stats;
 mod trace;
 pub mod view;
 
@@ -74,6 +75,8 @@ pub enum Command {
     Sessions(sessions::Args),
     /// Show a session's hop tree
     Trace(trace::Args),
+    /// Count contract outcomes per agent (valid, repaired, sanitized, fallback, failed, questions)
+    Stats(stats::Args),
     /// Continue a session whose process died
     Resume(resume::Args),
     /// Draw the delegation graph (mermaid, dot or JSON)
@@ -110,6 +113,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Run(args) => run::run(&cli.global, args),
         Command::Sessions(args) => sessions::run(&cli.global, args),
         Command::Trace(args) => trace::run(&cli.global, args),
+        Command::Stats(args) => stats::run(&cli.global, args),
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),

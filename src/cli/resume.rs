@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 
 use super::view::View;
 use super::Code;
-use crate::runtime::resume::plan;
+use crate::runtime::resume::{plan, ResumeError};
 use crate::runtime::{RunOptions, Session};
 
 #[derive(Debug, clap::Args)]
@@ -22,11 +22,29 @@ pub struct Args {
     /// Export the resumed run as an OpenTelemetry trace (as `run --otel[=URL]`)
     #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub otel: Option<String>,
+    /// The answer to the question a `needs_input` session asked
+    #[arg(long)]
+    pub answer: Option<String>,
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let ctx = super::run::context(global)?;
-    let plan = plan(&ctx.project, &args.session).into_diagnostic()?;
+    let mut plan = plan(&ctx.project, &args.session).into_diagnostic()?;
+    let mut questions_asked = 0;
+    match (&args.answer, &plan.question) {
+        (Some(answer), _) => {
+            plan = plan.answer(answer).into_diagnostic()?;
+            questions_asked = 1;
+        }
+        (None, Some(question)) => {
+            return Err(ResumeError::NeedsAnswer {
+                session_id: plan.session_id.clone(),
+                question: question.clone(),
+            })
+            .into_diagnostic();
+        }
+        (None, None) => {}
+    }
     if !args.json {
         eprintln!(
             "resuming session {}: {} hop(s) completed before and will not run again",
@@ -38,6 +56,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let options = RunOptions {
         model: args.model,
         observer: super::run::observers(view.as_ref().map(|v| v.observer()), telemetry.as_ref()),
+        questions_asked,
         ..RunOptions::default()
     };
     let session = Session::resume(

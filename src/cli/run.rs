@@ -180,14 +180,31 @@ pub(crate) fn drive(
     }
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     print_outcome(&outcome, json)?;
+    if outcome.status == SessionStatus::NeedsInput {
+        return Ok(Code::NeedsInput);
+    }
     Ok(Code::findings_if(
         outcome.status != SessionStatus::Completed,
     ))
 }
 
+/// `run --json`'s object: the outcome as before, then the session's contract counts.
+#[derive(serde::Serialize)]
+struct WithCounts<'a> {
+    #[serde(flatten)]
+    outcome: &'a SessionOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contracts: Option<std::collections::BTreeMap<String, crate::runtime::stats::ContractCounts>>,
+}
+
 fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
     if json {
-        let text = serde_json::to_string_pretty(outcome)
+        // The session's contract outcomes per agent, from its own log (`switchboard stats`).
+        let contracts = crate::runtime::events::read_log(&outcome.events)
+            .ok()
+            .map(|events| crate::runtime::stats::tally(&events, &Default::default()));
+        let value = WithCounts { outcome, contracts };
+        let text = serde_json::to_string_pretty(&value)
             .map_err(|e| miette::miette!("cannot serialize the outcome: {e}"))?;
         println!("{text}");
         return Ok(());
@@ -197,7 +214,14 @@ fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
         "session {} ({}), correlation {}",
         outcome.session_id, outcome.status, outcome.correlation_id
     );
-    if let Some(e) = &outcome.error {
+    if outcome.status == SessionStatus::NeedsInput {
+        // The question is the hop's `error` text (runtime/status.rs, `NeedsInput`).
+        println!("question: {}", outcome.error.as_deref().unwrap_or(""));
+        println!(
+            "answer it with: switchboard resume {} --answer \"…\"",
+            outcome.session_id
+        );
+    } else if let Some(e) = &outcome.error {
         println!("error: {e}");
     }
     for w in &outcome.written {

@@ -57,6 +57,9 @@ impl<'a> CheckContext<'a> {
 
 /// Checks `text` against `contract`: parse, then every rule. Never panics.
 pub fn check(text: &str, contract: &Contract, ctx: &CheckContext) -> Report {
+    if contract.format == super::spec::ContractFormat::Json {
+        return super::json::check_json(text, contract, ctx.project);
+    }
     let env = Envelope::parse_lenient(text);
     check_envelope(text, &env, contract, ctx)
 }
@@ -90,6 +93,7 @@ pub fn check_envelope(
     Report {
         contract: contract.name.clone(),
         violations,
+        json: false,
     }
 }
 

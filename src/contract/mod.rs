@@ -24,8 +24,10 @@ mod check;
 mod envelope;
 mod fields;
 mod files;
+pub mod json;
 mod report;
 mod rule;
+pub mod schema;
 pub mod spec;
 
 pub use check::{
@@ -37,8 +39,10 @@ pub use envelope::{
     ExcerptBlock, Field, FieldValue, Heading, Label, TagBlock,
 };
 pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
+pub use json::{check_json_detailed, FailureReason, JsonCheck};
 pub use report::Report;
 pub use rule::Rule;
+pub use schema::{JsonContract, SanitizeRule, SchemaError, SchemaSource};
 pub use spec::{
     Contract, ContractDecl, ContractError, ContractFormat, ContractSpec, EvidencePolicy, FieldKind,
     FieldRule, OnViolation,

@@ -14,6 +14,9 @@ pub struct Report {
     pub contract: String,
     /// In source order.
     pub violations: Vec<Problem>,
+    /// The answer was checked as a JSON contract (changes the repair prompt's instructions).
+    #[serde(skip)]
+    pub json: bool,
 }
 
 impl Report {
@@ -24,6 +27,7 @@ impl Report {
         Report {
             contract: contract.into(),
             violations,
+            json: false,
         }
     }
 
@@ -49,7 +53,18 @@ impl Report {
         if errors.is_empty() {
             return out;
         }
-        let _ = writeln!(
+        if self.json {
+            let _ = writeln!(
+                out,
+                "Your answer does not follow the `{}` JSON contract: {} problem{} to fix. Send the \
+                 answer again as exactly one JSON object — no text before or after it, no code \
+                 fence — with every problem below fixed and nothing else changed.",
+                self.contract,
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            );
+        } else {
+            let _ = writeln!(
             out,
             "Your answer does not follow the `{}` contract: {} problem{} to fix. Send the whole \
              answer again — the `---` frontmatter, then one <thinking> block, then one <answer> \
@@ -59,15 +74,14 @@ impl Report {
             errors.len(),
             if errors.len() == 1 { "" } else { "s" }
         );
+        }
         for (i, v) in errors.iter().enumerate() {
-            let _ = write!(
-                out,
-                "\n{}. [{}] line {}: {}\n",
-                i + 1,
-                v.code,
-                v.line,
-                v.message
-            );
+            let place = if self.json {
+                format!("line {}, column {}", v.line, v.column)
+            } else {
+                format!("line {}", v.line)
+            };
+            let _ = write!(out, "\n{}. [{}] {place}: {}\n", i + 1, v.code, v.message);
             if let Some(help) = &v.help {
                 let _ = writeln!(out, "   Fix: {help}");
             }
@@ -294,6 +308,7 @@ mod tests {
             Report {
                 contract: "envelope".into(),
                 violations: vec![v, w],
+                json: false,
             },
         )
     }

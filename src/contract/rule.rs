@@ -102,6 +102,24 @@ rules! {
     SignalMissingEvidence => "contract/signal-missing-evidence",
     /// A heading the contract requires is absent from the answer.
     SectionMissing => "contract/section-missing",
+    /// A JSON answer that is not valid JSON, empty, or not an object (NaN, trailing commas, …).
+    JsonParse => "json/parse",
+    /// Text before or after the JSON object.
+    JsonProse => "json/prose",
+    /// More than one JSON object in the answer.
+    JsonMultiple => "json/multiple",
+    /// The JSON object is wrapped in a code fence (a warning: the fence is stripped).
+    JsonFenced => "json/fenced",
+    /// A field breaks the contract's JSON Schema (type, enum, required, maxItems, …).
+    JsonSchema => "json/schema",
+    /// Fields contradict each other (a schema `if/then/else`, `not` or `dependentRequired`).
+    JsonConflict => "json/conflict",
+    /// A declared `sanitize` rule changed the answer (a warning).
+    JsonSanitized => "json/sanitized",
+    /// More than one clarifying question, or a second question in one session.
+    JsonQuestion => "json/question",
+    /// The contract's schema cannot be loaded or compiled.
+    JsonSchemaInvalid => "json/schema-invalid",
 }
 
 impl fmt::Display for Rule {

@@ -4,6 +4,7 @@
 //! defined here so they can be named (`contract: document-analysis`) and extended
 //! (`contract: {extends: document-analysis, max_repairs: 1}`).
 
+use super::schema::{JsonContract, SanitizeRule, SchemaSource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,6 +14,9 @@ pub const MAX_EXCERPT_LINES: u32 = 6;
 pub const DEFAULT_MAX_REPAIRS: u32 = 2;
 
 /// What an agent's frontmatter says under `contract:`.
+// One declaration per agent, parsed once: its size does not matter, and boxing the inline spec
+// would change every caller that builds one.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ContractDecl {
@@ -47,13 +51,14 @@ impl<'de> Deserialize<'de> for ContractDecl {
     }
 }
 
-/// The answer's shape. Only `envelope` exists today; `json` (a schema-validated JSON object, the
-/// plan-gate idea) is the planned second format and is why this is an enum.
+/// The answer's shape: the markdown envelope, or exactly one JSON object validated against a
+/// JSON Schema (docs/json-contracts.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContractFormat {
     #[default]
     Envelope,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -75,6 +80,8 @@ pub enum OnViolation {
     Fail,
     /// Hand the answer up, marked non-conformant, with the violations attached.
     Mark,
+    /// Hand up the contract's declared `fallback` object instead, marked `fallback` (JSON only).
+    Fallback,
 }
 
 /// The type of an extra frontmatter field.
@@ -127,6 +134,18 @@ pub struct ContractSpec {
     pub on_violation: Option<OnViolation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_repairs: Option<u32>,
+    /// `format: json` only: the JSON Schema, inline or a path to a file in the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaSource>,
+    /// `format: json` only: rules that fix an answer instead of rejecting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sanitize: Option<Vec<SanitizeRule>>,
+    /// `format: json` only: the object handed up under `on_violation: fallback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<serde_json::Value>,
+    /// `format: json` only: the field that holds the agent's one clarifying question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 /// A contract with every field settled: what the checker and the runtime work from.
@@ -145,6 +164,9 @@ pub struct Contract {
     pub required_sections: Vec<String>,
     pub on_violation: OnViolation,
     pub max_repairs: u32,
+    /// The JSON half (schema, sanitize, fallback, question) when `format` is `json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json: Option<JsonContract>,
 }
 
 /// A contract declaration that cannot be settled.
@@ -158,6 +180,14 @@ pub enum ContractError {
     MessageType(String),
     #[error("message_id_prefix `{0}` must be lowercase letters, digits and `-`")]
     Prefix(String),
+    #[error("a `format: json` contract needs a `schema` (inline mapping or a path to a .json/.yaml file)")]
+    JsonWithoutSchema,
+    #[error("`{0}` is only meaningful with `format: json`")]
+    JsonOnly(&'static str),
+    #[error("`on_violation: fallback` needs a `fallback:` object")]
+    FallbackMissing,
+    #[error("`fallback` must be a mapping (a JSON object)")]
+    FallbackNotObject,
 }
 
 pub const BUILTIN_NAMES: &[&str] = &["envelope", "document-analysis"];
@@ -177,6 +207,7 @@ impl Contract {
             required_sections: Vec::new(),
             on_violation: OnViolation::Fail,
             max_repairs: DEFAULT_MAX_REPAIRS,
+            json: None,
         }
     }
 
@@ -263,6 +294,39 @@ impl Contract {
         }
         if let Some(v) = spec.max_repairs {
             c.max_repairs = v;
+        }
+        c.json = match (c.format, &spec.schema) {
+            (ContractFormat::Json, Some(schema)) => Some(JsonContract::new(
+                schema.clone(),
+                spec.sanitize.clone().unwrap_or_default(),
+                spec.fallback.clone(),
+                spec.question.clone(),
+            )),
+            (ContractFormat::Json, None) => return Err(ContractError::JsonWithoutSchema),
+            (ContractFormat::Envelope, _) => {
+                let json_only = [
+                    ("schema", spec.schema.is_some()),
+                    ("sanitize", spec.sanitize.is_some()),
+                    ("fallback", spec.fallback.is_some()),
+                    ("question", spec.question.is_some()),
+                    (
+                        "on_violation: fallback",
+                        c.on_violation == OnViolation::Fallback,
+                    ),
+                ];
+                if let Some((key, _)) = json_only.iter().find(|(_, set)| *set) {
+                    return Err(ContractError::JsonOnly(key));
+                }
+                None
+            }
+        };
+        if let Some(json) = &c.json {
+            if c.on_violation == OnViolation::Fallback && json.fallback.is_none() {
+                return Err(ContractError::FallbackMissing);
+            }
+            if json.fallback.as_ref().is_some_and(|f| !f.is_object()) {
+                return Err(ContractError::FallbackNotObject);
+            }
         }
         c.validate()?;
         Ok(c)

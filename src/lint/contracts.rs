@@ -32,6 +32,8 @@ pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
                 );
             }
             None => {}
+            // JSON contracts have their own template rule (lint/json_contracts.rs).
+            Some(c) if c.format == crate::contract::ContractFormat::Json => {}
             Some(_) => template(agent, out),
         }
         expected_evidence(set, agent, out);

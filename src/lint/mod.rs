@@ -8,6 +8,7 @@ pub mod contracts;
 pub mod definitions;
 pub mod evidence;
 pub mod graph;
+pub mod json_contracts;
 pub mod sarif;
 
 use crate::agent::AgentSet;
@@ -30,6 +31,7 @@ pub fn lint(set: &AgentSet) -> Vec<Problem> {
 pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Problem> {
     let mut out = lint(set);
     config_rules(project, set, &mut out);
+    json_contracts::check(project, set, &mut out);
     evidence::check(project, &mut out);
     out
 }
@@ -59,6 +61,7 @@ impl Linter {
         let set = crate::agent::load_cached(&self.project, &self.options, &mut self.agents);
         let mut out = lint(&set);
         config_rules(&self.project, &set, &mut out);
+        json_contracts::check(&self.project, &set, &mut out);
         evidence::check_cached(&self.project, &mut self.evidence, &mut out);
         out
     }

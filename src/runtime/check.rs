@@ -5,7 +5,9 @@
 //! repair prompt to send back. Keeping the call and the repair policy here means the checker's API
 //! or the policy can change without touching the loop.
 
-use crate::contract::{self, CheckContext, Contract, FileCache, OnViolation};
+use crate::contract::{
+    self, CheckContext, Contract, ContractFormat, FailureReason, FileCache, JsonCheck, OnViolation,
+};
 use crate::project::Project;
 
 use super::events::EventKind;
@@ -37,26 +39,27 @@ pub fn check_answer(
     let ctx = CheckContext::new(project, &files)
         .with_correlation_id(correlation_id)
         .with_message_id(message_id);
-    let report = contract::check(text, contract, &ctx);
-    CheckOutcome {
-        conformant: report.is_conformant(),
-        violations: report.errors().cloned().collect(),
-        repair_prompt: report.repair_prompt(),
-    }
+    outcome_of(&contract::check(text, contract, &ctx))
 }
 
 /// What the gate decides about a final answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Hand the answer up; `conformant` is `None` when the agent declares no contract.
-    Accept { conformant: Option<bool> },
+    /// `answer` replaces the model's text when a sanitize rule changed it.
+    Accept {
+        conformant: Option<bool>,
+        answer: Option<String>,
+    },
     /// Send the agent this message and let it answer again.
     Repair { prompt: String },
-    /// Out of repair turns: `Failed` or `NonConformant` (per `on_violation`), with a summary.
+    /// Out of repair turns: `Failed`, `NonConformant` or `Fallback` (per `on_violation`), with a
+    /// summary; `answer` is the rendered fallback for `Fallback`.
     Reject {
         status: HopStatus,
         summary: String,
         violations: Vec<Problem>,
+        answer: Option<String>,
     },
 }
 
@@ -68,21 +71,77 @@ pub struct Gate<'a> {
     pub correlation_id: &'a str,
     pub message_id: &'a str,
     pub repairs: u32,
+    /// What a fallback template may use: `agent`, `task`.
+    pub vars: serde_json::Value,
+    /// The `contract.outcome` event of the last judged answer that settled the hop (valid,
+    /// repaired, fallback, …); the hop loop takes and logs it after the verdict.
+    pub settled: Option<EventKind>,
+    /// Questions already asked in this session; a JSON answer that asks another is a violation.
+    pub questions_asked: u32,
+    /// The question of the last accepted answer, if it asked one.
+    pub asked: Option<String>,
+}
+
+/// A check's result with the JSON details the gate needs.
+struct Judged {
+    outcome: CheckOutcome,
+    json: Option<JsonCheck>,
 }
 
 impl Gate<'_> {
-    /// Judges a final answer, emitting `contract.checked` (and `hop.repair` when it asks for one).
+    fn check(&self, answer: &str, contract: &Contract) -> Judged {
+        if contract.format == ContractFormat::Json {
+            let json = contract::check_json_detailed(answer, contract, self.project);
+            let outcome = outcome_of(&json.report);
+            return Judged {
+                outcome,
+                json: Some(json),
+            };
+        }
+        Judged {
+            outcome: check_answer(
+                answer,
+                contract,
+                self.project,
+                self.correlation_id,
+                self.message_id,
+            ),
+            json: None,
+        }
+    }
+
+    /// Judges a final answer, emitting `contract.checked` (and `hop.repair` when it asks for one,
+    /// `contract.outcome` when it settles).
     pub fn judge(&mut self, answer: &str, emit: &dyn Fn(EventKind)) -> Verdict {
         let Some(contract) = self.contract else {
-            return Verdict::Accept { conformant: None };
+            return Verdict::Accept {
+                conformant: None,
+                answer: None,
+            };
         };
-        let outcome = check_answer(
-            answer,
-            contract,
-            self.project,
-            self.correlation_id,
-            self.message_id,
-        );
+        let Judged { mut outcome, json } = self.check(answer, contract);
+        let question = json.as_ref().and_then(|j| j.question.clone());
+        if outcome.conformant && question.is_some() && self.questions_asked > 0 {
+            // One clarifying question per session: the user's answer is already in the task.
+            let record = contract::Rule::JsonQuestion
+                .problem(
+                    0..0,
+                    "a second clarifying question in one session; the user already answered \
+                     one, and that answer is in your task",
+                )
+                .at(1, 1);
+            outcome = CheckOutcome {
+                conformant: false,
+                repair_prompt: format!(
+                    "Your answer asks the user another question, but only one is allowed per \
+                     session and it was already asked and answered (see your task). Send the \
+                     JSON object again with the question field empty, planning with what you \
+                     know.\n\n1. [{}] {}\n",
+                    record.code, record.message
+                ),
+                violations: vec![record],
+            };
+        }
         emit(EventKind::ContractChecked {
             contract: contract.name.clone(),
             message_id: self.message_id.to_string(),
@@ -90,9 +149,37 @@ impl Gate<'_> {
             repair: self.repairs,
             violations: outcome.violations.clone(),
         });
+        let sanitized = json.as_ref().map_or(0, |j| j.sanitized.len() as u32);
+        let repairs = self.repairs;
+        let settle = |outcome: &str, reason: Option<&str>, question: bool| {
+            Some(EventKind::ContractOutcome {
+                contract: contract.name.clone(),
+                outcome: outcome.to_string(),
+                repairs,
+                reason: reason.map(str::to_string),
+                sanitized,
+                question,
+            })
+        };
         if outcome.conformant {
+            self.settled = settle(
+                if self.repairs == 0 {
+                    "valid"
+                } else {
+                    "repaired"
+                },
+                None,
+                question.is_some(),
+            );
+            self.asked = question;
+            // A sanitized answer is handed up as fixed, not as the model wrote it.
+            let answer = json
+                .filter(|j| !j.sanitized.is_empty())
+                .and_then(|j| j.value)
+                .and_then(|v| serde_json::to_string_pretty(&v).ok());
             return Verdict::Accept {
                 conformant: Some(true),
+                answer,
             };
         }
         if self.repairs < contract.max_repairs {
@@ -111,14 +198,62 @@ impl Gate<'_> {
             self.repairs,
             list_violations(&outcome.violations)
         );
-        Verdict::Reject {
-            status: match contract.on_violation {
-                OnViolation::Fail => HopStatus::Failed,
-                OnViolation::Mark => HopStatus::NonConformant,
+        let reason = json
+            .as_ref()
+            .and_then(|j| j.reason)
+            .map(FailureReason::as_str);
+        let (status, answer) = match contract.on_violation {
+            OnViolation::Fail => (HopStatus::Failed, None),
+            OnViolation::Mark => (HopStatus::NonConformant, None),
+            OnViolation::Fallback => match self.fallback(contract) {
+                Ok(text) => (HopStatus::Fallback, Some(text)),
+                Err(why) => {
+                    self.settled = settle("failed", reason, false);
+                    return Verdict::Reject {
+                        status: HopStatus::Failed,
+                        summary: format!("{summary}\nand its fallback cannot be used: {why}"),
+                        violations: outcome.violations,
+                        answer: None,
+                    };
+                }
             },
-            summary,
+        };
+        self.settled = settle(status.as_str(), reason, false);
+        Verdict::Reject {
+            status,
+            summary: match (status, reason) {
+                (HopStatus::Fallback, Some(r)) => format!("{r}: {summary}"),
+                _ => summary,
+            },
             violations: outcome.violations,
+            answer,
         }
+    }
+
+    /// The contract's fallback, rendered and checked against the contract itself.
+    fn fallback(&self, contract: &Contract) -> Result<String, String> {
+        let json = contract
+            .json
+            .as_ref()
+            .ok_or("the contract is not a JSON contract")?;
+        let value = json
+            .render_fallback(&self.vars)?
+            .ok_or("the contract declares no `fallback`")?;
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        let check = contract::check_json_detailed(&text, contract, self.project);
+        if !check.report.is_conformant() {
+            let problems: Vec<String> = check.report.errors().map(|v| v.message.clone()).collect();
+            return Err(format!("it violates the contract: {}", problems.join("; ")));
+        }
+        Ok(text)
+    }
+}
+
+fn outcome_of(report: &contract::Report) -> CheckOutcome {
+    CheckOutcome {
+        conformant: report.is_conformant(),
+        violations: report.errors().cloned().collect(),
+        repair_prompt: report.repair_prompt(),
     }
 }
 
@@ -136,6 +271,10 @@ mod tests {
             correlation_id: "c-1",
             message_id: "m-1",
             repairs: 0,
+            vars: serde_json::Value::Null,
+            settled: None,
+            questions_asked: 0,
+            asked: None,
         };
         let events = RefCell::new(Vec::new());
         let emit = |k: EventKind| events.borrow_mut().push(k.name());
@@ -159,6 +298,7 @@ mod tests {
             status,
             summary,
             violations,
+            ..
         } = &verdicts[1]
         else {
             panic!("{verdicts:?}");
@@ -199,14 +339,146 @@ mod tests {
             correlation_id: "c",
             message_id: "m",
             repairs: 0,
+            vars: serde_json::Value::Null,
+            settled: None,
+            questions_asked: 0,
+            asked: None,
         };
         let emitted = RefCell::new(0);
         let verdict = gate.judge("anything", &|_| *emitted.borrow_mut() += 1);
-        assert_eq!(verdict, Verdict::Accept { conformant: None });
+        assert_eq!(
+            verdict,
+            Verdict::Accept {
+                conformant: None,
+                answer: None
+            }
+        );
         assert_eq!(
             *emitted.borrow(),
             0,
             "nothing was checked, so nothing is logged"
+        );
+    }
+
+    fn plan_contract(on_violation: &str) -> Contract {
+        let yaml = format!(
+            "format: json\nname: plan\nmax_repairs: 1\non_violation: {on_violation}\n\
+             schema:\n  type: object\n  required: [request_type, sources]\n  properties:\n    \
+             request_type: {{enum: [STATUS, DESIGN]}}\n    sources: {{type: array}}\n\
+             sanitize:\n  - {{remove: doc, from: /sources, when: {{/request_type: [STATUS]}}}}\n\
+             fallback: {{request_type: DESIGN, sources: [\"{{{{ agent }}}}\"]}}\n"
+        );
+        let decl: contract::ContractDecl = serde_saphyr::from_str(&yaml).unwrap();
+        Contract::resolve(&decl).unwrap()
+    }
+
+    fn json_gate<'a>(contract: &'a Contract, project: &'a Project) -> Gate<'a> {
+        Gate {
+            contract: Some(contract),
+            project,
+            correlation_id: "c",
+            message_id: "m",
+            repairs: 0,
+            vars: serde_json::json!({"agent": "analyst"}),
+            settled: None,
+            questions_asked: 0,
+            asked: None,
+        }
+    }
+
+    fn outcome_of_event(e: &Option<EventKind>) -> (String, Option<String>, u32, u32) {
+        match e {
+            Some(EventKind::ContractOutcome {
+                outcome,
+                reason,
+                repairs,
+                sanitized,
+                ..
+            }) => (outcome.clone(), reason.clone(), *repairs, *sanitized),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_json_schema_failure_is_repaired_then_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = plan_contract("fail");
+        let mut gate = json_gate(&contract, &project);
+        let Verdict::Repair { prompt } =
+            gate.judge(r#"{"request_type": "OTHER", "sources": []}"#, &|_| {})
+        else {
+            panic!("expected a repair turn");
+        };
+        assert!(prompt.contains("/request_type"), "{prompt}");
+        assert!(prompt.contains("exactly one JSON object"), "{prompt}");
+        let v = gate.judge(r#"{"request_type": "DESIGN", "sources": ["doc"]}"#, &|_| {});
+        assert_eq!(
+            v,
+            Verdict::Accept {
+                conformant: Some(true),
+                answer: None
+            }
+        );
+        assert_eq!(
+            outcome_of_event(&gate.settled),
+            ("repaired".into(), None, 1, 0)
+        );
+    }
+
+    #[test]
+    fn a_parse_failure_ends_in_the_rendered_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = plan_contract("fallback");
+        let mut gate = json_gate(&contract, &project);
+        assert!(matches!(
+            gate.judge("not json", &|_| {}),
+            Verdict::Repair { .. }
+        ));
+        let Verdict::Reject {
+            status,
+            answer,
+            summary,
+            ..
+        } = gate.judge("still not json", &|_| {})
+        else {
+            panic!("expected the fallback");
+        };
+        assert_eq!(status, HopStatus::Fallback);
+        assert!(summary.starts_with("parse: "), "{summary}");
+        let value: serde_json::Value = serde_json::from_str(&answer.unwrap()).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"request_type": "DESIGN", "sources": ["analyst"]})
+        );
+        assert_eq!(
+            outcome_of_event(&gate.settled),
+            ("fallback".into(), Some("parse".into()), 1, 0)
+        );
+    }
+
+    #[test]
+    fn a_sanitized_answer_is_handed_up_fixed() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = plan_contract("fail");
+        let mut gate = json_gate(&contract, &project);
+        let Verdict::Accept {
+            answer: Some(fixed),
+            ..
+        } = gate.judge(
+            r#"{"request_type": "STATUS", "sources": ["db", "doc"]}"#,
+            &|_| {},
+        )
+        else {
+            panic!("expected a sanitized accept");
+        };
+        let value: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(value["sources"], serde_json::json!(["db"]));
+        assert_eq!(
+            outcome_of_event(&gate.settled),
+            ("valid".into(), None, 0, 1)
         );
     }
 }

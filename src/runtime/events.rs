@@ -145,6 +145,22 @@ pub enum EventKind {
     },
     #[serde(rename = "hop.repair")]
     HopRepair { repair: u32, violations: usize },
+    /// How a contract check of a final answer came out, for `switchboard stats`: `valid` (first
+    /// pass), `repaired` (after `repairs` turns), `fallback` (with `reason`), `non_conformant`,
+    /// `failed`. `sanitized` counts sanitize rules that changed the answer; `question` is set
+    /// when the answer asks the caller a clarifying question.
+    #[serde(rename = "contract.outcome")]
+    ContractOutcome {
+        contract: String,
+        outcome: String,
+        repairs: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default)]
+        sanitized: u32,
+        #[serde(default)]
+        question: bool,
+    },
     #[serde(rename = "hop.budget")]
     HopBudget {
         used_tokens: u64,
@@ -214,6 +230,7 @@ impl EventKind {
             EventKind::WebFetch(_) => "web.fetch",
             EventKind::ContractChecked { .. } => "contract.checked",
             EventKind::HopRepair { .. } => "hop.repair",
+            EventKind::ContractOutcome { .. } => "contract.outcome",
             EventKind::HopBudget { .. } => "hop.budget",
             EventKind::HopCompleted { .. } => "hop.completed",
             EventKind::HopFailed { .. } => "hop.failed",

@@ -74,6 +74,20 @@ impl HopResult {
                 ),
                 false,
             ),
+            HopStatus::Fallback => Message::tool(
+                call_id,
+                format!(
+                    "[FALLBACK: `{}`'s answer could not be used ({}); this is its declared \
+                     fallback]\n\n{}",
+                    self.agent,
+                    self.error.as_deref().unwrap_or("contract violated"),
+                    self.answer
+                ),
+                false,
+            ),
+            // Only a primary ends needing input; should a child ever report it, its caller gets
+            // the question as an ordinary result to answer or pass on.
+            HopStatus::NeedsInput => Message::tool(call_id, self.answer.clone(), false),
             HopStatus::Failed => Message::tool(
                 call_id,
                 format!(

@@ -240,6 +240,14 @@ impl HopState {
             correlation_id: &shared.correlation_id,
             message_id: &message_id,
             repairs: 0,
+            vars: serde_json::json!({"agent": self.agent.name, "task": self.req.prompt}),
+            settled: None,
+            questions_asked: if self.req.parent.is_none() {
+                shared.options.questions_asked
+            } else {
+                0
+            },
+            asked: None,
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
@@ -328,9 +336,26 @@ impl HopState {
                 self.messages
                     .push(Message::assistant(response.content.clone(), Vec::new()));
                 let verdict = gate.judge(&response.content, &|kind| self.ctx.emit(kind));
+                if let Some(outcome) = gate.settled.take() {
+                    self.ctx.emit(outcome);
+                }
+                let mut answer = response.content;
                 let (status, error, conformant, violations) = match verdict {
-                    Verdict::Accept { conformant } => {
-                        (HopStatus::Completed, None, conformant, Vec::new())
+                    Verdict::Accept {
+                        conformant,
+                        answer: fixed,
+                    } => {
+                        if let Some(fixed) = fixed {
+                            answer = fixed;
+                        }
+                        match gate.asked.take() {
+                            // A primary's question goes to the user: the session waits for
+                            // `resume --answer`. A subagent's goes to its caller as its result.
+                            Some(q) if self.req.parent.is_none() => {
+                                (HopStatus::NeedsInput, Some(q), conformant, Vec::new())
+                            }
+                            _ => (HopStatus::Completed, None, conformant, Vec::new()),
+                        }
                     }
                     Verdict::Repair { prompt } => {
                         // Repair turns do not count against `steps`.
@@ -342,11 +367,17 @@ impl HopState {
                         status,
                         summary,
                         violations,
-                    } => (status, Some(summary), Some(false), violations),
+                        answer: fallback,
+                    } => {
+                        if let Some(fallback) = fallback {
+                            answer = fallback;
+                        }
+                        (status, Some(summary), Some(false), violations)
+                    }
                 };
                 return Ending {
                     status,
-                    answer: response.content,
+                    answer,
                     error,
                     conformant,
                     violations,

@@ -15,6 +15,7 @@ pub mod options;
 pub mod resume;
 pub mod session;
 pub mod shared;
+pub mod stats;
 pub mod status;
 pub mod store;
 pub mod tool_calls;

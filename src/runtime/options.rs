@@ -17,6 +17,9 @@ pub struct RunOptions {
     pub fsync: FsyncPolicy,
     /// Sees every event as it is logged (the live view).
     pub observer: Option<Observer>,
+    /// Clarifying questions the primary already asked in this session (1 after `resume
+    /// --answer`): a primary may ask one, so another is a contract violation.
+    pub questions_asked: u32,
 }
 
 impl Default for RunOptions {
@@ -29,6 +32,7 @@ impl Default for RunOptions {
             hop_timeout: Duration::from_secs(600),
             fsync: FsyncPolicy::Background,
             observer: None,
+            questions_asked: 0,
         }
     }
 }

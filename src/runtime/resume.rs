@@ -35,6 +35,18 @@ pub enum ResumeError {
         session_id: String,
         status: SessionStatus,
     },
+    #[error(
+        "session {session_id} is waiting for an answer to: {question}\nanswer it with \
+         `switchboard resume {session_id} --answer \"…\"`"
+    )]
+    NeedsAnswer {
+        session_id: String,
+        question: String,
+    },
+    #[error("session {session_id} asked no question, so there is nothing to --answer")]
+    NoQuestion { session_id: String },
+    #[error("--answer is empty: write the answer to the session's question")]
+    EmptyAnswer,
 }
 
 /// What the log says about one hop.
@@ -62,6 +74,8 @@ pub struct ResumePlan {
     pub hops: HashMap<(String, String, String, u32), Recorded>,
     /// Hops that will be reused.
     pub completed_hops: usize,
+    /// The clarifying question the session ended on (status `needs_input`), if any.
+    pub question: Option<String>,
 }
 
 /// Reads `SESSION`'s log into a plan; refuses a session that already completed.
@@ -87,11 +101,14 @@ pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
         .ok_or_else(|| ResumeError::NoStart {
             path: path.to_path_buf(),
         })?;
-    if let Some(last) = events.iter().rev().find_map(|e| match &e.kind {
-        EventKind::SessionCompleted { status, .. } => Some(*status),
+    let mut question = None;
+    if let Some((last, error)) = events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::SessionCompleted { status, error, .. } => Some((*status, error)),
         _ => None,
     }) {
-        if last != SessionStatus::Interrupted {
+        if last == SessionStatus::NeedsInput {
+            question = Some(error.clone().unwrap_or_default());
+        } else if last != SessionStatus::Interrupted {
             return Err(ResumeError::AlreadyEnded {
                 session_id: first.session_id.clone(),
                 status: last,
@@ -167,5 +184,36 @@ pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
         root_hop_id: first.hop_id.clone().unwrap_or_default(),
         hops,
         completed_hops,
+        question,
     })
 }
+
+impl ResumePlan {
+    /// Continues a session that ended `needs_input` with the user's answer: the primary runs
+    /// again on its task followed by its question and the answer, and may not ask again.
+    pub fn answer(mut self, answer: &str) -> Result<Self, ResumeError> {
+        let Some(question) = self.question.take() else {
+            return Err(ResumeError::NoQuestion {
+                session_id: self.session_id,
+            });
+        };
+        if answer.trim().is_empty() {
+            return Err(ResumeError::EmptyAnswer);
+        }
+        self.prompt = answered_prompt(&self.prompt, &question, answer);
+        Ok(self)
+    }
+}
+
+/// The task a primary gets after its question was answered. [`ANSWER_MARK`] starts the part
+/// after the original task (the offline analyst reads the task up to it).
+pub fn answered_prompt(task: &str, question: &str, answer: &str) -> String {
+    format!(
+        "{task}{ANSWER_MARK}{}\nThe user answered: {}\n\nYou may not ask another question.",
+        question.trim(),
+        answer.trim()
+    )
+}
+
+/// Separates a task from the clarifying question and answer appended to it.
+pub const ANSWER_MARK: &str = "\n\n---\nYou asked the user: ";

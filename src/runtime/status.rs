@@ -20,6 +20,12 @@ pub enum HopStatus {
     /// Still violating after the repair turns, handed up marked (`on_violation: mark`).
     NonConformant,
     Failed,
+    /// Unusable after the repair turns; the contract's declared fallback was handed up instead
+    /// (`on_violation: fallback`). The reason is in the `contract.outcome` event.
+    Fallback,
+    /// The primary asked the user a clarifying question (its contract's `question` field); the
+    /// question is the hop's `error` text, and `resume --answer` continues the session.
+    NeedsInput,
 }
 
 impl HopStatus {
@@ -29,6 +35,8 @@ impl HopStatus {
             HopStatus::Partial => "partial",
             HopStatus::NonConformant => "non_conformant",
             HopStatus::Failed => "failed",
+            HopStatus::Fallback => "fallback",
+            HopStatus::NeedsInput => "needs_input",
         }
     }
 }
@@ -43,6 +51,10 @@ pub enum SessionStatus {
     NonConformant,
     Failed,
     Interrupted,
+    /// The primary's answer was replaced by its contract's fallback.
+    Fallback,
+    /// The primary asked the user one question; `resume SESSION --answer "…"` continues.
+    NeedsInput,
 }
 
 impl SessionStatus {
@@ -53,6 +65,8 @@ impl SessionStatus {
             SessionStatus::NonConformant => "non_conformant",
             SessionStatus::Failed => "failed",
             SessionStatus::Interrupted => "interrupted",
+            SessionStatus::Fallback => "fallback",
+            SessionStatus::NeedsInput => "needs_input",
         }
     }
 }
@@ -65,6 +79,8 @@ impl From<HopStatus> for SessionStatus {
             HopStatus::Partial => SessionStatus::Partial,
             HopStatus::NonConformant => SessionStatus::NonConformant,
             HopStatus::Failed => SessionStatus::Failed,
+            HopStatus::Fallback => SessionStatus::Fallback,
+            HopStatus::NeedsInput => SessionStatus::NeedsInput,
         }
     }
 }
@@ -148,6 +164,8 @@ mod tests {
             SessionStatus::NonConformant,
             SessionStatus::Failed,
             SessionStatus::Interrupted,
+            SessionStatus::Fallback,
+            SessionStatus::NeedsInput,
         ] {
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(json, format!("\"{}\"", s.as_str()));
@@ -158,6 +176,8 @@ mod tests {
             HopStatus::Partial,
             HopStatus::NonConformant,
             HopStatus::Failed,
+            HopStatus::Fallback,
+            HopStatus::NeedsInput,
         ] {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(serde_json::from_str::<HopStatus>(&json).unwrap(), h);

@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod extract;
 pub mod locator;
 pub mod parse;
+pub mod plan;
 pub mod primary;
 pub mod rank;
 pub mod report;
@@ -70,6 +71,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Locator => locator::turn(request, &history),
         role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
         role::Role::Web => Turn::Answer(web_answer(request, &history)),
+        role::Role::Planner => plan::turn(request),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

@@ -23,6 +23,8 @@ pub enum Role {
     Web,
     /// Has search tools (`grep`, `glob`) and no reading job: ranks and lists paths.
     Locator,
+    /// Owes a JSON plan contract (agent/analyst.md): writes the plan (offline/plan.rs).
+    Planner,
     /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
@@ -39,6 +41,9 @@ fn documents_workflow(request: &ModelRequest) -> bool {
 /// Chooses the role for `request`. On a turn where the runtime withdrew the tools (the last
 /// step), the steps already taken say which role this conversation has been playing.
 pub fn infer(request: &ModelRequest, history: &History) -> Role {
+    if super::plan::applies(request) {
+        return Role::Planner;
+    }
     if request.tools.is_empty() {
         if ["locate", "analyze", "write"]
             .iter()
