@@ -54,6 +54,29 @@ pub struct Config {
     /// The search endpoint behind `websearch`; without one the tool is not offered.
     #[serde(default)]
     pub websearch: WebsearchSection,
+    /// MCP servers whose tools agents may be granted as `NAME_tool` (docs/mcp.md).
+    #[serde(default)]
+    pub mcp: BTreeMap<String, McpServerSection>,
+}
+
+/// `[mcp.NAME]`: one MCP server, started as a child process (`command`) or reached over
+/// streamable HTTP (`url`); exactly one of the two.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSection {
+    /// Program to start; it speaks MCP on stdin/stdout.
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment for the child (the rest is inherited).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Streamable HTTP endpoint (`http://127.0.0.1:3001/mcp`).
+    pub url: Option<String>,
+    /// Seconds to wait for the server to start and list its tools, and for one tool call
+    /// (default 10 and 60).
+    pub startup_timeout_secs: Option<f64>,
+    pub call_timeout_secs: Option<f64>,
 }
 
 /// `[webfetch]`: by default only public addresses are fetched; these open named exceptions.
@@ -179,6 +202,21 @@ mod tests {
         assert_eq!(c.model_for("b"), Some("offline/default"));
         assert_eq!(c.expand_alias("sonnet"), "anthropic/claude-sonnet-4-5");
         assert!(c.providers.contains_key("openai"));
+    }
+
+    #[test]
+    fn mcp_sections_parse_and_typos_are_located() {
+        let c = Config::parse(
+            "[mcp.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\nenv = { A = \"1\" }\n\
+             [mcp.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap();
+        assert_eq!(c.mcp["fs"].command.as_deref(), Some("npx"));
+        assert_eq!(c.mcp["fs"].args, vec!["-y", "x"]);
+        assert_eq!(c.mcp["web"].url.as_deref(), Some("http://127.0.0.1:1/mcp"));
+        let e = Config::parse("[mcp.fs]\ncommand = \"x\"\nargz = []\n", CONFIG_FILE).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 1), "{e}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod contract;
 pub mod diagnostic;
 pub mod lint;
 pub mod markdown;
+pub mod mcp;
 pub mod model;
 pub mod project;
 pub mod runtime;

@@ -83,7 +83,7 @@ pub fn models(
 pub fn ungranted_tools(
     project: &crate::project::Project,
     set: &AgentSet,
-    provided: crate::tools::Provided,
+    provided: &crate::tools::Provided,
     out: &mut Vec<Diagnostic>,
 ) {
     for agent in set.iter() {
@@ -98,6 +98,7 @@ pub fn ungranted_tools(
                 crate::agent::tools::BUILTIN_TOOLS.contains(t)
                     || crate::agent::tools::FOREIGN_TOOLS.contains(t)
                     || t.starts_with("mcp__")
+                    || t.contains('_')
             })
             .filter(|t| !provided.provides(t))
             .collect();
