@@ -1,0 +1,32 @@
+"""A stdio MCP server (Python SDK) that dies mid-call, for switchboard's restart test.
+
+`flaky` exits the process the first time (leaving a marker file in the working directory) and
+answers once restarted; `die` always exits.
+"""
+import os
+import sys
+
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("flaky")
+MARKER = "flaky.marker"
+
+
+@server.tool()
+def flaky() -> str:
+    """Dies the first time, answers after a restart."""
+    if not os.path.exists(MARKER):
+        open(MARKER, "w").close()
+        os._exit(3)
+    return "alive after restart"
+
+
+@server.tool()
+def die() -> str:
+    """Always dies."""
+    sys.stdout.flush()
+    os._exit(4)
+
+
+if __name__ == "__main__":
+    server.run("stdio")
