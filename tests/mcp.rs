@@ -238,7 +238,8 @@ async fn a_server_that_fails_to_start_or_hangs_costs_a_warning_not_the_session()
 async fn a_server_that_dies_mid_call_is_restarted_once() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/flaky_server.py");
     let toml = format!(
-        "[mcp.flaky]\ncommand = \"{}\"\nargs = [\"{}\"]\nstartup_timeout_secs = 30\n",
+        "[mcp.flaky]\ncommand = \"{}\"\nargs = [\"{}\"]\nstartup_timeout_secs = 30\n\
+         call_timeout_secs = 2\n",
         python().display(),
         script.display()
     );
@@ -246,6 +247,7 @@ async fn a_server_that_dies_mid_call_is_restarted_once() {
         "[flaky_*]",
         &toml,
         &[
+            ("flaky_slow", "{}"),
             ("flaky_flaky", "{}"),
             ("flaky_die", "{}"),
             ("flaky_flaky", "{}"),
@@ -253,16 +255,19 @@ async fn a_server_that_dies_mid_call_is_restarted_once() {
     )
     .await;
     let c = calls(&events);
-    assert_eq!(c.len(), 3, "{c:?}");
-    // First call: the server died, was restarted, and answered.
-    assert!(c[0].restarted && !c[0].is_error, "{c:?}");
-    // Second: it died again; no second restart.
-    assert!(!c[1].restarted && c[1].is_error, "{c:?}");
     let r = results(&events);
-    assert!(r[0].1.contains("alive after restart"), "{r:?}");
-    assert!(r[1].1.contains("already restarted once"), "{r:?}");
-    // Third: the server stays down for the rest of the session, and the session goes on.
-    assert!(r[2].0, "{r:?}");
+    assert_eq!(c.len(), 4, "{c:?}");
+    // A call that hangs: a tool error after `call_timeout_secs`, no restart.
+    assert!(c[0].is_error && !c[0].restarted, "{c:?}");
+    assert!(r[0].1.contains("did not answer `slow` within 2 s"), "{r:?}");
+    // The server died, was restarted, and answered.
+    assert!(c[1].restarted && !c[1].is_error, "{c:?}");
+    assert!(r[1].1.contains("alive after restart"), "{r:?}");
+    // It died again; no second restart.
+    assert!(!c[2].restarted && c[2].is_error, "{c:?}");
+    assert!(r[2].1.contains("already restarted once"), "{r:?}");
+    // The server stays down for the rest of the session, and the session goes on.
+    assert!(r[3].0, "{r:?}");
 }
 
 /// A temp project with one subagent, `echoer`, and a scripted answer for it.
@@ -274,9 +279,19 @@ fn served_project() -> (tempfile::TempDir, String) {
         "---\ndescription: answers in one line\nmode: subagent\ntools: [read]\n---\nAnswer.\n",
     )
     .unwrap();
+    // `strict` owes an envelope and never gives one: the runtime's gate must say so.
+    std::fs::write(
+        dir.path().join("agent/strict.md"),
+        "---\ndescription: owes an envelope\nmode: subagent\ntools: [read]\ncontract:\n  \
+         extends: envelope\n  message_types: [STRICT_RESPONSE]\n  message_id_prefix: strict\n  \
+         on_violation: mark\n---\nAnswer in the envelope.\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("script.yaml"),
-        "agents:\n  echoer:\n    - turns:\n        - content: echoer was here\n",
+        "agents:\n  echoer:\n    - turns:\n        - content: echoer was here\n  \
+         strict:\n    - turns:\n        - content: no envelope\n        - content: still none\n        \
+         - content: none again\n",
     )
     .unwrap();
     std::fs::write(
@@ -294,13 +309,13 @@ async fn switchboard_mcp_serves_a_subagent_to_rmcps_client() {
     use rmcp::ServiceExt;
     let (dir, root) = served_project();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    cmd.args(["--root", &root, "mcp", "--agent", "echoer"]);
+    cmd.args(["--root", &root, "mcp", "--agent", "echoer,strict"]);
     let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
     let client = ().serve(transport).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(
         tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(),
-        vec!["echoer"]
+        vec!["echoer", "strict"]
     );
     let mut params = CallToolRequestParams::new("echoer");
     params.arguments = serde_json::json!({"prompt": "say hi"}).as_object().cloned();
@@ -375,4 +390,39 @@ fn lint_counts_a_configured_servers_tools_as_provided() {
     assert!(text.contains("[mcp.git]"), "{text}");
     assert!(!text.contains("grants `fs_read_file`"), "{text}");
     assert!(!text.contains("agent/unknown-tool"), "{text}");
+}
+
+/// `agents --tools` starts the configured servers and lists the MCP tools each agent is offered;
+/// plain `agents --json` starts nothing.
+#[test]
+fn agents_tools_lists_offered_mcp_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        "---\ndescription: d\nmode: primary\ntools: [read, every_echo]\n---\nWork.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        format!(
+            "[mcp.every]\ncommand = \"{}\"\nargs = [\"stdio\"]\nstartup_timeout_secs = 30\n",
+            everything().display()
+        ),
+    )
+    .unwrap();
+    let agents = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["--root", dir.path().to_str().unwrap(), "agents", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["agents"][0]["offered_tools"].clone()
+    };
+    assert_eq!(agents(&[]), serde_json::json!(["read"]));
+    assert_eq!(
+        agents(&["--tools"]),
+        serde_json::json!(["read", "every_echo"])
+    );
 }

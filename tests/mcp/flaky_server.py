@@ -1,8 +1,9 @@
 """A stdio MCP server (Python SDK) that dies mid-call, for switchboard's restart test.
 
 `flaky` exits the process the first time (leaving a marker file in the working directory) and
-answers once restarted; `die` always exits.
+answers once restarted; `die` always exits; `slow` hangs.
 """
+import asyncio
 import os
 import sys
 
@@ -19,6 +20,13 @@ def flaky() -> str:
         open(MARKER, "w").close()
         os._exit(3)
     return "alive after restart"
+
+
+@server.tool()
+async def slow() -> str:
+    """Hangs far past any call limit (without blocking the server's other calls)."""
+    await asyncio.sleep(60)
+    return "too late"
 
 
 @server.tool()
