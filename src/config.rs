@@ -146,7 +146,7 @@ impl Config {
 
     /// Parses config text; `file` only names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| {
+        let config: Config = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
             ConfigError {
                 file: file.to_string(),
@@ -154,7 +154,26 @@ impl Config {
                 column,
                 message: e.message().to_string(),
             }
-        })
+        })?;
+        for (name, server) in &config.mcp {
+            if server.command.is_some() == server.url.is_some() {
+                // Point at the section's header when it is written as one.
+                let header = format!("[mcp.{name}]");
+                let (line, column) = text
+                    .find(&header)
+                    .map_or((0, 0), |offset| line_col(text, offset));
+                return Err(ConfigError {
+                    file: file.to_string(),
+                    line,
+                    column,
+                    message: format!(
+                        "[mcp.{name}] needs exactly one of `command` (a program speaking MCP on \
+                         stdio) and `url` (a streamable HTTP endpoint)"
+                    ),
+                });
+            }
+        }
+        Ok(config)
     }
 
     /// The model the config names for `agent`, else its default.
@@ -217,6 +236,14 @@ mod tests {
         assert_eq!(c.mcp["web"].url.as_deref(), Some("http://127.0.0.1:1/mcp"));
         let e = Config::parse("[mcp.fs]\ncommand = \"x\"\nargz = []\n", CONFIG_FILE).unwrap_err();
         assert_eq!((e.line, e.column), (3, 1), "{e}");
+        let e = Config::parse(
+            "[model]\n[mcp.both]\ncommand = \"x\"\nurl = \"y\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.message.contains("exactly one of `command`"), "{e}");
+        assert!(Config::parse("[mcp.none]\nargs = []\n", CONFIG_FILE).is_err());
     }
 
     #[test]
