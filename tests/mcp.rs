@@ -140,6 +140,8 @@ async fn reference_server_over_stdio_gives_granted_tools_only() {
             ("every_echo", "{message: hello}"),
             ("mcp__every__get-sum", "{a: 2, b: 40}"),
             ("every_get-env", "{}"),
+            ("mcp__every__get-sum", "{a: nope}"),
+            ("every_echo", "{message: again}"),
         ],
     )
     .await;
@@ -150,7 +152,7 @@ async fn reference_server_over_stdio_gives_granted_tools_only() {
     // read + echo + get-sum, though the server lists many more tools.
     assert_eq!(offered_tools(&events), Some(3));
     let c = calls(&events);
-    assert_eq!(c.len(), 3, "{c:?}");
+    assert_eq!(c.len(), 5, "{c:?}");
     assert!(c[..2]
         .iter()
         .all(|c| !c.is_error && !c.restarted && c.server == "every"));
@@ -161,6 +163,13 @@ async fn reference_server_over_stdio_gives_granted_tools_only() {
     assert!(c[2].is_error);
     assert!(
         r[2].0 && r[2].1.contains("not granted to agent `lead`"),
+        "{r:?}"
+    );
+    // Bad arguments are the tool's error, not a dead server: no restart, the next call works.
+    assert!(c[3].is_error && !c[3].restarted, "{c:?}");
+    assert!(r[3].0, "{r:?}");
+    assert!(
+        !c[4].is_error && !c[4].restarted && r[4].1.contains("again"),
         "{r:?}"
     );
 }
@@ -248,6 +257,7 @@ async fn a_server_that_dies_mid_call_is_restarted_once() {
         &toml,
         &[
             ("flaky_slow", "{}"),
+            ("flaky_reject", "{}"),
             ("flaky_flaky", "{}"),
             ("flaky_die", "{}"),
             ("flaky_flaky", "{}"),
@@ -256,18 +266,21 @@ async fn a_server_that_dies_mid_call_is_restarted_once() {
     .await;
     let c = calls(&events);
     let r = results(&events);
-    assert_eq!(c.len(), 4, "{c:?}");
+    assert_eq!(c.len(), 5, "{c:?}");
     // A call that hangs: a tool error after `call_timeout_secs`, no restart.
     assert!(c[0].is_error && !c[0].restarted, "{c:?}");
     assert!(r[0].1.contains("did not answer `slow` within 2 s"), "{r:?}");
+    // An error answer is the tool's error, not a dead server: no restart is spent on it.
+    assert!(c[1].is_error && !c[1].restarted, "{c:?}");
+    assert!(r[1].1.contains("rejected on purpose"), "{r:?}");
     // The server died, was restarted, and answered.
-    assert!(c[1].restarted && !c[1].is_error, "{c:?}");
-    assert!(r[1].1.contains("alive after restart"), "{r:?}");
+    assert!(c[2].restarted && !c[2].is_error, "{c:?}");
+    assert!(r[2].1.contains("alive after restart"), "{r:?}");
     // It died again; no second restart.
-    assert!(!c[2].restarted && c[2].is_error, "{c:?}");
-    assert!(r[2].1.contains("already restarted once"), "{r:?}");
+    assert!(!c[3].restarted && c[3].is_error, "{c:?}");
+    assert!(r[3].1.contains("already restarted once"), "{r:?}");
     // The server stays down for the rest of the session, and the session goes on.
-    assert!(r[3].0, "{r:?}");
+    assert!(r[4].0, "{r:?}");
 }
 
 /// A temp project with one subagent, `echoer`, and a scripted answer for it.

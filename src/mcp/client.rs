@@ -311,7 +311,12 @@ impl Server {
                 Some(peer) => {
                     match tokio::time::timeout(limit, peer.call_tool(params.clone())).await {
                         Ok(Ok(result)) => return render(result),
-                        Ok(Err(e)) => e.to_string(),
+                        // Only a lost connection is a dead server; an error answer is the tool's.
+                        Ok(Err(
+                            e @ (rmcp::ServiceError::TransportClosed
+                            | rmcp::ServiceError::TransportSend(_)),
+                        )) => e.to_string(),
+                        Ok(Err(e)) => return Err(format!("MCP server `{}`: {e}", self.name)),
                         Err(_) => {
                             return Err(format!(
                                 "MCP server `{}` did not answer `{tool}` within {} s",

@@ -1,13 +1,14 @@
 """A stdio MCP server (Python SDK) that dies mid-call, for switchboard's restart test.
 
 `flaky` exits the process the first time (leaving a marker file in the working directory) and
-answers once restarted; `die` always exits; `slow` hangs.
+answers once restarted; `die` always exits; `slow` hangs; `reject` answers with a JSON-RPC error.
 """
 import asyncio
 import os
 import sys
 
 from mcp.server.fastmcp import FastMCP
+from mcp.shared.exceptions import UrlElicitationRequiredError
 
 server = FastMCP("flaky")
 MARKER = "flaky.marker"
@@ -27,6 +28,12 @@ async def slow() -> str:
     """Hangs far past any call limit (without blocking the server's other calls)."""
     await asyncio.sleep(60)
     return "too late"
+
+
+@server.tool()
+def reject() -> str:
+    """Answers with a JSON-RPC error (not an `isError` result): the server is fine."""
+    raise UrlElicitationRequiredError([], "rejected on purpose")
 
 
 @server.tool()
