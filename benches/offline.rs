@@ -75,7 +75,7 @@ fn locate(project: &Project, agent: &switchboard::agent::Agent, question: &str) 
             agent: agent.name.clone(),
             system: system.clone(),
             messages: messages.clone(),
-            tools: tools::specs_for(agent, tools::Provided::default()),
+            tools: tools::specs_for(agent, &tools::Provided::default()),
             temperature: None,
             top_p: None,
             max_tokens: None,

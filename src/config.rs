@@ -59,6 +59,9 @@ pub struct Config {
     /// The search endpoint behind `websearch`; without one the tool is not offered.
     #[serde(default)]
     pub websearch: WebsearchSection,
+    /// MCP servers whose tools agents may be granted as `NAME_tool` (docs/mcp.md).
+    #[serde(default)]
+    pub mcp: BTreeMap<String, McpServerSection>,
     /// Where session traces go (docs/telemetry.md); absent means no export unless `--otel`.
     #[serde(default)]
     pub telemetry: TelemetrySection,
@@ -69,6 +72,26 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct TelemetrySection {
     pub otlp_endpoint: Option<String>,
+}
+
+/// `[mcp.NAME]`: one MCP server, started as a child process (`command`) or reached over
+/// streamable HTTP (`url`); exactly one of the two.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSection {
+    /// Program to start; it speaks MCP on stdin/stdout.
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment for the child (the rest is inherited).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Streamable HTTP endpoint (`http://127.0.0.1:3001/mcp`).
+    pub url: Option<String>,
+    /// Seconds to wait for the server to start and list its tools, and for one tool call
+    /// (default 10 and 60).
+    pub startup_timeout_secs: Option<f64>,
+    pub call_timeout_secs: Option<f64>,
 }
 
 /// `[webfetch]`: by default only public addresses are fetched; these open named exceptions.
@@ -145,13 +168,33 @@ impl Config {
 
     /// Parses config text; `file` only names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Self, Error> {
-        toml::from_str(text).map_err(|e| {
+        let index = LineIndex::new(text);
+        let config: Config = toml::from_str(text).map_err(|e| {
             let (line, column) = e
                 .span()
-                .map(|s| LineIndex::new(text).line_col(text, s.start))
+                .map(|s| index.line_col(text, s.start))
                 .unwrap_or((0, 0));
             Error::new(file, line, column, e.message())
-        })
+        })?;
+        for (name, server) in &config.mcp {
+            if server.command.is_some() == server.url.is_some() {
+                // Point at the section's header when it is written as one.
+                let header = format!("[mcp.{name}]");
+                let (line, column) = text
+                    .find(&header)
+                    .map_or((0, 0), |offset| index.line_col(text, offset));
+                return Err(Error::new(
+                    file,
+                    line,
+                    column,
+                    format!(
+                        "[mcp.{name}] needs exactly one of `command` (a program speaking MCP on \
+                         stdio) and `url` (a streamable HTTP endpoint)"
+                    ),
+                ));
+            }
+        }
+        Ok(config)
     }
 
     /// The model the config names for `agent`, else its default.
@@ -191,6 +234,29 @@ mod tests {
         assert_eq!(c.model_for("b"), Some("offline/default"));
         assert_eq!(c.expand_alias("sonnet"), "anthropic/claude-sonnet-4-5");
         assert!(c.providers.contains_key("openai"));
+    }
+
+    #[test]
+    fn mcp_sections_parse_and_typos_are_located() {
+        let c = Config::parse(
+            "[mcp.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\nenv = { A = \"1\" }\n\
+             [mcp.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap();
+        assert_eq!(c.mcp["fs"].command.as_deref(), Some("npx"));
+        assert_eq!(c.mcp["fs"].args, vec!["-y", "x"]);
+        assert_eq!(c.mcp["web"].url.as_deref(), Some("http://127.0.0.1:1/mcp"));
+        let e = Config::parse("[mcp.fs]\ncommand = \"x\"\nargz = []\n", CONFIG_FILE).unwrap_err();
+        assert_eq!((e.0.line, e.0.column), (3, 1), "{e}");
+        let e = Config::parse(
+            "[model]\n[mcp.both]\ncommand = \"x\"\nurl = \"y\"\n",
+            CONFIG_FILE,
+        )
+        .unwrap_err();
+        assert_eq!((e.0.line, e.0.column), (2, 1), "{e}");
+        assert!(e.0.message.contains("exactly one of `command`"), "{e}");
+        assert!(Config::parse("[mcp.none]\nargs = []\n", CONFIG_FILE).is_err());
     }
 
     #[test]

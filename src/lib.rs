@@ -8,6 +8,7 @@ pub mod config;
 pub mod contract;
 pub mod lint;
 pub mod markdown;
+pub mod mcp;
 pub mod model;
 pub mod problem;
 pub mod project;

@@ -56,7 +56,7 @@ fn run(f: &Foreign, name: &str, prompt: &str) -> Run {
             agent: agent.name.clone(),
             system: system.clone(),
             messages: messages.clone(),
-            tools: tools::specs_for(agent, tools::Provided::default()),
+            tools: tools::specs_for(agent, &tools::Provided::default()),
             temperature: None,
             top_p: None,
             max_tokens: None,

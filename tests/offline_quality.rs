@@ -107,7 +107,7 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
             agent: agent.name.clone(),
             system: system.clone(),
             messages: messages.clone(),
-            tools: tools::specs_for(agent, tools::Provided::default()),
+            tools: tools::specs_for(agent, &tools::Provided::default()),
             temperature: None,
             top_p: None,
             max_tokens: None,

@@ -172,6 +172,26 @@ impl ToolGrants {
             .map_or(self.default_allow && !network, |r| r.allow)
     }
 
+    /// Whether tool `tool` of MCP server `server` is granted. Like [`NETWORK_TOOLS`], MCP tools
+    /// need a rule that names them: `server_tool` or `mcp__server__tool` (opencode's and Claude
+    /// Code's spellings), exactly or by a glob such as `server_*`; a bare `*` or a map's default
+    /// never grants them, so configuring a server gives no agent its tools by accident.
+    pub fn allows_mcp(&self, server: &str, tool: &str) -> bool {
+        let names = [
+            canonical_tool_name(&format!("{server}_{tool}")),
+            canonical_tool_name(&format!("mcp__{server}__{tool}")),
+        ];
+        if let Some(rule) = self.rules.iter().find(|r| names.contains(&r.pattern)) {
+            return rule.allow;
+        }
+        self.rules
+            .iter()
+            .filter(|r| r.pattern != "*")
+            .filter(|r| names.iter().any(|n| glob_matches(&r.pattern, n)))
+            .max_by_key(|r| r.pattern.len())
+            .is_some_and(|r| r.allow)
+    }
+
     /// The built-in tools this agent may use, in a stable order.
     pub fn granted_builtins(&self) -> Vec<&'static str> {
         BUILTIN_TOOLS
@@ -188,6 +208,8 @@ impl ToolGrants {
                 && !BUILTIN_TOOLS.contains(p)
                 && !FOREIGN_TOOLS.contains(p)
                 && !p.starts_with("mcp__")
+                // `server_tool`: an MCP tool; lint checks the server is configured.
+                && !p.contains('_')
         })
     }
 }
@@ -251,6 +273,25 @@ mod tests {
         assert!(ToolGrants::from_decl(&ToolsDecl::Csv("Read, WebFetch".into())).allows("webfetch"));
         // Other tools keep the map's default.
         assert!(map(&[("webfetch", true)]).allows("grep"));
+    }
+
+    #[test]
+    fn mcp_tools_need_a_rule_that_names_them_in_either_spelling() {
+        let map = |pairs: &[(&str, bool)]| {
+            ToolGrants::from_decl(&ToolsDecl::Map(
+                pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ))
+        };
+        assert!(!ToolGrants::default().allows_mcp("fs", "read_file"));
+        assert!(!map(&[("*", true)]).allows_mcp("fs", "read_file"));
+        assert!(map(&[("fs_read_file", true)]).allows_mcp("fs", "read_file"));
+        assert!(map(&[("fs_*", true)]).allows_mcp("fs", "read_file"));
+        assert!(!map(&[("fs_*", true)]).allows_mcp("git", "log"));
+        assert!(map(&[("mcp__fs__*", true)]).allows_mcp("fs", "list"));
+        assert!(!map(&[("fs_*", true), ("fs_write", false)]).allows_mcp("fs", "write"));
+        let csv = ToolGrants::from_decl(&ToolsDecl::Csv("Read, mcp__fs__read_file".into()));
+        assert!(csv.allows_mcp("fs", "read_file") && !csv.allows_mcp("fs", "write"));
+        assert_eq!(map(&[("fs_read", true)]).unknown_names().count(), 0);
     }
 
     #[test]

@@ -9,6 +9,10 @@ pub struct Args {
     /// Print one JSON object (stable field names) instead of a table
     #[arg(long)]
     json: bool,
+    /// Also start the configured MCP servers and list each agent's offered tools, MCP tools
+    /// included (without it no server is started and MCP tools are not listed)
+    #[arg(long)]
+    tools: bool,
 }
 
 #[derive(Serialize)]
@@ -22,16 +26,37 @@ struct AgentRow<'a> {
     tools: Vec<&'static str>,
     /// What the agent will really be offered at run time: granted, provided by switchboard with
     /// this configuration, and not denied by `permission`.
-    offered_tools: Vec<&'static str>,
+    offered_tools: Vec<String>,
     problems: Vec<&'a crate::problem::Problem>,
 }
 
 pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     let (project, set) = load_agents(global)?;
     // A broken config is lint's to report; here it only means no optional tools are provided.
-    let provided = crate::config::Config::load(&project)
-        .map(|c| crate::tools::Provided::from_config(&c))
-        .unwrap_or_default();
+    let config = crate::config::Config::load(&project).unwrap_or_default();
+    let provided = crate::tools::Provided::from_config(&config);
+    let mcp = if args.tools && !config.mcp.is_empty() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| miette::miette!("cannot start the async runtime: {e}"))?;
+        let (tools, reports) = runtime.block_on(crate::mcp::McpTools::start_for(
+            &config.mcp,
+            project.root(),
+            &set,
+        ));
+        for r in reports.iter().filter(|r| r.error.is_some()) {
+            eprintln!(
+                "warning: MCP server `{}` brings no tools: {}",
+                r.server,
+                r.error.as_deref().unwrap_or_default()
+            );
+        }
+        runtime.block_on(tools.shutdown());
+        Some(tools)
+    } else {
+        None
+    };
     let rows: Vec<AgentRow> = set
         .iter()
         .map(|a| AgentRow {
@@ -42,7 +67,11 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
             file: &a.file,
             contract: a.contract.as_ref().map(|c| c.name.as_str()),
             tools: a.tools.granted_builtins(),
-            offered_tools: crate::tools::offered(a, provided),
+            offered_tools: crate::tools::offered(a, &provided)
+                .into_iter()
+                .map(str::to_string)
+                .chain(mcp.iter().flat_map(|m| m.offered(a)))
+                .collect(),
             problems: set.diagnostics_for(&a.file).collect(),
         })
         .collect();
@@ -77,6 +106,15 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
                 r.model.unwrap_or("-")
             );
             println!("{:name_w$}  {:8}  {:model_w$}  ↳ {}", "", "", "", r.file);
+            if args.tools {
+                println!(
+                    "{:name_w$}  {:8}  {:model_w$}  tools: {}",
+                    "",
+                    "",
+                    "",
+                    r.offered_tools.join(", ")
+                );
+            }
         }
         let skipped: Vec<_> = set.files.iter().filter(|f| f.status == "skipped").collect();
         for f in skipped {

@@ -17,6 +17,7 @@ mod check;
 pub mod exit;
 mod graph;
 mod lint;
+mod mcp;
 mod render;
 mod resume;
 mod run;
@@ -83,6 +84,8 @@ pub enum Command {
     Graph(graph::Args),
     /// Print a JSON Schema (for editors' YAML language servers)
     Schema(schema::Args),
+    /// Serve agents as MCP tools over stdio (for Claude Code, opencode, …)
+    Mcp(mcp::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -117,6 +120,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
+        Command::Mcp(args) => mcp::run(&cli.global, args),
     }
 }
 

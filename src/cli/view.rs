@@ -92,6 +92,15 @@ impl View {
     }
 
     fn on_event(&self, e: &Event) {
+        if let EventKind::McpServer(r) = &e.kind {
+            if let Some(error) = &r.error {
+                eprintln!(
+                    "warning: MCP server `{}` brings no tools this session: {error}",
+                    r.server
+                );
+            }
+            return;
+        }
         let Some(hop) = e.hop_id.clone() else { return };
         let agent = e.agent.clone().unwrap_or_default();
         let Ok(mut st) = self.inner.lock() else {

@@ -87,7 +87,7 @@ pub fn models(
 pub fn ungranted_tools(
     project: &crate::project::Project,
     set: &AgentSet,
-    provided: crate::tools::Provided,
+    provided: &crate::tools::Provided,
     out: &mut Vec<Problem>,
 ) {
     for agent in set.iter() {
@@ -102,6 +102,7 @@ pub fn ungranted_tools(
                 crate::agent::grants::BUILTIN_TOOLS.contains(t)
                     || crate::agent::grants::FOREIGN_TOOLS.contains(t)
                     || t.starts_with("mcp__")
+                    || t.contains('_')
             })
             .filter(|t| !provided.provides(t))
             .collect();

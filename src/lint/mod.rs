@@ -73,7 +73,7 @@ fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec
             let registry = crate::model::Registry::for_project(project, &config);
             definitions::models(set, &config, &registry, out);
             let provided = crate::tools::Provided::from_config(&config);
-            definitions::ungranted_tools(project, set, provided, out);
+            definitions::ungranted_tools(project, set, &provided, out);
         }
         Err(e) => out.push(e.into_problem()),
     }

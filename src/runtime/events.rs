@@ -134,6 +134,12 @@ pub enum EventKind {
     /// One `webfetch`: where it went, what came back, whether it was cut or served from cache.
     #[serde(rename = "web.fetch")]
     WebFetch(crate::tools::webfetch::FetchRecord),
+    /// An MCP server at session start: its tools, or why it has none (a warning).
+    #[serde(rename = "mcp.server")]
+    McpServer(crate::mcp::ServerReport),
+    /// One MCP tool call: server, tool, time, and whether the server was restarted for it.
+    #[serde(rename = "mcp.call")]
+    McpCall(crate::mcp::CallRecord),
     #[serde(rename = "contract.checked")]
     ContractChecked {
         contract: String,
@@ -228,6 +234,8 @@ impl EventKind {
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::WebFetch(_) => "web.fetch",
+            EventKind::McpServer(_) => "mcp.server",
+            EventKind::McpCall(_) => "mcp.call",
             EventKind::ContractChecked { .. } => "contract.checked",
             EventKind::HopRepair { .. } => "hop.repair",
             EventKind::ContractOutcome { .. } => "contract.outcome",

@@ -219,8 +219,11 @@ impl HopState {
             Ok(s) => s,
             Err(e) => return Ending::failed(format!("cannot render the prompt: {e}")),
         };
-        let tool_specs =
-            tools::specs_for(&self.agent, tools::Provided::from_config(&shared.config));
+        let mut tool_specs =
+            tools::specs_for(&self.agent, &tools::Provided::from_config(&shared.config));
+        if let Some(mcp) = shared.mcp.get() {
+            tool_specs.extend(mcp.specs_for(&self.agent));
+        }
         let response_contract = self
             .agent
             .contract
@@ -500,6 +503,11 @@ impl HopState {
                 if let Some(record) = record {
                     self.ctx.emit(EventKind::WebFetch(record));
                 }
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
+            if let Some((message, record)) = caller.mcp(call).await {
+                self.ctx.emit(EventKind::McpCall(record));
                 pending.push(Pending::Done(message, None));
                 continue;
             }

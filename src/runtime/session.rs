@@ -98,6 +98,38 @@ impl Session {
         )
     }
 
+    /// Prepares a session whose root is `agent` whatever its mode: a subagent runs as the root
+    /// hop with its contract enforced, as if a primary had delegated the prompt to it. For
+    /// callers that serve single agents (`switchboard mcp`); `run` keeps refusing subagents.
+    pub fn for_agent(
+        project: Project,
+        agents: Arc<AgentSet>,
+        config: Config,
+        models: Arc<Registry>,
+        options: RunOptions,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<Self, RuntimeError> {
+        if agents.get(agent).is_none() {
+            return Err(RuntimeError::UnknownAgent(agent.to_string()));
+        }
+        let session_id = new_id();
+        let correlation_id = options.correlation_id.clone().unwrap_or_else(new_id);
+        Self::build(
+            project,
+            agents,
+            config,
+            models,
+            options,
+            agent,
+            prompt,
+            session_id,
+            correlation_id,
+            new_id(),
+            None,
+        )
+    }
+
     /// Prepares the continuation of a session whose process died (see [`super::resume`]).
     pub fn resume(
         project: Project,
@@ -209,6 +241,7 @@ impl Session {
                 EventKind::LogRepaired { dropped_bytes },
             );
         }
+        self.start_mcp().await;
         let result = run_hop(
             shared.clone(),
             HopRequest {
@@ -222,7 +255,34 @@ impl Session {
             },
         )
         .await;
+        if let Some(mcp) = shared.mcp.get() {
+            mcp.shutdown().await;
+        }
         self.complete(&result, None)
+    }
+
+    /// Starts the MCP servers the session's agents grant tools of; each one's outcome is an
+    /// `mcp.server` event (with `error` when it brings no tools).
+    async fn start_mcp(&self) {
+        let shared = &self.shared;
+        if shared.config.mcp.is_empty() {
+            return;
+        }
+        let (tools, reports) = crate::mcp::McpTools::start_for(
+            &shared.config.mcp,
+            shared.project.root(),
+            &shared.agents,
+        )
+        .await;
+        for report in reports {
+            shared.emit(
+                Some(&self.root_hop_id),
+                None,
+                Some(&self.agent),
+                EventKind::McpServer(report),
+            );
+        }
+        let _ = shared.mcp.set(tools);
     }
 
     fn complete(&self, result: &HopResult, status: Option<SessionStatus>) -> SessionOutcome {

@@ -79,6 +79,8 @@ pub(crate) struct Shared {
     resume: Option<ResumeRecord>,
     /// `webfetch`/`websearch`, set up on first use so sessions that never fetch pay nothing.
     web: std::sync::OnceLock<Result<Web, SetupError>>,
+    /// The session's MCP servers, started by the session before its root hop.
+    pub mcp: std::sync::OnceLock<crate::mcp::McpTools>,
 }
 
 impl Shared {
@@ -128,6 +130,7 @@ impl Shared {
             in_flight: Mutex::new(HashMap::new()),
             resume,
             web: std::sync::OnceLock::new(),
+            mcp: std::sync::OnceLock::new(),
         }
     }
 

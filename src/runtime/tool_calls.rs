@@ -77,6 +77,19 @@ impl Caller<'_> {
         (message, record)
     }
 
+    /// Runs a call of one of the session's MCP tools (`server_tool`); the record is for the
+    /// caller to log. `None` when `name` is not an MCP tool of this session.
+    pub async fn mcp(&self, call: &ToolCall) -> Option<(Message, crate::mcp::CallRecord)> {
+        let mcp = self.shared.mcp.get()?;
+        let (server, tool) = mcp.resolve(&call.name)?;
+        let (result, record) = mcp.call(self.agent, &server, &tool, &call.arguments).await;
+        let message = match result {
+            Ok(text) => Message::tool(&call.id, text, false),
+            Err(e) => Message::tool(&call.id, format!("`{}`: {e}", call.name), true),
+        };
+        Some((message, record))
+    }
+
     /// Checks a `task` call and builds the child hop, or says why not.
     pub fn task_request(&self, args: &serde_json::Value) -> Result<HopRequest, Refusal> {
         let shared = self.shared;

@@ -136,19 +136,27 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
 /// Which tools this runtime provides with its configuration: every built-in, except that
 /// `websearch` needs a configured search endpoint. A granted tool that is not provided is not
 /// offered to the model (and lint says so: `agent/tool-not-provided`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// MCP tools count as provided when their server is configured (`[mcp.NAME]`); nothing is
+/// started to find out, so lint stays offline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Provided {
     pub websearch: bool,
+    /// Names of the configured MCP servers.
+    pub mcp_servers: Vec<String>,
 }
 
 impl Provided {
     pub fn from_config(config: &crate::config::Config) -> Self {
         Provided {
             websearch: config.websearch.searxng_url.is_some(),
+            mcp_servers: config.mcp.keys().cloned().collect(),
         }
     }
 
-    pub fn provides(self, tool: &str) -> bool {
+    pub fn provides(&self, tool: &str) -> bool {
+        if crate::mcp::names::split(tool, &self.mcp_servers).is_some() {
+            return true;
+        }
         crate::agent::grants::BUILTIN_TOOLS.contains(&tool)
             && (tool != "websearch" || self.websearch)
     }
@@ -157,8 +165,12 @@ impl Provided {
     pub fn how_to_provide(tool: &str) -> String {
         match tool {
             "websearch" => "set [websearch] searxng_url in switchboard.toml".into(),
-            t if t.starts_with("mcp__") => {
-                "switchboard does not connect to MCP servers yet; remove the grant".into()
+            t if t.starts_with("mcp__") || t.contains('_') => {
+                let server = crate::mcp::names::server_part(t);
+                format!(
+                    "configure the MCP server in switchboard.toml: [mcp.{server}] with `command` \
+                     (stdio) or `url` (streamable HTTP); see docs/mcp.md"
+                )
             }
             t => format!(
                 "switchboard has no `{t}` tool (it provides {}); remove the grant or give the \
@@ -170,7 +182,7 @@ impl Provided {
 }
 
 /// The tools an agent will really be offered: granted, provided, and not denied by `permission`.
-pub fn offered(agent: &Agent, provided: Provided) -> Vec<&'static str> {
+pub fn offered(agent: &Agent, provided: &Provided) -> Vec<&'static str> {
     agent
         .tools
         .granted_builtins()
@@ -180,7 +192,7 @@ pub fn offered(agent: &Agent, provided: Provided) -> Vec<&'static str> {
 }
 
 /// The tool specs an agent is offered.
-pub fn specs_for(agent: &Agent, provided: Provided) -> Vec<ToolSpec> {
+pub fn specs_for(agent: &Agent, provided: &Provided) -> Vec<ToolSpec> {
     offered(agent, provided)
         .into_iter()
         .filter_map(spec)

@@ -1,0 +1,411 @@
+//! The MCP client side: one session's connections to the configured servers.
+//!
+//! Servers are started when the session starts (only those some agent's grants name), each with a
+//! time limit; one that fails to start or hangs costs a warning event and its tools, never the
+//! session. A call that finds its server gone restarts it once per session and tries again; after
+//! that, failures are tool errors the model reads.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+
+use super::names;
+use crate::agent::permission::PermissionRule;
+use crate::agent::{Action, Agent};
+use crate::config::McpServerSection;
+use crate::model::ToolSpec;
+
+/// Default limit for starting a server and listing its tools.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default limit for one tool call.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Restarts a server gets per session.
+pub const MAX_RESTARTS: u32 = 1;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// How starting one server went (the `mcp.server` event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    pub server: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// Names of the tools it lists.
+    pub tools: Vec<String>,
+    /// Why it has no tools this session; `None` when it started.
+    pub error: Option<String>,
+    pub elapsed_us: u64,
+}
+
+/// One MCP tool call (the `mcp.call` event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub server: String,
+    pub tool: String,
+    pub is_error: bool,
+    /// Whether the server was restarted for this call.
+    pub restarted: bool,
+    pub elapsed_us: u64,
+}
+
+/// One configured server, started.
+struct Server {
+    name: String,
+    section: McpServerSection,
+    root: PathBuf,
+    tools: Vec<Tool>,
+    client: tokio::sync::Mutex<Option<Client>>,
+    restarts: AtomicU32,
+}
+
+/// The MCP tools of one session.
+#[derive(Default)]
+pub struct McpTools {
+    servers: Vec<Arc<Server>>,
+}
+
+/// Why a server could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("set exactly one of `command` (stdio) and `url` (streamable HTTP) in [mcp.{0}]")]
+    Shape(String),
+    #[error("cannot start `{command}`: {error}")]
+    Spawn { command: String, error: String },
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(String),
+    #[error("listing tools failed: {0}")]
+    List(String),
+    #[error("no answer within {0} s")]
+    Timeout(f64),
+}
+
+fn secs(value: Option<f64>, default: Duration) -> Duration {
+    value
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(default, Duration::from_secs_f64)
+}
+
+/// Starts (or restarts) the server `name` and completes the handshake.
+async fn connect(name: &str, s: &McpServerSection, root: &Path) -> Result<Client, ConnectError> {
+    match (&s.command, &s.url) {
+        (Some(command), None) => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(&s.args).envs(&s.env).current_dir(root);
+            let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| ConnectError::Spawn {
+                    command: command.clone(),
+                    error: e.to_string(),
+                })?;
+            ().serve(transport)
+                .await
+                .map_err(|e| ConnectError::Handshake(e.to_string()))
+        }
+        (None, Some(url)) => {
+            crate::model::client::install_crypto_provider();
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            ().serve(transport)
+                .await
+                .map_err(|e| ConnectError::Handshake(e.to_string()))
+        }
+        _ => Err(ConnectError::Shape(name.to_string())),
+    }
+}
+
+/// Connects and lists the tools, within the server's startup limit.
+async fn start_one(
+    name: &str,
+    s: &McpServerSection,
+    root: &Path,
+) -> Result<(Client, Vec<Tool>), ConnectError> {
+    let limit = secs(s.startup_timeout_secs, STARTUP_TIMEOUT);
+    let work = async {
+        let client = connect(name, s, root).await?;
+        let tools = client
+            .list_all_tools()
+            .await
+            .map_err(|e| ConnectError::List(e.to_string()))?;
+        Ok((client, tools))
+    };
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or(Err(ConnectError::Timeout(limit.as_secs_f64())))
+}
+
+impl McpTools {
+    /// Starts, concurrently, the configured servers that `wanted` accepts; reports each one.
+    pub async fn start(
+        config: &BTreeMap<String, McpServerSection>,
+        root: &Path,
+        wanted: impl Fn(&str) -> bool,
+    ) -> (Self, Vec<ServerReport>) {
+        let mut set = tokio::task::JoinSet::new();
+        for (index, (name, section)) in config.iter().filter(|(n, _)| wanted(n)).enumerate() {
+            let (name, section, root) = (name.clone(), section.clone(), root.to_path_buf());
+            set.spawn(async move {
+                let clock = Instant::now();
+                let result = start_one(&name, &section, &root).await;
+                (index, name, section, result, clock.elapsed())
+            });
+        }
+        let mut done = set.join_all().await;
+        done.sort_by_key(|d| d.0);
+        let mut tools = McpTools::default();
+        let mut reports = Vec::new();
+        for (_, name, section, result, elapsed) in done {
+            let transport = if section.url.is_some() {
+                "http"
+            } else {
+                "stdio"
+            };
+            let mut report = ServerReport {
+                server: name.clone(),
+                transport: transport.into(),
+                tools: Vec::new(),
+                error: None,
+                elapsed_us: elapsed.as_micros() as u64,
+            };
+            match result {
+                Ok((client, listed)) => {
+                    report.tools = listed.iter().map(|t| t.name.to_string()).collect();
+                    tools.servers.push(Arc::new(Server {
+                        name: name.clone(),
+                        section,
+                        root: root.to_path_buf(),
+                        tools: listed,
+                        client: tokio::sync::Mutex::new(Some(client)),
+                        restarts: AtomicU32::new(0),
+                    }));
+                }
+                Err(e) => report.error = Some(e.to_string()),
+            }
+            reports.push(report);
+        }
+        (tools, reports)
+    }
+
+    /// Starts the servers any agent of `agents` grants tools of.
+    pub async fn start_for(
+        config: &BTreeMap<String, McpServerSection>,
+        root: &Path,
+        agents: &crate::agent::AgentSet,
+    ) -> (Self, Vec<ServerReport>) {
+        let wanted = |server: &str| {
+            agents.iter().any(|a| {
+                a.tools
+                    .rules
+                    .iter()
+                    .any(|r| r.allow && names::mentions(&r.pattern, server))
+            })
+        };
+        Self::start(config, root, wanted).await
+    }
+
+    /// Names offered to `agent` (granted and not denied by `permission`), in server order.
+    pub fn offered(&self, agent: &Agent) -> Vec<String> {
+        self.granted(agent)
+            .map(|(s, t)| names::offered_name(&s.name, &t.name))
+            .collect()
+    }
+
+    /// The specs `agent` is offered.
+    pub fn specs_for(&self, agent: &Agent) -> Vec<ToolSpec> {
+        self.granted(agent)
+            .map(|(s, t)| ToolSpec {
+                name: names::offered_name(&s.name, &t.name),
+                description: t.description.as_deref().unwrap_or("").to_string(),
+                parameters: Value::Object((*t.input_schema).clone()),
+            })
+            .collect()
+    }
+
+    fn granted<'a>(&'a self, agent: &'a Agent) -> impl Iterator<Item = (&'a Server, &'a Tool)> {
+        self.servers.iter().flat_map(move |s| {
+            s.tools
+                .iter()
+                .filter(move |t| granted(agent, &s.name, &t.name))
+                .map(move |t| (s.as_ref(), t))
+        })
+    }
+
+    /// The (server, tool) a called name means, if it is one of this session's MCP tools.
+    pub fn resolve(&self, name: &str) -> Option<(String, String)> {
+        let servers: Vec<String> = self.servers.iter().map(|s| s.name.clone()).collect();
+        let (server, tool) = names::split(name, &servers)?;
+        let s = self.servers.iter().find(|s| s.name == server)?;
+        s.tools
+            .iter()
+            .any(|t| t.name == tool)
+            .then(|| (server, tool.to_string()))
+    }
+
+    /// Calls `tool` of `server` for `agent`: the grant is checked, a dead server is restarted
+    /// once per session. `Err` is the text of a tool error for the model.
+    pub async fn call(
+        &self,
+        agent: &Agent,
+        server: &str,
+        tool: &str,
+        args: &Value,
+    ) -> (Result<String, String>, CallRecord) {
+        let clock = Instant::now();
+        let mut record = CallRecord {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            is_error: true,
+            restarted: false,
+            elapsed_us: 0,
+        };
+        let result = match self.servers.iter().find(|s| s.name == server) {
+            None => Err(format!(
+                "MCP server `{server}` is not running in this session"
+            )),
+            Some(_) if !granted(agent, server, tool) => Err(format!(
+                "tool `{}` is not granted to agent `{}`",
+                names::offered_name(server, tool),
+                agent.name
+            )),
+            Some(s) => s.call(tool, args, &mut record.restarted).await,
+        };
+        record.is_error = result.is_err();
+        record.elapsed_us = clock.elapsed().as_micros() as u64;
+        (result, record)
+    }
+
+    /// Closes every connection (stdio servers are stopped).
+    pub async fn shutdown(&self) {
+        for s in &self.servers {
+            if let Some(client) = s.client.lock().await.take() {
+                let _ = client.cancel().await;
+            }
+        }
+    }
+}
+
+impl Server {
+    async fn call(&self, tool: &str, args: &Value, restarted: &mut bool) -> Result<String, String> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = match args {
+            Value::Object(map) => Some(map.clone()),
+            Value::Null => None,
+            other => return Err(format!("arguments must be a JSON object, got {other}")),
+        };
+        let limit = secs(self.section.call_timeout_secs, CALL_TIMEOUT);
+        loop {
+            let peer = {
+                let guard = self.client.lock().await;
+                guard
+                    .as_ref()
+                    .filter(|c| !c.is_transport_closed())
+                    .map(|c| c.peer().clone())
+            };
+            let outcome = match peer {
+                Some(peer) => {
+                    match tokio::time::timeout(limit, peer.call_tool(params.clone())).await {
+                        Ok(Ok(result)) => return render(result),
+                        // Only a lost connection is a dead server; an error answer is the tool's.
+                        Ok(Err(
+                            e @ (rmcp::ServiceError::TransportClosed
+                            | rmcp::ServiceError::TransportSend(_)),
+                        )) => e.to_string(),
+                        Ok(Err(e)) => return Err(format!("MCP server `{}`: {e}", self.name)),
+                        Err(_) => {
+                            return Err(format!(
+                                "MCP server `{}` did not answer `{tool}` within {} s",
+                                self.name,
+                                limit.as_secs_f64()
+                            ))
+                        }
+                    }
+                }
+                None => "the server is not running".to_string(),
+            };
+            // The call failed at the transport: restart the server once per session.
+            if self.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
+                return Err(format!(
+                    "MCP server `{}` failed: {outcome} (already restarted once this session)",
+                    self.name
+                ));
+            }
+            *restarted = true;
+            let fresh = tokio::time::timeout(
+                secs(self.section.startup_timeout_secs, STARTUP_TIMEOUT),
+                connect(&self.name, &self.section, &self.root),
+            )
+            .await;
+            let mut guard = self.client.lock().await;
+            match fresh {
+                Ok(Ok(client)) => *guard = Some(client),
+                Ok(Err(e)) => {
+                    *guard = None;
+                    return Err(format!(
+                        "MCP server `{}` failed ({outcome}) and could not be restarted: {e}",
+                        self.name
+                    ));
+                }
+                Err(_) => {
+                    *guard = None;
+                    return Err(format!(
+                        "MCP server `{}` failed ({outcome}) and did not restart in time",
+                        self.name
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `agent` may call `tool` of `server`: its `tools:` name the tool (see
+/// [`crate::agent::ToolGrants::allows_mcp`]) and `permission:` does not deny either spelling.
+pub fn granted(agent: &Agent, server: &str, tool: &str) -> bool {
+    let denied = [
+        names::offered_name(server, tool),
+        format!("mcp__{server}__{tool}"),
+    ]
+    .iter()
+    .any(|n| {
+        matches!(
+            agent.permission.0.get(n),
+            Some(PermissionRule::Action(Action::Deny | Action::Ask))
+        )
+    });
+    !denied && agent.tools.allows_mcp(server, tool)
+}
+
+/// A tool result as text for the model: text blocks joined, other content named; a result the
+/// server marks as an error is a tool error.
+fn render(result: CallToolResult) -> Result<String, String> {
+    let mut parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => {
+                format!("[image {}, {} base64 bytes]", i.mime_type, i.data.len())
+            }
+            ContentBlock::Audio(a) => {
+                format!("[audio {}, {} base64 bytes]", a.mime_type, a.data.len())
+            }
+            other => serde_json::to_string(other).unwrap_or_default(),
+        })
+        .collect();
+    if parts.is_empty() {
+        if let Some(v) = &result.structured_content {
+            parts.push(v.to_string());
+        }
+    }
+    let text = parts.join("\n");
+    if result.is_error == Some(true) {
+        Err(text)
+    } else {
+        Ok(text)
+    }
+}

@@ -1,0 +1,220 @@
+//! The MCP server side: `switchboard mcp` serves agents as MCP tools.
+//!
+//! Each tool is one agent; a call runs it as the root hop of a new session (subagents too, see
+//! [`Session::for_agent`]) on its configured model, with its contract enforced by the runtime's
+//! gate, and answers with the agent's answer plus the session id and conformance status, so the
+//! calling tool can `switchboard trace` the session.
+
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::ErrorData as McpError;
+
+use crate::agent::AgentSet;
+use crate::config::Config;
+use crate::model::Registry;
+use crate::project::Project;
+use crate::runtime::{RunOptions, Session, SessionStatus};
+
+/// The agents one `switchboard mcp` process serves.
+pub struct AgentServer {
+    project: Project,
+    agents: Arc<AgentSet>,
+    config: Config,
+    models: Arc<Registry>,
+    options: RunOptions,
+    /// Agent names served, in order.
+    served: Vec<String>,
+}
+
+/// A name `--agent` asked for that the project does not define.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown agent `{0}`; `switchboard agents` lists the agents this project defines")]
+pub struct UnknownAgent(pub String);
+
+/// The MCP tool name of an agent: MCP names allow letters, digits, `_`, `-` and `.`, so the `/`
+/// of nested agents (`team/lead`) becomes `.`.
+pub fn tool_name(agent: &str) -> String {
+    agent
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}
+
+impl AgentServer {
+    /// Serves `only` (every agent when empty).
+    pub fn new(
+        project: Project,
+        agents: Arc<AgentSet>,
+        config: Config,
+        models: Arc<Registry>,
+        options: RunOptions,
+        only: &[String],
+    ) -> Result<Self, UnknownAgent> {
+        let served = if only.is_empty() {
+            agents.iter().map(|a| a.name.clone()).collect()
+        } else {
+            for name in only {
+                if agents.get(name).is_none() {
+                    return Err(UnknownAgent(name.clone()));
+                }
+            }
+            only.to_vec()
+        };
+        Ok(AgentServer {
+            project,
+            agents,
+            config,
+            models,
+            options,
+            served,
+        })
+    }
+
+    /// The tools this server lists.
+    pub fn tools(&self) -> Vec<Tool> {
+        let schema = json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string", "description": "the task for the agent"}},
+            "required": ["prompt"]
+        });
+        let Value::Object(schema) = schema else {
+            return Vec::new();
+        };
+        let schema = Arc::new(schema);
+        self.served
+            .iter()
+            .filter_map(|name| self.agents.get(name))
+            .map(|a| {
+                let mut description = a.description.clone();
+                if let Some(c) = &a.contract {
+                    description.push_str(&format!(
+                        " (answers are checked against the `{}` contract)",
+                        c.name
+                    ));
+                }
+                Tool::new(tool_name(&a.name), description, schema.clone())
+            })
+            .collect()
+    }
+
+    /// Runs the agent behind tool `tool` on `prompt`; the result's structured content carries
+    /// `session_id`, `status`, `conformant`, `error` and `answer`.
+    pub async fn run_tool(&self, tool: &str, prompt: &str) -> Result<CallToolResult, McpError> {
+        let Some(agent) = self.served.iter().find(|a| tool_name(a) == tool) else {
+            return Err(McpError::invalid_params(
+                format!("unknown tool `{tool}`"),
+                None,
+            ));
+        };
+        let has_contract = self.agents.get(agent).is_some_and(|a| a.contract.is_some());
+        let session = Session::for_agent(
+            self.project.clone(),
+            self.agents.clone(),
+            self.config.clone(),
+            self.models.clone(),
+            self.options.clone(),
+            agent,
+            prompt,
+        )
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let outcome = session.run().await;
+        let conformant = match outcome.status {
+            SessionStatus::NonConformant => Some(false),
+            SessionStatus::Completed if has_contract => Some(true),
+            _ => None,
+        };
+        let summary = json!({
+            "session_id": outcome.session_id,
+            "correlation_id": outcome.correlation_id,
+            "agent": agent,
+            "status": outcome.status.as_str(),
+            "conformant": conformant,
+            "error": outcome.error,
+            "answer": outcome.answer,
+        });
+        let header = format!(
+            "session {} · {} · {}",
+            outcome.session_id,
+            outcome.status.as_str(),
+            match conformant {
+                Some(true) => "conformant",
+                Some(false) => "non-conformant",
+                None => "no contract checked",
+            }
+        );
+        let mut text = format!("{header}\n\n{}", outcome.answer);
+        if let Some(e) = &outcome.error {
+            text.push_str(&format!("\n\nerror: {e}"));
+        }
+        let mut result = if matches!(
+            outcome.status,
+            SessionStatus::Failed | SessionStatus::Interrupted
+        ) {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = Some(summary);
+        Ok(result)
+    }
+}
+
+impl rmcp::ServerHandler for AgentServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = Implementation::from_build_env();
+        info.name = "switchboard".into();
+        info.version = env!("CARGO_PKG_VERSION").into();
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(info)
+            .with_instructions(
+                "Each tool runs one switchboard agent on `prompt`; the answer says the session id \
+                 and whether it conformed to the agent's contract.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args: Map<String, Value> = request.arguments.unwrap_or_default();
+        let Some(prompt) = args.get("prompt").and_then(Value::as_str) else {
+            return Err(McpError::invalid_params(
+                "missing string argument `prompt`",
+                None,
+            ));
+        };
+        self.run_tool(&request.name, prompt).await.map(Into::into)
+    }
+}
+
+/// Serves `server` on stdin/stdout until the client closes the stream.
+pub async fn serve_stdio(server: AgentServer) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| e.to_string())?;
+    running.waiting().await.map_err(|e| e.to_string())?;
+    Ok(())
+}

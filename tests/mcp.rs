@@ -1,0 +1,441 @@
+//! MCP both ways, against real third-party programs installed by `scripts/fetch-test-deps.sh`:
+//! the reference server `@modelcontextprotocol/server-everything` (npm) over stdio and over
+//! streamable HTTP on 127.0.0.1, a server written with the Python SDK that dies mid-call, and the
+//! Python SDK's client driving `switchboard mcp`. Missing dependencies fail the tests (they are
+//! not skipped), naming the script.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::mcp::{CallRecord, ServerReport};
+use switchboard::model::scripted::ScriptedModel;
+use switchboard::model::{Model, ProviderContext, Registry};
+use switchboard::project::Project;
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{Event, EventKind, RunOptions, Session};
+
+fn cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache")
+}
+
+/// The installed reference server, or a failure that says how to install it.
+fn everything() -> PathBuf {
+    let bin = cache().join("npm/node_modules/.bin/mcp-server-everything");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/fetch-test-deps.sh (CI's .ci/run does) before cargo test",
+        bin.display()
+    );
+    bin
+}
+
+/// The venv's Python with the `mcp` SDK, or a failure that says how to install it.
+fn python() -> PathBuf {
+    let bin = cache().join("venv/bin/python");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/fetch-test-deps.sh (CI's .ci/run does) before cargo test",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs agent `lead` (granted `tools`) with `[mcp.*]` config `toml`, on a script of tool calls.
+async fn run_lead(
+    tools: &str,
+    toml: &str,
+    calls: &[(&str, &str)],
+) -> (tempfile::TempDir, Vec<Event>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        format!("---\ndescription: uses MCP tools\nmode: primary\ntools: {tools}\n---\nWork.\n"),
+    )
+    .unwrap();
+    let config = Config::parse(toml, "switchboard.toml").unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    let mut script = String::from("agents:\n  lead:\n    - turns:\n");
+    for (name, args) in calls {
+        script.push_str(&format!(
+            "        - tool_calls:\n            - name: {name}\n              arguments: {args}\n"
+        ));
+    }
+    script.push_str("        - content: done\n");
+    let registry = Registry::with_builtins(ProviderContext::default());
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(&script).unwrap());
+    registry.insert("scripted/test", model);
+    let options = RunOptions {
+        model: Some("scripted/test".into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project,
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        "lead",
+        "x",
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    assert_eq!(outcome.answer, "done", "{outcome:?}");
+    (dir, read_log(&outcome.events).unwrap())
+}
+
+fn servers(events: &[Event]) -> Vec<&ServerReport> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::McpServer(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn calls(events: &[Event]) -> Vec<&CallRecord> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::McpCall(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn results(events: &[Event]) -> Vec<(bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                is_error, output, ..
+            } => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn offered_tools(events: &[Event]) -> Option<usize> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::ModelRequest { tools, .. } => Some(*tools),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn reference_server_over_stdio_gives_granted_tools_only() {
+    let toml = format!(
+        "[mcp.every]\ncommand = \"{}\"\nargs = [\"stdio\"]\nstartup_timeout_secs = 30\n",
+        everything().display()
+    );
+    let (_dir, events) = run_lead(
+        "[read, every_echo, mcp__every__get-sum]",
+        &toml,
+        &[
+            ("every_echo", "{message: hello}"),
+            ("mcp__every__get-sum", "{a: 2, b: 40}"),
+            ("every_get-env", "{}"),
+            ("mcp__every__get-sum", "{a: nope}"),
+            ("every_echo", "{message: again}"),
+        ],
+    )
+    .await;
+    let started = servers(&events);
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].error, None, "{started:?}");
+    assert!(started[0].tools.iter().any(|t| t == "echo"), "{started:?}");
+    // read + echo + get-sum, though the server lists many more tools.
+    assert_eq!(offered_tools(&events), Some(3));
+    let c = calls(&events);
+    assert_eq!(c.len(), 5, "{c:?}");
+    assert!(c[..2]
+        .iter()
+        .all(|c| !c.is_error && !c.restarted && c.server == "every"));
+    let r = results(&events);
+    assert!(!r[0].0 && r[0].1.contains("hello"), "{r:?}");
+    assert!(!r[1].0 && r[1].1.contains("42"), "{r:?}");
+    // Listed by the server but not granted: refused, and the model is told why.
+    assert!(c[2].is_error);
+    assert!(
+        r[2].0 && r[2].1.contains("not granted to agent `lead`"),
+        "{r:?}"
+    );
+    // Bad arguments are the tool's error, not a dead server: no restart, the next call works.
+    assert!(c[3].is_error && !c[3].restarted, "{c:?}");
+    assert!(r[3].0, "{r:?}");
+    assert!(
+        !c[4].is_error && !c[4].restarted && r[4].1.contains("again"),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn reference_server_over_streamable_http() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = tokio::process::Command::new(everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Wait until it listens.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let toml = format!("[mcp.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let (_dir, events) = run_lead("[web_*]", &toml, &[("web_echo", "{message: over-http}")]).await;
+    let started = servers(&events);
+    assert_eq!(started[0].transport, "http");
+    assert_eq!(started[0].error, None, "{started:?}");
+    let c = calls(&events);
+    assert_eq!(c.len(), 1);
+    assert!(!c[0].is_error);
+    let r = results(&events);
+    assert!(!r[0].0 && r[0].1.contains("over-http"), "{r:?}");
+    let _ = child.kill().await;
+}
+
+#[tokio::test]
+async fn a_server_that_fails_to_start_or_hangs_costs_a_warning_not_the_session() {
+    let toml = "[mcp.gone]\ncommand = \"/nonexistent/mcp-server\"\n\
+                [mcp.slow]\ncommand = \"sleep\"\nargs = [\"30\"]\nstartup_timeout_secs = 1\n";
+    let clock = std::time::Instant::now();
+    let (_dir, events) = run_lead("[read, gone_*, slow_*]", toml, &[("gone_x", "{}")]).await;
+    assert!(clock.elapsed() < std::time::Duration::from_secs(20));
+    let s = servers(&events);
+    assert_eq!(s.len(), 2);
+    let gone = s.iter().find(|r| r.server == "gone").unwrap();
+    assert!(
+        gone.error.as_deref().unwrap().contains("cannot start"),
+        "{gone:?}"
+    );
+    let slow = s.iter().find(|r| r.server == "slow").unwrap();
+    assert!(
+        slow.error
+            .as_deref()
+            .unwrap()
+            .contains("no answer within 1 s"),
+        "{slow:?}"
+    );
+    assert_eq!(offered_tools(&events), Some(1));
+    let r = results(&events);
+    assert!(
+        r[0].0,
+        "a call of a missing server's tool is a tool error: {r:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_is_restarted_once() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/flaky_server.py");
+    let toml = format!(
+        "[mcp.flaky]\ncommand = \"{}\"\nargs = [\"{}\"]\nstartup_timeout_secs = 30\n\
+         call_timeout_secs = 2\n",
+        python().display(),
+        script.display()
+    );
+    let (_dir, events) = run_lead(
+        "[flaky_*]",
+        &toml,
+        &[
+            ("flaky_slow", "{}"),
+            ("flaky_reject", "{}"),
+            ("flaky_flaky", "{}"),
+            ("flaky_die", "{}"),
+            ("flaky_flaky", "{}"),
+        ],
+    )
+    .await;
+    let c = calls(&events);
+    let r = results(&events);
+    assert_eq!(c.len(), 5, "{c:?}");
+    // A call that hangs: a tool error after `call_timeout_secs`, no restart.
+    assert!(c[0].is_error && !c[0].restarted, "{c:?}");
+    assert!(r[0].1.contains("did not answer `slow` within 2 s"), "{r:?}");
+    // An error answer is the tool's error, not a dead server: no restart is spent on it.
+    assert!(c[1].is_error && !c[1].restarted, "{c:?}");
+    assert!(r[1].1.contains("rejected on purpose"), "{r:?}");
+    // The server died, was restarted, and answered.
+    assert!(c[2].restarted && !c[2].is_error, "{c:?}");
+    assert!(r[2].1.contains("alive after restart"), "{r:?}");
+    // It died again; no second restart.
+    assert!(!c[3].restarted && c[3].is_error, "{c:?}");
+    assert!(r[3].1.contains("already restarted once"), "{r:?}");
+    // The server stays down for the rest of the session, and the session goes on.
+    assert!(r[4].0, "{r:?}");
+}
+
+/// A temp project with one subagent, `echoer`, and a scripted answer for it.
+fn served_project() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/echoer.md"),
+        "---\ndescription: answers in one line\nmode: subagent\ntools: [read]\n---\nAnswer.\n",
+    )
+    .unwrap();
+    // `strict` owes an envelope and never gives one: the runtime's gate must say so.
+    std::fs::write(
+        dir.path().join("agent/strict.md"),
+        "---\ndescription: owes an envelope\nmode: subagent\ntools: [read]\ncontract:\n  \
+         extends: envelope\n  message_types: [STRICT_RESPONSE]\n  message_id_prefix: strict\n  \
+         on_violation: mark\n---\nAnswer in the envelope.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.yaml"),
+        "agents:\n  echoer:\n    - turns:\n        - content: echoer was here\n  \
+         strict:\n    - turns:\n        - content: no envelope\n        - content: still none\n        \
+         - content: none again\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        "[model]\ndefault = \"scripted/script.yaml\"\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap().to_string();
+    (dir, root)
+}
+
+#[tokio::test]
+async fn switchboard_mcp_serves_a_subagent_to_rmcps_client() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+    let (dir, root) = served_project();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    cmd.args(["--root", &root, "mcp", "--agent", "echoer,strict"]);
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(
+        tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(),
+        vec!["echoer", "strict"]
+    );
+    let mut params = CallToolRequestParams::new("echoer");
+    params.arguments = serde_json::json!({"prompt": "say hi"}).as_object().cloned();
+    let result = client.call_tool(params).await.unwrap();
+    let s = result.structured_content.clone().unwrap();
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["answer"], "echoer was here");
+    let session = s["session_id"].as_str().unwrap();
+    assert!(dir
+        .path()
+        .join(".switchboard/sessions")
+        .join(session)
+        .join("events.jsonl")
+        .exists());
+    let text = result.content[0].as_text().unwrap().text.clone();
+    assert!(
+        text.contains(session) && text.contains("echoer was here"),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn switchboard_mcp_serves_the_python_sdks_client() {
+    let (_dir, root) = served_project();
+    let out = std::process::Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py"))
+        .args([env!("CARGO_BIN_EXE_switchboard"), &root, "echoer", "say hi"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tools"], serde_json::json!(["echoer"]));
+    assert_eq!(v["is_error"], false);
+    assert_eq!(v["structured"]["status"], "completed");
+    assert!(
+        v["text"].as_str().unwrap().contains("echoer was here"),
+        "{v}"
+    );
+}
+
+#[test]
+fn lint_counts_a_configured_servers_tools_as_provided() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        "---\ndescription: d\nmode: primary\ntools: [read, fs_read_file, mcp__git__log]\n---\nWork.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        "[mcp.fs]\ncommand = \"x\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "--root",
+            dir.path().to_str().unwrap(),
+            "lint",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mcp__git__log"), "{text}");
+    assert!(text.contains("[mcp.git]"), "{text}");
+    assert!(!text.contains("grants `fs_read_file`"), "{text}");
+    assert!(!text.contains("agent/unknown-tool"), "{text}");
+}
+
+/// `agents --tools` starts the configured servers and lists the MCP tools each agent is offered;
+/// plain `agents --json` starts nothing.
+#[test]
+fn agents_tools_lists_offered_mcp_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        "---\ndescription: d\nmode: primary\ntools: [read, every_echo]\n---\nWork.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("switchboard.toml"),
+        format!(
+            "[mcp.every]\ncommand = \"{}\"\nargs = [\"stdio\"]\nstartup_timeout_secs = 30\n",
+            everything().display()
+        ),
+    )
+    .unwrap();
+    let agents = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["--root", dir.path().to_str().unwrap(), "agents", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["agents"][0]["offered_tools"].clone()
+    };
+    assert_eq!(agents(&[]), serde_json::json!(["read"]));
+    assert_eq!(
+        agents(&["--tools"]),
+        serde_json::json!(["read", "every_echo"])
+    );
+}
