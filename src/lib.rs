@@ -14,5 +14,6 @@ pub mod problem;
 pub mod project;
 pub mod report;
 pub mod runtime;
+pub mod serve;
 pub mod telemetry;
 pub mod tools;

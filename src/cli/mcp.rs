@@ -4,8 +4,8 @@
 use miette::IntoDiagnostic;
 
 use super::Code;
-use crate::mcp::serve::{serve_stdio, AgentServer};
 use crate::runtime::RunOptions;
+use crate::serve::{serve_stdio, AgentServer};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

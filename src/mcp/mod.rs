@@ -2,13 +2,13 @@
 //!
 //! - [`client`]: tools from the MCP servers `switchboard.toml` names (`[mcp.NAME]`), started at
 //!   session start, offered to agents that grant them as `NAME_tool` (or `mcp__NAME__tool`).
-//! - [`serve`]: `switchboard mcp` serves agents as MCP tools over stdio, each call one session.
+//! - The server side, `switchboard mcp`, is [`crate::serve`]: it runs sessions, so it lives above
+//!   the runtime, which uses this module.
 //! - [`names`]: the two spellings of an MCP tool's name, shared by grants, lint and the runtime.
 //!
 //! docs/mcp.md is the user's page; thoughts/shared/decisions/2026-11-23-mcp-both-ways.md says why.
 
 pub mod client;
 pub mod names;
-pub mod serve;
 
 pub use client::{CallRecord, McpTools, ServerReport};

@@ -211,3 +211,8 @@ pub mod scripted;
 
 pub use registry::{ProviderContext, ProviderFactory, Registry, RegistryError};
 pub use scripted::ScriptedModel;
+
+/// Separates a primary's task from the clarifying question it asked and the user's answer, which
+/// `switchboard resume --answer` appends (the offline analyst reads the task up to it). Defined
+/// here, not in the runtime, because providers read it and must not depend on the runtime.
+pub const ANSWER_MARK: &str = "\n\n---\nYou asked the user: ";

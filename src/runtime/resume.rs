@@ -215,5 +215,4 @@ pub fn answered_prompt(task: &str, question: &str, answer: &str) -> String {
     )
 }
 
-/// Separates a task from the clarifying question and answer appended to it.
-pub const ANSWER_MARK: &str = "\n\n---\nYou asked the user: ";
+pub use crate::model::ANSWER_MARK;

@@ -6,8 +6,8 @@
 
 use super::Turn;
 use crate::contract::{ContractFormat, SchemaSource};
+use crate::model::ANSWER_MARK;
 use crate::model::{ModelRequest, Role as MsgRole};
-use crate::runtime::resume::ANSWER_MARK;
 use serde_json::{json, Value};
 
 /// Whether `request` owes a plan this role can write.

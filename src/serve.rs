@@ -1,5 +1,8 @@
 //! The MCP server side: `switchboard mcp` serves agents as MCP tools.
 //!
+//! A module of its own, beside `mcp` (the client side, which the runtime uses): serving runs
+//! sessions, so it sits above `runtime`, while `mcp` sits below it.
+//!
 //! Each tool is one agent; a call runs it as the root hop of a new session (subagents too, see
 //! [`Session::for_agent`]) on its configured model, with its contract enforced by the runtime's
 //! gate, and answers with the agent's answer plus the session id and conformance status, so the
