@@ -75,27 +75,10 @@ impl Session {
         agent: &str,
         prompt: &str,
     ) -> Result<Self, RuntimeError> {
-        let a = agents
-            .get(agent)
-            .ok_or_else(|| RuntimeError::UnknownAgent(agent.to_string()))?;
-        if !a.mode.can_be_primary() {
+        if agents.get(agent).is_some_and(|a| !a.mode.can_be_primary()) {
             return Err(RuntimeError::NotPrimary(agent.to_string()));
         }
-        let session_id = new_id();
-        let correlation_id = options.correlation_id.clone().unwrap_or_else(new_id);
-        Self::build(
-            project,
-            agents,
-            config,
-            models,
-            options,
-            agent,
-            prompt,
-            session_id,
-            correlation_id,
-            new_id(),
-            None,
-        )
+        Self::for_agent(project, agents, config, models, options, agent, prompt)
     }
 
     /// Prepares a session whose root is `agent` whatever its mode: a subagent runs as the root

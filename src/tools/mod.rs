@@ -278,12 +278,7 @@ pub(crate) fn resolve(
     tool: &str,
     name: &str,
 ) -> Result<std::path::PathBuf, ToolError> {
-    let path = ctx
-        .project
-        .resolve(name)
-        .map_err(|e| refused(tool, name, e))?;
-    open_to_tools(ctx.project, tool, name, &path)?;
-    Ok(path)
+    resolve_with(ctx, tool, name, Project::resolve)
 }
 
 /// Resolves a path about to be written (it may not exist yet), under the same policy as
@@ -293,10 +288,17 @@ pub(crate) fn resolve_new(
     tool: &str,
     name: &str,
 ) -> Result<std::path::PathBuf, ToolError> {
-    let path = ctx
-        .project
-        .resolve_new(name)
-        .map_err(|e| refused(tool, name, e))?;
+    resolve_with(ctx, tool, name, Project::resolve_new)
+}
+
+/// The policy both share: the project's resolution, then the folders tools never touch.
+fn resolve_with(
+    ctx: ToolContext<'_>,
+    tool: &str,
+    name: &str,
+    how: fn(&Project, &str) -> Result<std::path::PathBuf, crate::project::PathError>,
+) -> Result<std::path::PathBuf, ToolError> {
+    let path = how(ctx.project, name).map_err(|e| refused(tool, name, e))?;
     open_to_tools(ctx.project, tool, name, &path)?;
     Ok(path)
 }
