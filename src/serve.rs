@@ -211,13 +211,25 @@ impl rmcp::ServerHandler for AgentServer {
     }
 }
 
+/// The MCP connection on stdin/stdout failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("could not start serving on stdio: {0}")]
+    Start(String),
+    #[error("the connection ended with an error: {0}")]
+    Ended(String),
+}
+
 /// Serves `server` on stdin/stdout until the client closes the stream.
-pub async fn serve_stdio(server: AgentServer) -> Result<(), String> {
+pub async fn serve_stdio(server: AgentServer) -> Result<(), ServeError> {
     use rmcp::ServiceExt;
     let running = server
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| e.to_string())?;
-    running.waiting().await.map_err(|e| e.to_string())?;
+        .map_err(|e| ServeError::Start(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Ended(e.to_string()))?;
     Ok(())
 }

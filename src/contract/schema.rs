@@ -86,6 +86,8 @@ pub enum SchemaError {
     File { path: String, reason: String },
     #[error("invalid JSON Schema: {0}")]
     Invalid(String),
+    #[error("fallback template `{template}`: {reason}")]
+    Fallback { template: String, reason: String },
 }
 
 /// A compiled validator, shared by every clone of the contract that owns it.
@@ -148,7 +150,7 @@ impl JsonContract {
     }
 
     /// The fallback with its strings rendered against `vars` (e.g. `task`, `agent`).
-    pub fn render_fallback(&self, vars: &Value) -> Result<Option<Value>, String> {
+    pub fn render_fallback(&self, vars: &Value) -> Result<Option<Value>, SchemaError> {
         let Some(template) = &self.fallback else {
             return Ok(None);
         };
@@ -157,11 +159,18 @@ impl JsonContract {
     }
 }
 
-fn render_strings(v: &Value, env: &minijinja::Environment, vars: &Value) -> Result<Value, String> {
+fn render_strings(
+    v: &Value,
+    env: &minijinja::Environment,
+    vars: &Value,
+) -> Result<Value, SchemaError> {
     Ok(match v {
         Value::String(s) if s.contains("{{") || s.contains("{%") => Value::String(
             env.render_str(s, minijinja::value::Serde(vars))
-                .map_err(|e| format!("fallback template `{s}`: {e}"))?,
+                .map_err(|e| SchemaError::Fallback {
+                    template: s.clone(),
+                    reason: e.to_string(),
+                })?,
         ),
         Value::Array(items) => Value::Array(
             items
@@ -172,7 +181,7 @@ fn render_strings(v: &Value, env: &minijinja::Environment, vars: &Value) -> Resu
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, i)| Ok((k.clone(), render_strings(i, env, vars)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, SchemaError>>()?,
         ),
         other => other.clone(),
     })

@@ -53,7 +53,7 @@ pub fn check(project: &Project, set: &AgentSet, out: &mut Vec<Problem>) {
         if json.fallback.is_some() {
             let vars = serde_json::json!({"agent": agent.name, "task": ""});
             let problem = match json.render_fallback(&vars) {
-                Err(e) => Some(e),
+                Err(e) => Some(e.to_string()),
                 Ok(None) => None,
                 Ok(Some(v)) => {
                     let text = serde_json::to_string_pretty(&v).unwrap_or_default();

@@ -255,7 +255,7 @@ impl McpTools {
         server: &str,
         tool: &str,
         args: &Value,
-    ) -> (Result<String, String>, CallRecord) {
+    ) -> (Result<String, CallError>, CallRecord) {
         let clock = Instant::now();
         let mut record = CallRecord {
             server: server.to_string(),
@@ -265,14 +265,14 @@ impl McpTools {
             elapsed_us: 0,
         };
         let result = match self.servers.iter().find(|s| s.name == server) {
-            None => Err(format!(
+            None => Err(CallError(format!(
                 "MCP server `{server}` is not running in this session"
-            )),
-            Some(_) if !granted(agent, server, tool) => Err(format!(
+            ))),
+            Some(_) if !granted(agent, server, tool) => Err(CallError(format!(
                 "tool `{}` is not granted to agent `{}`",
                 names::offered_name(server, tool),
                 agent.name
-            )),
+            ))),
             Some(s) => s.call(tool, args, &mut record.restarted).await,
         };
         record.is_error = result.is_err();
@@ -290,13 +290,27 @@ impl McpTools {
     }
 }
 
+/// Why an MCP tool call gave no result; its text is the tool error the model reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CallError(pub String);
+
 impl Server {
-    async fn call(&self, tool: &str, args: &Value, restarted: &mut bool) -> Result<String, String> {
+    async fn call(
+        &self,
+        tool: &str,
+        args: &Value,
+        restarted: &mut bool,
+    ) -> Result<String, CallError> {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match args {
             Value::Object(map) => Some(map.clone()),
             Value::Null => None,
-            other => return Err(format!("arguments must be a JSON object, got {other}")),
+            other => {
+                return Err(CallError(format!(
+                    "arguments must be a JSON object, got {other}"
+                )))
+            }
         };
         let limit = secs(self.section.call_timeout_secs, CALL_TIMEOUT);
         loop {
@@ -316,13 +330,15 @@ impl Server {
                             e @ (rmcp::ServiceError::TransportClosed
                             | rmcp::ServiceError::TransportSend(_)),
                         )) => e.to_string(),
-                        Ok(Err(e)) => return Err(format!("MCP server `{}`: {e}", self.name)),
+                        Ok(Err(e)) => {
+                            return Err(CallError(format!("MCP server `{}`: {e}", self.name)))
+                        }
                         Err(_) => {
-                            return Err(format!(
+                            return Err(CallError(format!(
                                 "MCP server `{}` did not answer `{tool}` within {} s",
                                 self.name,
                                 limit.as_secs_f64()
-                            ))
+                            )))
                         }
                     }
                 }
@@ -330,10 +346,10 @@ impl Server {
             };
             // The call failed at the transport: restart the server once per session.
             if self.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
-                return Err(format!(
+                return Err(CallError(format!(
                     "MCP server `{}` failed: {outcome} (already restarted once this session)",
                     self.name
-                ));
+                )));
             }
             *restarted = true;
             let fresh = tokio::time::timeout(
@@ -346,17 +362,17 @@ impl Server {
                 Ok(Ok(client)) => *guard = Some(client),
                 Ok(Err(e)) => {
                     *guard = None;
-                    return Err(format!(
+                    return Err(CallError(format!(
                         "MCP server `{}` failed ({outcome}) and could not be restarted: {e}",
                         self.name
-                    ));
+                    )));
                 }
                 Err(_) => {
                     *guard = None;
-                    return Err(format!(
+                    return Err(CallError(format!(
                         "MCP server `{}` failed ({outcome}) and did not restart in time",
                         self.name
-                    ));
+                    )));
                 }
             }
         }
@@ -382,7 +398,7 @@ pub fn granted(agent: &Agent, server: &str, tool: &str) -> bool {
 
 /// A tool result as text for the model: text blocks joined, other content named; a result the
 /// server marks as an error is a tool error.
-fn render(result: CallToolResult) -> Result<String, String> {
+fn render(result: CallToolResult) -> Result<String, CallError> {
     let mut parts: Vec<String> = result
         .content
         .iter()
@@ -404,7 +420,7 @@ fn render(result: CallToolResult) -> Result<String, String> {
     }
     let text = parts.join("\n");
     if result.is_error == Some(true) {
-        Err(text)
+        Err(CallError(text))
     } else {
         Ok(text)
     }

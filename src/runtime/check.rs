@@ -231,22 +231,34 @@ impl Gate<'_> {
     }
 
     /// The contract's fallback, rendered and checked against the contract itself.
-    fn fallback(&self, contract: &Contract) -> Result<String, String> {
-        let json = contract
-            .json
-            .as_ref()
-            .ok_or("the contract is not a JSON contract")?;
+    fn fallback(&self, contract: &Contract) -> Result<String, FallbackError> {
+        let json = contract.json.as_ref().ok_or(FallbackError::NotJson)?;
         let value = json
             .render_fallback(&self.vars)?
-            .ok_or("the contract declares no `fallback`")?;
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+            .ok_or(FallbackError::Undeclared)?;
+        let text = serde_json::to_string_pretty(&value).map_err(FallbackError::Encode)?;
         let check = contract::check_json_detailed(&text, contract, self.project);
         if !check.report.is_conformant() {
             let problems: Vec<String> = check.report.errors().map(|v| v.message.clone()).collect();
-            return Err(format!("it violates the contract: {}", problems.join("; ")));
+            return Err(FallbackError::Violates(problems.join("; ")));
         }
         Ok(text)
     }
+}
+
+/// Why a contract's declared fallback cannot be handed up.
+#[derive(Debug, thiserror::Error)]
+enum FallbackError {
+    #[error("the contract is not a JSON contract")]
+    NotJson,
+    #[error("the contract declares no `fallback`")]
+    Undeclared,
+    #[error(transparent)]
+    Render(#[from] contract::SchemaError),
+    #[error("it cannot be written as JSON: {0}")]
+    Encode(serde_json::Error),
+    #[error("it violates the contract: {0}")]
+    Violates(String),
 }
 
 fn outcome_of(report: &contract::Report) -> CheckOutcome {
