@@ -74,6 +74,15 @@ impl Permission {
         }
     }
 
+    /// Whether `permission:` refuses `tool` outright (a single `deny`, or `ask`, which an
+    /// unattended run cannot answer). Per-subject patterns are decided per call by [`Self::action`].
+    pub fn refuses_tool(&self, tool: &str) -> bool {
+        matches!(
+            self.0.get(tool),
+            Some(PermissionRule::Action(Action::Deny | Action::Ask))
+        )
+    }
+
     /// Whether this agent may delegate to `target`.
     pub fn task(&self, target: &str) -> Action {
         self.action("task", target)

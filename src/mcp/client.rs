@@ -17,8 +17,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 
 use super::names;
-use crate::agent::permission::PermissionRule;
-use crate::agent::{Action, Agent};
+use crate::agent::Agent;
 use crate::config::McpServerSection;
 use crate::model::ToolSpec;
 
@@ -387,12 +386,7 @@ pub fn granted(agent: &Agent, server: &str, tool: &str) -> bool {
         format!("mcp__{server}__{tool}"),
     ]
     .iter()
-    .any(|n| {
-        matches!(
-            agent.permission.0.get(n),
-            Some(PermissionRule::Action(Action::Deny | Action::Ask))
-        )
-    });
+    .any(|n| agent.permission.refuses_tool(n));
     !denied && agent.tools.allows_mcp(server, tool)
 }
 

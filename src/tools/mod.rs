@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use crate::agent::{Action, Agent};
+use crate::agent::Agent;
 use crate::model::ToolSpec;
 use crate::project::Project;
 pub use crate::project::{hidden_dir, HIDDEN_DIRS};
@@ -204,13 +204,7 @@ pub fn check_grant(agent: &Agent, tool: &str) -> Result<(), ToolError> {
     if spec(tool).is_none() {
         return Err(ToolError::Unknown(tool.to_string()));
     }
-    let denied = matches!(
-        agent.permission.0.get(tool),
-        Some(crate::agent::permission::PermissionRule::Action(
-            Action::Deny | Action::Ask
-        ))
-    );
-    if !agent.tools.allows(tool) || denied {
+    if !agent.tools.allows(tool) || agent.permission.refuses_tool(tool) {
         return Err(ToolError::NotGranted {
             tool: tool.to_string(),
             agent: agent.name.clone(),
