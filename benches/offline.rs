@@ -18,7 +18,7 @@ use switchboard::project::Project;
 use switchboard::runtime::RunOptions;
 use switchboard::tools::{self, ToolContext};
 
-/// The generated corpus, shared with `tests/offline_quality.rs` (the bench reads the planted
+/// The generated corpus, shared with `tests/it/offline_quality.rs` (the bench reads the planted
 /// question, not its path).
 #[path = "../tests/support/synth.rs"]
 #[allow(dead_code)]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs headless Chromium (Debian package `chromium`) and a font for the trace page test
-# (tests/trace_page.rs). A no-op when `chromium` is already on PATH. Needs root or sudo for apt.
+# (tests/it/trace_page.rs). A no-op when `chromium` is already on PATH. Needs root or sudo for apt.
 set -euo pipefail
 
 if command -v chromium >/dev/null 2>&1; then

@@ -1,5 +1,4 @@
-//! File-system helpers the integration tests share (included with `#[path]`, so a test that does
-//! not speak to the mock server does not build it).
+//! File-system helpers the integration tests share.
 
 use std::path::Path;
 

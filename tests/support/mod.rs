@@ -1,1 +1,7 @@
+//! Helpers shared by the integration tests in `tests/it/` (the benches include single files
+//! of this folder with `#[path]`).
+
+pub mod fs;
 pub mod mock;
+pub mod scripted;
+pub mod synth;

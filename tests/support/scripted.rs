@@ -10,8 +10,7 @@ use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{Event, RunOptions, Session, SessionOutcome};
 
-#[path = "fs.rs"]
-mod fs;
+use super::fs;
 
 pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
 

@@ -3,7 +3,7 @@
 //! sentences, a spec table), deterministic for a given size, with one planted document that a
 //! known question should find.
 //!
-//! Test and bench tooling, not product: `tests/offline_quality.rs` and `benches/offline.rs`
+//! Test and bench tooling, not product: `tests/it/offline_quality.rs` and `benches/offline.rs`
 //! include it with `#[path]`.
 
 use std::path::Path;

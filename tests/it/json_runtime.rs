@@ -14,8 +14,7 @@ use switchboard::runtime::resume::plan_from_log;
 use switchboard::runtime::stats::{tally, StatsFilter};
 use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome, SessionStatus};
 
-#[path = "support/fs.rs"]
-mod fs;
+use crate::support::fs;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

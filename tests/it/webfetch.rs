@@ -19,7 +19,7 @@ use switchboard::project::Project;
 use switchboard::tools::webfetch::{FetchRecord, Web};
 use switchboard::tools::{ToolContext, ToolError, ToolOutput};
 
-const PAGE: &str = include_str!("fixtures/web/rustdoc-page.html");
+const PAGE: &str = include_str!("../fixtures/web/rustdoc-page.html");
 
 #[derive(Clone, Default)]
 struct Hits(Arc<AtomicUsize>);

@@ -16,8 +16,7 @@ use prost::Message;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{Event, EventKind};
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");

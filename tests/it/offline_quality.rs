@@ -18,12 +18,10 @@ use switchboard::model::{Message, ModelRequest, ResponseContract};
 use switchboard::project::Project;
 use switchboard::tools::{self, ToolContext};
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
-#[path = "support/synth.rs"]
-mod synth;
+use crate::support::synth;
 
 #[derive(Debug, Deserialize)]
 struct Question {

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use switchboard::contract::{check_json_detailed, Contract, ContractDecl, Rule};
 use switchboard::project::Project;
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
 fn corpus() -> PathBuf {

@@ -13,8 +13,7 @@ use switchboard::contract::{
 };
 use switchboard::project::Project;
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
 const SPEC: &str = "thoughts/shared/specs/2026-01-15-auth-system.md";

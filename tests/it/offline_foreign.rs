@@ -12,8 +12,7 @@ use switchboard::model::{Message, ModelRequest};
 use switchboard::project::Project;
 use switchboard::tools::{self, ToolContext};
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
 struct Foreign {

@@ -2,7 +2,7 @@
 //! in-process mock on 127.0.0.1. Retries show in the event log as `model.retry`; a model
 //! configured with `tools = false` delegates through textual task() calls.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::sync::Arc;

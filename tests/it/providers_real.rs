@@ -3,7 +3,7 @@
 //! context overflow, chat templates without tool support, errors classified by body, `trace`
 //! showing whole errors, and a client that loads no TLS roots for a plain-http server.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::sync::Arc;

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::EventKind;
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");

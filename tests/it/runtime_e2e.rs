@@ -6,8 +6,7 @@ use std::path::Path;
 use switchboard::project::Project;
 use switchboard::runtime::{Event, EventKind, RunOptions, SessionOutcome};
 
-#[path = "support/scripted.rs"]
-mod scripted;
+use crate::support::scripted;
 use scripted::{project, run_with, FIXTURE};
 
 fn fixture_script(name: &str) -> String {

@@ -2,7 +2,7 @@
 //! parallel tool calls, streaming and not, retries, failures, timeouts, textual task() calls,
 //! and that the API key never leaks.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::sync::{Arc, Mutex};

@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{Event, EventKind, HopStatus, RunOptions};
 
-#[path = "support/scripted.rs"]
-mod scripted;
+use crate::support::scripted;
 use scripted::{project, run_with};
 
 /// Adds subagent `name` (with `frontmatter` lines) to the project and lets the researcher call it.

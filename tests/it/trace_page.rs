@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");

@@ -4,8 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-#[path = "support/fs.rs"]
-mod support_fs;
+use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
 fn corpus(rel: &str) -> PathBuf {

@@ -1,0 +1,35 @@
+//! All integration tests in one binary: one link instead of thirty, which keeps a
+//! fresh `cargo test` inside the CI disk and time budget (each test binary links every
+//! dependency). Each file is one module; shared helpers live in `tests/support/`,
+//! which the benches include too.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli_check;
+mod cli_errors;
+mod conformance;
+mod conformance_json;
+mod contract_props;
+mod contract_scaling;
+mod delegation_props;
+mod event_log_compat;
+mod json_cli;
+mod json_runtime;
+mod lint_evidence;
+mod lint_rules;
+mod lint_watch;
+mod loader;
+mod mcp;
+mod offline_foreign;
+mod offline_quality;
+mod providers;
+mod providers_real;
+mod providers_runtime;
+mod runtime_e2e;
+mod runtime_limits;
+mod runtime_resume;
+mod telemetry;
+mod tool_confinement;
+mod trace_page;
+mod webfetch;
