@@ -127,6 +127,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "color",
     "contract",
     "budget",
+    "gate",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -202,6 +203,8 @@ pub(crate) struct RawFrontmatter {
     pub contract: Option<Spanned<ContractDecl>>,
     #[serde(default)]
     pub budget: Option<BudgetDecl>,
+    #[serde(default)]
+    pub gate: Option<Spanned<super::gate::GateDecl>>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -233,6 +236,10 @@ pub struct Agent {
     /// The settled contract; `None` when the agent declares none (its answers are not checked).
     pub contract: Option<Contract>,
     pub budget: Budget,
+    /// Retrieval held back until a validated plan (`gate:`); left out of `agents --json` when
+    /// unset, so that output is unchanged for other agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<super::gate::Gate>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

@@ -7,6 +7,7 @@
 pub mod definition;
 pub mod discovery;
 pub mod frontmatter;
+pub mod gate;
 pub mod grants;
 pub mod parse;
 pub mod permission;

@@ -211,6 +211,21 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         },
     };
 
+    let gate = match &raw.gate {
+        None => None,
+        Some(decl) => match super::gate::settle(&decl.value, line_offset) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                diags.push(
+                    Problem::new(Severity::Error, "agent/gate", file, e.message)
+                        .at_line_of(text, e.line, e.col)
+                        .with_help(e.help),
+                );
+                return failed(diags);
+            }
+        },
+    };
+
     let body = text[split.body.clone()].to_string();
     let (body_is_template, unknown_variables) = match render::parse_check(&body) {
         Ok(vars) => (true, vars),
@@ -258,6 +273,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         contract_decl: raw.contract.map(|c| c.value),
         contract,
         budget: raw.budget.map(Into::into).unwrap_or_default(),
+        gate,
         file: file.to_string(),
         body,
         body_line: split.body_line,

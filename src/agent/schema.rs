@@ -97,6 +97,21 @@ pub fn agent_schema() -> Value {
                         "wall_seconds": { "type": "integer", "minimum": 1 }
                     } }
                 ]
+            },
+            "gate": {
+                "description": "No retrieval before a validated plan; the plan's sources decide which tools and subagents open (docs/gate.md)",
+                "type": "object", "required": ["plan", "sources"], "additionalProperties": false,
+                "properties": {
+                    "plan": {
+                        "description": "The agent that plans (its JSON answer is the plan), or an inline format: json contract the `plan` tool call must pass",
+                        "oneOf": [ { "type": "string", "minLength": 1 }, contract_spec() ]
+                    },
+                    "sources_field": { "type": "string", "pattern": "^/", "default": "/required_sources" },
+                    "sources": {
+                        "type": "object", "minProperties": 1,
+                        "additionalProperties": { "type": "array", "items": { "type": "string" } }
+                    }
+                }
             }
         }
     })

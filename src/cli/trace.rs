@@ -126,6 +126,39 @@ fn print_node(n: &HopNode, indent: usize) {
             line.push_str(&format!("\n{pad}- {at}[{}] {}", v.code, v.message));
         }
     }
+    if let Some(p) = &n.plan {
+        let how = if p.via == "plan" {
+            "its `plan` call".to_string()
+        } else if p.fallback {
+            format!("`{}` (its declared fallback)", p.via)
+        } else {
+            format!("`{}`", p.via)
+        };
+        let opened = if p.allowed.is_empty() {
+            "nothing".to_string()
+        } else {
+            p.allowed.join(", ")
+        };
+        line.push_str(&format!(
+            "\n{pad}plan from {how} passed `{}`: sources {} → {opened}",
+            p.contract,
+            if p.sources.is_empty() {
+                "none".to_string()
+            } else {
+                p.sources.join(", ")
+            },
+        ));
+        if let Some(t) = p.plan.get("request_type").and_then(|v| v.as_str()) {
+            line.push_str(&format!(" ({t})"));
+        }
+    }
+    if !n.gate_refusals.is_empty() {
+        line.push_str(&format!(
+            "\n{pad}gate refused {} call(s): {}",
+            n.gate_refusals.len(),
+            n.gate_refusals.join(", ")
+        ));
+    }
     println!("{line}");
     for c in &n.children {
         print_node(c, indent + 1);

@@ -1,12 +1,13 @@
 //! Lint: everything that can be wrong in an agent folder before a session runs, with file:line.
 //!
 //! Rule families, each in its own file: loading (the loader's own problems), definitions
-//! (template variables), the delegation graph, contracts. Codes are stable; docs/problems.md
+//! (template variables), the delegation graph, contracts, retrieval gates. Codes are stable; docs/problems.md
 //! lists them.
 
 pub mod contracts;
 pub mod definitions;
 pub mod evidence;
+pub mod gates;
 pub mod graph;
 pub mod json_contracts;
 pub mod sarif;
@@ -32,6 +33,7 @@ pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Pr
     let mut out = lint(set);
     config_rules(project, set, &mut out);
     json_contracts::check(project, set, &mut out);
+    gates::check(project, set, &mut out);
     evidence::check(project, &mut out);
     out
 }
@@ -62,6 +64,7 @@ impl Linter {
         let mut out = lint(&set);
         config_rules(&self.project, &set, &mut out);
         json_contracts::check(&self.project, &set, &mut out);
+        gates::check(&self.project, &set, &mut out);
         evidence::check_cached(&self.project, &mut self.evidence, &mut out);
         out
     }

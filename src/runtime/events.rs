@@ -140,6 +140,29 @@ pub enum EventKind {
     /// One MCP tool call: server, tool, time, and whether the server was restarted for it.
     #[serde(rename = "mcp.call")]
     McpCall(crate::mcp::CallRecord),
+    /// A plan passed the gate of the hop's agent (`gate:`): what it says, which sources it chose
+    /// and what they opened. `via` is `plan` (the agent's `plan` tool) or the planning agent's
+    /// name; `fallback` when that agent's declared fallback stood in for its answer.
+    #[serde(rename = "gate.plan")]
+    GatePlan {
+        via: String,
+        contract: String,
+        plan: serde_json::Value,
+        sources: Vec<String>,
+        allowed: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        fallback: bool,
+    },
+    /// A call the gate refused (before a plan, or outside the plan's sources); the model got
+    /// `reason` as the tool error.
+    #[serde(rename = "gate.refused")]
+    GateRefused {
+        call_id: String,
+        tool: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        reason: String,
+    },
     #[serde(rename = "contract.checked")]
     ContractChecked {
         contract: String,
@@ -236,6 +259,8 @@ impl EventKind {
             EventKind::WebFetch(_) => "web.fetch",
             EventKind::McpServer(_) => "mcp.server",
             EventKind::McpCall(_) => "mcp.call",
+            EventKind::GatePlan { .. } => "gate.plan",
+            EventKind::GateRefused { .. } => "gate.refused",
             EventKind::ContractChecked { .. } => "contract.checked",
             EventKind::HopRepair { .. } => "hop.repair",
             EventKind::ContractOutcome { .. } => "contract.outcome",

@@ -22,6 +22,7 @@ use super::check::{Gate, Verdict};
 use super::ending::{cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
+use super::plan_gate::{self, Admission, PlanGate, PLAN_TOOL};
 use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::tool_calls::{cut, Caller, Prepared};
@@ -154,6 +155,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             steps: 0,
             last_content: String::new(),
             written: Vec::new(),
+            plan_gate: None,
         };
         let wall = state
             .agent
@@ -194,6 +196,8 @@ struct HopState {
     steps: u32,
     last_content: String,
     written: Vec<String>,
+    /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
+    plan_gate: Option<PlanGate>,
 }
 
 impl HopState {
@@ -223,6 +227,13 @@ impl HopState {
             tools::specs_for(&self.agent, &tools::Provided::from_config(&shared.config));
         if let Some(mcp) = shared.mcp.get() {
             tool_specs.extend(mcp.specs_for(&self.agent));
+        }
+        self.plan_gate = match PlanGate::new(&self.agent, &shared.agents) {
+            Ok(gate) => gate,
+            Err(e) => return Ending::failed(format!("cannot enforce the gate: {e}")),
+        };
+        if let Some(gate) = &self.plan_gate {
+            tool_specs.push(gate.tool_spec(&shared.project));
         }
         let response_contract = self
             .agent
@@ -498,6 +509,38 @@ impl HopState {
                 arguments: call.arguments.clone(),
             });
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
+            if let Some(gate) = self.plan_gate.as_mut() {
+                let target = (tool == "task")
+                    .then(|| super::dispatch::TaskCall::parse(&call.arguments).ok())
+                    .flatten()
+                    .map(|c| c.subagent_type);
+                let mcp = shared
+                    .mcp
+                    .get()
+                    .is_some_and(|m| m.resolve(&call.name).is_some());
+                if let Admission::Refused(reason) = gate.admit(&tool, target.as_deref(), mcp) {
+                    self.ctx.emit(EventKind::GateRefused {
+                        call_id: call.id.clone(),
+                        tool: tool.clone(),
+                        target,
+                        reason: reason.clone(),
+                    });
+                    pending.push(Pending::Done(Message::tool(&call.id, reason, true), None));
+                    continue;
+                }
+                if tool == PLAN_TOOL {
+                    let text = plan_text(&call.arguments);
+                    let message = match gate.submit(&text, &shared.project) {
+                        Ok(accepted) => {
+                            self.ctx.emit(gate_plan_event(&accepted, PLAN_TOOL, false));
+                            Message::tool(&call.id, plan_gate::accepted_note(&accepted), false)
+                        }
+                        Err(why) => Message::tool(&call.id, why.to_string(), true),
+                    };
+                    pending.push(Pending::Done(message, None));
+                    continue;
+                }
+            }
             if tool == "webfetch" || tool == "websearch" {
                 let (message, record) = caller.web(call, &tool).await;
                 if let Some(record) = record {
@@ -545,11 +588,11 @@ impl HopState {
                             continue;
                         }
                     };
-                    (
-                        result.to_tool_message(&call.id),
-                        result.written.clone(),
-                        Some(result.hop_id),
-                    )
+                    let mut message = result.to_tool_message(&call.id);
+                    if let Some(note) = self.offer_plan(&result) {
+                        message.content.push_str(&note);
+                    }
+                    (message, result.written.clone(), Some(result.hop_id))
                 }
             };
             if child.is_none() {
@@ -572,6 +615,35 @@ impl HopState {
         out
     }
 
+    /// Offers a planning agent's answer to the gate as the plan; the note tells the calling
+    /// model whether it was accepted and what is open now. `None` when the answer is not from
+    /// the agent that plans (or the hop has no gate).
+    fn offer_plan(&mut self, result: &HopResult) -> Option<String> {
+        let gate = self.plan_gate.as_mut()?;
+        if !gate.is_plan_agent(&result.agent) {
+            return None;
+        }
+        let fallback = result.status == HopStatus::Fallback;
+        if !matches!(result.status, HopStatus::Completed | HopStatus::Fallback) {
+            return Some(format!(
+                "\n\n[gate] `{}` ended {}, so this is not a plan; nothing is open yet.",
+                result.agent,
+                result.status.as_str()
+            ));
+        }
+        match gate.submit(&result.answer, &self.ctx.shared.project) {
+            Ok(accepted) => {
+                self.ctx
+                    .emit(gate_plan_event(&accepted, &result.agent, fallback));
+                Some(format!(
+                    "\n\n[gate] {}",
+                    plan_gate::accepted_note(&accepted)
+                ))
+            }
+            Err(why) => Some(format!("\n\n[gate] Not accepted as the plan: {why}")),
+        }
+    }
+
     /// Ends the hop (see [`super::ending::finish`]), giving its semaphore slot back first.
     fn finish(mut self, ending: Ending, elapsed: Duration) -> HopResult {
         self.permit = None;
@@ -586,5 +658,30 @@ impl HopState {
             written: self.written,
         };
         finish(&self.ctx, ending, finished, elapsed)
+    }
+}
+
+/// The plan of a `plan` tool call as text for the contract check. A model may wrap the object
+/// in a `plan` field; the gate takes the object either way.
+fn plan_text(arguments: &serde_json::Value) -> String {
+    let plan = match arguments.get("plan") {
+        Some(inner @ serde_json::Value::Object(_))
+            if arguments.as_object().is_some_and(|o| o.len() == 1) =>
+        {
+            inner
+        }
+        _ => arguments,
+    };
+    serde_json::to_string_pretty(plan).unwrap_or_default()
+}
+
+fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) -> EventKind {
+    EventKind::GatePlan {
+        via: via.to_string(),
+        contract: accepted.contract.clone(),
+        plan: accepted.plan.clone(),
+        sources: accepted.sources.clone(),
+        allowed: accepted.allowed.iter().cloned().collect(),
+        fallback,
     }
 }

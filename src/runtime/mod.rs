@@ -12,6 +12,7 @@ pub mod handoff;
 pub mod hop;
 pub mod ids;
 pub mod options;
+pub(crate) mod plan_gate;
 pub mod resume;
 pub mod session;
 pub mod shared;

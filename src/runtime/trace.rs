@@ -33,7 +33,25 @@ pub struct HopNode {
     pub violation_list: Vec<Problem>,
     pub repairs: u32,
     pub error: Option<String>,
+    /// The plan the hop's gate accepted last (`gate.plan`), if it has a gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<GatePlan>,
+    /// Calls the hop's gate refused (`gate.refused`): the tool, or `task → agent`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gate_refusals: Vec<String>,
     pub children: Vec<HopNode>,
+}
+
+/// A plan a hop's gate accepted, as `trace` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct GatePlan {
+    /// `plan` (the agent's own tool) or the planning agent's name.
+    pub via: String,
+    pub contract: String,
+    pub plan: serde_json::Value,
+    pub sources: Vec<String>,
+    pub allowed: Vec<String>,
+    pub fallback: bool,
 }
 
 /// A session as the log tells it.
@@ -163,6 +181,33 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
                     n.reused = true;
                 }
             }
+            EventKind::GatePlan {
+                via,
+                contract,
+                plan,
+                sources,
+                allowed,
+                fallback,
+            } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.plan = Some(GatePlan {
+                        via: via.clone(),
+                        contract: contract.clone(),
+                        plan: plan.clone(),
+                        sources: sources.clone(),
+                        allowed: allowed.clone(),
+                        fallback: *fallback,
+                    });
+                }
+            }
+            EventKind::GateRefused { tool, target, .. } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.gate_refusals.push(match target {
+                        Some(t) => format!("{tool} → {t}"),
+                        None => tool.clone(),
+                    });
+                }
+            }
             _ => {}
         }
     }
@@ -227,6 +272,8 @@ fn node_for<'n>(
         violations: 0,
         violation_list: Vec::new(),
         repairs: 0,
+        plan: None,
+        gate_refusals: Vec::new(),
         error: None,
         children: Vec::new(),
     }))

@@ -14,6 +14,7 @@ mod contract_props;
 mod contract_scaling;
 mod delegation_props;
 mod event_log_compat;
+mod gate;
 mod json_cli;
 mod json_runtime;
 mod lint_evidence;

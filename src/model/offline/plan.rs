@@ -128,6 +128,12 @@ pub fn turn(request: &ModelRequest) -> Turn {
         Some((task, rest)) => (task, Some(rest)),
         None => (first, None),
     };
+    let plan = plan_for(task, answered.is_some());
+    Turn::Answer(serde_json::to_string_pretty(&plan).unwrap_or_default())
+}
+
+/// The plan for `task`; `answered` when the user already answered the one question.
+pub fn plan_for(task: &str, answered: bool) -> Value {
     let lower = task.to_lowercase();
     let request_type = TYPES
         .iter()
@@ -140,7 +146,7 @@ pub fn turn(request: &ModelRequest) -> Turn {
     };
     let mut questions = Vec::new();
     if request_type.starts_with("STATUS_")
-        && answered.is_none()
+        && !answered
         && !PERIOD_WORDS.iter().any(|w| lower.contains(w))
     {
         questions.push("Which period (sprint, week or release) should the numbers cover?");
@@ -157,7 +163,7 @@ pub fn turn(request: &ModelRequest) -> Turn {
             "clarification_v1"
         },
     });
-    Turn::Answer(serde_json::to_string_pretty(&plan).unwrap_or_default())
+    plan
 }
 
 /// A snake_case label from the request's first few content words.

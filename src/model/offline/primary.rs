@@ -15,6 +15,7 @@ use super::report::{answer_part, report, slug};
 use super::role::has_tool;
 use super::workflow::{analyze_prompt, Workflow};
 use super::{call, first_line, parse, strip_boilerplate, Exchange, History, Turn};
+use crate::agent::gate::PLAN_TOOL;
 use crate::model::ModelRequest;
 
 /// Documents analyzed at most (one task each, all in one turn).
@@ -24,6 +25,11 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
     let question = strip_boilerplate(history.task);
     if history.did("write") {
         return Turn::Answer(final_answer(history));
+    }
+    if has_tool(request, PLAN_TOOL) && !history.did("plan") {
+        if let Some(turn) = plan_turn(request, &question) {
+            return turn;
+        }
     }
     let can_task = has_tool(request, "task");
     if !can_task || history.did("analyze") || (history.did("locate") && located(history).is_empty())
@@ -78,6 +84,44 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         ),
         _ => write_turn(request, &wf, &question, history),
     }
+}
+
+/// The first move of a gated agent (`gate:`): no retrieval opens before a plan. When the `plan`
+/// tool names an agent that plans, delegate the question to it (its validated answer becomes the
+/// plan); else, when the plan's parameters are the analyst's shape, submit a keyword plan
+/// (offline/plan.rs) directly. `None` when neither works: the turn goes on, and the gate's
+/// refusals say why.
+fn plan_turn(request: &ModelRequest, question: &str) -> Option<Turn> {
+    let spec = request.tools.iter().find(|t| t.name == PLAN_TOOL)?;
+    if let Some(planner) = planning_agent(&spec.description) {
+        return Some(Turn::Calls(vec![call(
+            "plan",
+            0,
+            "task",
+            json!({
+                "subagent_type": planner,
+                "description": format!("Plan: {}", short(question, 8)),
+                "prompt": question,
+            }),
+        )]));
+    }
+    let props = spec.parameters.get("properties")?;
+    if props.get("request_type").is_none() || props.get("required_sources").is_none() {
+        return None;
+    }
+    Some(Turn::Calls(vec![call(
+        "plan",
+        0,
+        PLAN_TOOL,
+        super::plan::plan_for(question, false),
+    )]))
+}
+
+/// The agent the `plan` tool's description says to delegate to (``delegate to `name` ``).
+fn planning_agent(description: &str) -> Option<&str> {
+    let rest = description.split_once("delegate to `")?.1;
+    let name = rest.split('`').next()?;
+    (!name.is_empty()).then_some(name)
 }
 
 /// Writes the report, or (with no `write` tool, e.g. on the last step) answers with it.

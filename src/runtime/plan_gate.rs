@@ -1,0 +1,402 @@
+//! The retrieval gate of one hop (`gate:` in the agent's frontmatter, see `agent/gate.rs` and
+//! docs/gate.md): until the agent has a plan that passed the plan contract, every retrieval tool
+//! and every delegation (but the one to the planning agent) is refused with a tool error that
+//! says why and what to do; once a plan passed, only the tools and subagents of the sources it
+//! chose are open.
+//!
+//! The gate belongs to the hop, not the session: a subagent's own tools are its gate's business.
+//! It is enforced on the call, not by hiding tools, so a model that tries learns why it cannot,
+//! and the refusal is in the event log for `trace` and the run's decisions.
+
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+use crate::agent::gate::{Gate, PlanFrom};
+use crate::agent::{Agent, AgentSet};
+use crate::contract::{check_json_detailed, Contract, SchemaSource};
+use crate::model::ToolSpec;
+use crate::project::Project;
+
+pub use crate::agent::gate::PLAN_TOOL;
+
+/// Built-in tools that read the project or the web. They stay closed until a plan passed even
+/// when no source names them, so a gate cannot be walked around by a tool the author forgot.
+const RETRIEVAL_TOOLS: &[&str] = &["read", "grep", "glob", "list", "webfetch", "websearch"];
+
+/// Why a gated hop cannot start: its gate names a plan agent that is not there or owes no JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateSetupError {
+    #[error(
+        "the gate of `{agent}` names `{plan}` as the agent that plans, but no such agent is loaded"
+    )]
+    UnknownPlanAgent { agent: String, plan: String },
+    #[error(
+        "the gate of `{agent}` names `{plan}` as the agent that plans, but its answers owe no \
+         `format: json` contract, so no plan of it could be validated"
+    )]
+    PlanAgentNotJson { agent: String, plan: String },
+}
+
+/// Why a submitted plan opened nothing, in words the model can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanRejected {
+    #[error("the plan does not pass contract `{contract}`; nothing is open yet.\n{repair}")]
+    Contract { contract: String, repair: String },
+    #[error(
+        "the plan passed contract `{contract}` but has no list of sources at `{field}`, which \
+         the gate reads to decide what opens"
+    )]
+    NoSources { contract: String, field: String },
+}
+
+/// A plan that passed, and what it opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    /// The plan after the contract's sanitize rules.
+    pub plan: Value,
+    pub contract: String,
+    /// The sources the plan chose, in its order.
+    pub sources: Vec<String>,
+    /// The tools and subagents those sources open.
+    pub allowed: BTreeSet<String>,
+    /// The clarifying question the plan asks, if any.
+    pub question: Option<String>,
+}
+
+/// One hop's gate and the plan it accepted so far.
+pub(crate) struct PlanGate {
+    agent: String,
+    gate: Gate,
+    contract: Contract,
+    accepted: Option<Accepted>,
+}
+
+/// What the gate says of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Admission {
+    Open,
+    /// Refused; the text is the tool error the model reads.
+    Refused(String),
+}
+
+impl PlanGate {
+    /// The gate of `agent`, if it declares one.
+    pub fn new(agent: &Agent, agents: &AgentSet) -> Result<Option<Self>, GateSetupError> {
+        let Some(gate) = &agent.gate else {
+            return Ok(None);
+        };
+        let contract = match &gate.plan {
+            PlanFrom::Contract(c) => (**c).clone(),
+            PlanFrom::Agent(name) => {
+                let planner = agents
+                    .get(name)
+                    .ok_or_else(|| GateSetupError::UnknownPlanAgent {
+                        agent: agent.name.clone(),
+                        plan: name.clone(),
+                    })?;
+                planner
+                    .contract
+                    .clone()
+                    .filter(|c| c.json.is_some())
+                    .ok_or_else(|| GateSetupError::PlanAgentNotJson {
+                        agent: agent.name.clone(),
+                        plan: name.clone(),
+                    })?
+            }
+        };
+        Ok(Some(PlanGate {
+            agent: agent.name.clone(),
+            gate: gate.clone(),
+            contract,
+            accepted: None,
+        }))
+    }
+
+    /// The `plan` tool: its parameters are the plan's top-level shape (properties and required
+    /// fields). The full schema (conditionals included) is checked here on submission; providers
+    /// differ in how much JSON Schema a tool declaration may carry.
+    pub fn tool_spec(&self, project: &Project) -> ToolSpec {
+        let schema = self
+            .contract
+            .json
+            .as_ref()
+            .and_then(|j| match &j.schema {
+                SchemaSource::Inline(v) => Some(v.clone()),
+                SchemaSource::Path(p) => project
+                    .resolve(p)
+                    .ok()
+                    .and_then(|path| std::fs::read_to_string(path).ok())
+                    .and_then(|text| serde_saphyr::from_str::<Value>(&text).ok()),
+            })
+            .unwrap_or_else(|| json!({}));
+        let mut parameters = json!({"type": "object"});
+        for key in ["properties", "required"] {
+            if let Some(v) = schema.get(key) {
+                parameters[key] = v.clone();
+            }
+        }
+        let how = match self.gate.plan_agent() {
+            Some(a) => format!(
+                " You may instead delegate to `{a}` (task); its validated answer becomes the plan."
+            ),
+            None => String::new(),
+        };
+        ToolSpec {
+            name: PLAN_TOOL.into(),
+            description: format!(
+                "Submit your plan before any retrieval: a JSON object that must pass contract \
+                 `{}`. Its `{}` decides which tools and subagents you may use afterwards.{how}",
+                self.contract.name,
+                self.gate.sources_field.trim_start_matches('/'),
+            ),
+            parameters,
+        }
+    }
+
+    /// Whether `name` is the agent that plans (a delegation to it is always open, and its
+    /// answer is offered as the plan).
+    pub fn is_plan_agent(&self, name: &str) -> bool {
+        self.gate.plan_agent() == Some(name)
+    }
+
+    #[cfg(test)]
+    pub fn accepted(&self) -> Option<&Accepted> {
+        self.accepted.as_ref()
+    }
+
+    /// Says whether a call may run. `tool` is the canonical tool name, `target` the subagent of
+    /// a `task` call, `mcp` whether the tool comes from an MCP server (all of which read
+    /// something the gate cannot see into, so they count as retrieval).
+    pub fn admit(&self, tool: &str, target: Option<&str>, mcp: bool) -> Admission {
+        if tool == PLAN_TOOL {
+            return Admission::Open;
+        }
+        let name = match (tool, target) {
+            ("task", Some(t)) if self.is_plan_agent(t) => return Admission::Open,
+            ("task", Some(t)) => t,
+            // A task call without a target is refused by dispatch with the right words.
+            ("task", None) => return Admission::Open,
+            (t, _) => t,
+        };
+        let retrieval = tool == "task"
+            || mcp
+            || RETRIEVAL_TOOLS.contains(&name)
+            || self.gate.gated_names().any(|n| n == name);
+        if !retrieval {
+            return Admission::Open;
+        }
+        let what = if tool == "task" {
+            format!("delegating to `{name}`")
+        } else {
+            format!("`{name}`")
+        };
+        let Some(accepted) = &self.accepted else {
+            let first = match self.gate.plan_agent() {
+                Some(a) => format!(
+                    "delegate to `{a}` first (task with subagent_type `{a}`; its validated \
+                     answer becomes the plan) or submit a plan yourself with the `{PLAN_TOOL}` tool"
+                ),
+                None => format!("submit a plan first with the `{PLAN_TOOL}` tool"),
+            };
+            return Admission::Refused(format!(
+                "the gate of `{}` refuses {what}: no retrieval before a validated plan. {first}; \
+                 the plan's `{}` then decides which tools and subagents open.",
+                self.agent,
+                self.gate.sources_field.trim_start_matches('/'),
+            ));
+        };
+        if accepted.allowed.contains(name) {
+            return Admission::Open;
+        }
+        let opening = self.gate.sources_opening(name);
+        let belongs = if opening.is_empty() {
+            "no source of this gate opens it".to_string()
+        } else {
+            format!("only source(s) {} open it", opening.join(", "))
+        };
+        Admission::Refused(format!(
+            "the gate of `{}` refuses {what}: the validated plan chose source(s) {}, and {belongs}. \
+             Open now: {}.",
+            self.agent,
+            list_or_none(&accepted.sources),
+            list_or_none(&accepted.allowed.iter().cloned().collect::<Vec<_>>()),
+        ))
+    }
+
+    /// Judges `text` as the plan. On success the plan is accepted (replacing an earlier one);
+    /// on failure the error is what the model must fix, in the contract's own words.
+    pub fn submit(&mut self, text: &str, project: &Project) -> Result<Accepted, PlanRejected> {
+        let check = check_json_detailed(text, &self.contract, project);
+        if !check.report.is_conformant() {
+            return Err(PlanRejected::Contract {
+                contract: self.contract.name.clone(),
+                repair: check.report.repair_prompt(),
+            });
+        }
+        let plan = check.value.unwrap_or(Value::Null);
+        let sources: Vec<String> = match plan.pointer(&self.gate.sources_field) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            Some(Value::String(one)) => vec![one.clone()],
+            _ => {
+                return Err(PlanRejected::NoSources {
+                    contract: self.contract.name.clone(),
+                    field: self.gate.sources_field.clone(),
+                })
+            }
+        };
+        let allowed = sources
+            .iter()
+            .filter_map(|s| self.gate.sources.get(s))
+            .flatten()
+            .map(|n| n.name.clone())
+            .collect();
+        let accepted = Accepted {
+            plan,
+            contract: self.contract.name.clone(),
+            sources,
+            allowed,
+            question: check.question,
+        };
+        self.accepted = Some(accepted.clone());
+        Ok(accepted)
+    }
+}
+
+/// What the model reads after its plan passed: the plan itself and what it opened. It is the
+/// tool result, so it stays in the conversation every later turn sends: the plan is in each
+/// later prompt without touching the system prompt, whose stable prefix providers cache.
+pub(crate) fn accepted_note(a: &Accepted) -> String {
+    let plan = serde_json::to_string_pretty(&a.plan).unwrap_or_default();
+    let mut note = format!(
+        "Plan accepted (contract `{}`): sources {}. You may now use: {}. Retrieval follows \
+         this validated plan:\n```json\n{plan}\n```",
+        a.contract,
+        list_or_none(&a.sources),
+        list_or_none(&a.allowed.iter().cloned().collect::<Vec<_>>()),
+    );
+    if let Some(q) = &a.question {
+        note.push_str(&format!(
+            " The plan asks a question: \"{q}\". If you cannot go on without its answer, say so \
+             in your final answer."
+        ));
+    }
+    note
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(files: &[(&str, &str)]) -> (tempfile::TempDir, Project, AgentSet) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join("agent").join(format!("{name}.md")), text).unwrap();
+        }
+        let project = Project::open(dir.path()).unwrap();
+        let set = crate::agent::load(&project, &crate::agent::LoadOptions::default());
+        (dir, project, set)
+    }
+
+    const PLANNER: &str = "---\ndescription: plans\nmode: subagent\ncontract:\n  format: json\n  \
+        schema:\n    type: object\n    required: [sources]\n    properties:\n      sources: \
+        {type: array, items: {enum: [doc, code]}}\n---\nPlan.\n";
+    const LEAD: &str = "---\ndescription: leads\nmode: primary\ngate:\n  plan: planner\n  \
+        sources_field: /sources\n  sources:\n    doc: [finder, read]\n    code: [grep]\n---\nLead.\n";
+
+    fn gate() -> (tempfile::TempDir, Project, PlanGate) {
+        let (dir, project, set) = set(&[("planner", PLANNER), ("lead", LEAD)]);
+        let lead = set.get("lead").expect("lead loads");
+        let gate = PlanGate::new(lead, &set).unwrap().expect("lead is gated");
+        (dir, project, gate)
+    }
+
+    #[test]
+    fn before_a_plan_retrieval_and_delegation_are_refused_but_planning_is_open() {
+        let (_d, _p, g) = gate();
+        assert_eq!(g.admit("task", Some("planner"), false), Admission::Open);
+        assert_eq!(g.admit(PLAN_TOOL, None, false), Admission::Open);
+        assert_eq!(g.admit("write", None, false), Admission::Open);
+        for (tool, target, mcp) in [
+            ("read", None, false),
+            ("grep", None, false),
+            ("webfetch", None, false),
+            ("task", Some("finder"), false),
+            ("task", Some("anyone"), false),
+            ("srv_query", None, true),
+        ] {
+            let Admission::Refused(why) = g.admit(tool, target, mcp) else {
+                panic!("{tool} {target:?} should be refused before the plan");
+            };
+            assert!(
+                why.contains("no retrieval before a validated plan"),
+                "{why}"
+            );
+            assert!(why.contains("delegate to `planner` first"), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_plan_opens_exactly_its_sources() {
+        let (_d, project, mut g) = gate();
+        let a = g.submit(r#"{"sources": ["doc"]}"#, &project).unwrap();
+        assert_eq!(a.sources, vec!["doc"]);
+        assert_eq!(g.admit("task", Some("finder"), false), Admission::Open);
+        assert_eq!(g.admit("read", None, false), Admission::Open);
+        let Admission::Refused(why) = g.admit("grep", None, false) else {
+            panic!("grep belongs to code, which the plan did not choose");
+        };
+        assert!(why.contains("only source(s) code open it"), "{why}");
+        assert!(why.contains("Open now: finder, read"), "{why}");
+        // A retrieval tool no source names stays closed after the plan too.
+        let Admission::Refused(why) = g.admit("glob", None, false) else {
+            panic!("glob is opened by no source");
+        };
+        assert!(why.contains("no source of this gate opens it"), "{why}");
+        assert!(
+            accepted_note(&a).contains("\"sources\": ["),
+            "{}",
+            accepted_note(&a)
+        );
+    }
+
+    #[test]
+    fn an_invalid_plan_is_refused_in_the_contracts_words_and_opens_nothing() {
+        let (_d, project, mut g) = gate();
+        let why = g
+            .submit(r#"{"sources": ["db"]}"#, &project)
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("does not pass contract"), "{why}");
+        assert!(why.contains("/sources/0"), "{why}");
+        assert!(g.accepted().is_none());
+        assert!(matches!(
+            g.admit("read", None, false),
+            Admission::Refused(_)
+        ));
+        let why = g.submit("not json", &project).unwrap_err().to_string();
+        assert!(why.contains("does not pass contract"), "{why}");
+    }
+
+    #[test]
+    fn a_plan_agent_that_owes_no_json_cannot_gate() {
+        let plain = "---\ndescription: plans\nmode: subagent\n---\nPlan.\n";
+        let (_d, _p, set) = set(&[("planner", plain), ("lead", LEAD)]);
+        let lead = set.get("lead").unwrap();
+        assert!(matches!(
+            PlanGate::new(lead, &set),
+            Err(GateSetupError::PlanAgentNotJson { .. })
+        ));
+    }
+}

@@ -1,0 +1,432 @@
+//! The retrieval gate (`gate:`, docs/gate.md) end to end: refusals before a plan, a plan
+//! submitted with the `plan` tool (invalid, then valid), a plan from the planning agent (its
+//! answer, and its declared fallback), what a plan opens and keeps closed, the events and the
+//! trace, lint's rules, and the shipped researcher driven through its gate by the offline model.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
+use switchboard::project::Project;
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionStatus};
+
+use crate::support::fs;
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/runtime/project"
+);
+
+/// A gated primary: the analyst plans; `doc` opens the thoughts agents and `read`, `code` opens
+/// `grep`, `policy` opens `read`.
+const LEAD: &str = r#"---
+description: "A gated lead for the gate tests."
+mode: primary
+tools: {task: true, read: true, grep: true, glob: true, write: false}
+permission:
+  task: {"*": deny, "analyst": allow, "thoughts-*": allow}
+steps: 10
+gate:
+  plan: analyst
+  sources:
+    doc: [thoughts-locator, read]
+    code: [grep]
+    policy: [read]
+---
+
+# Lead
+
+Plan with `analyst`, then delegate to `thoughts-locator`.
+"#;
+
+const DOC_PLAN: &str = r#"{"intent": "find_decisions", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
+const DB_PLAN: &str = r#"{"intent": "sprint_rate", "request_type": "STATUS_METRIC", "track": "QUALITY", "required_sources": ["db"], "missing_info_questions": [], "expected_output_schema": "status_v1_json"}"#;
+
+fn project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy_tree(Path::new(FIXTURE), dir.path());
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("agent/analyst.md"),
+        dir.path().join("agent/analyst.md"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("agent/lead.md"), LEAD).unwrap();
+    let p = Project::open(dir.path()).unwrap();
+    (dir, p)
+}
+
+async fn run(
+    project: &Project,
+    script: &str,
+    agent: &str,
+    task: &str,
+) -> (SessionStatus, Vec<Event>) {
+    let agents = Arc::new(load(project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let registry = Registry::with_builtins(ProviderContext::default());
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
+    registry.insert("scripted/test", model);
+    let session = Session::new(
+        project.clone(),
+        agents,
+        Config::default(),
+        Arc::new(registry),
+        RunOptions {
+            model: Some("scripted/test".into()),
+            ..RunOptions::default()
+        },
+        agent,
+        task,
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).unwrap();
+    let failures: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopFailed { error, .. } => Some(error.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(failures.is_empty(), "hops failed: {failures:?}");
+    (outcome.status, events)
+}
+
+/// `(tool, is_error, output)` of the lead's tool results, in order.
+fn lead_results(events: &[Event]) -> Vec<(String, bool, String)> {
+    events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("lead"))
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                tool,
+                is_error,
+                output,
+                ..
+            } => Some((tool.clone(), *is_error, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn refusals(events: &[Event]) -> Vec<(String, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GateRefused { tool, target, .. } => Some((tool.clone(), target.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn plans(events: &[Event]) -> Vec<(String, Vec<String>, Vec<String>, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GatePlan {
+                via,
+                sources,
+                allowed,
+                fallback,
+                ..
+            } => Some((via.clone(), sources.clone(), allowed.clone(), *fallback)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn call(name: &str, args: &str) -> String {
+    format!("            - name: {name}\n              arguments: {args}\n")
+}
+
+#[tokio::test]
+async fn nothing_is_retrieved_before_a_plan_and_the_plan_opens_only_its_sources() {
+    let (dir, project) = project();
+    let bad = DOC_PLAN.replace("KNOWLEDGE_QA", "WEATHER");
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}{}        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}{}        - content: \"done\"\n",
+        call("grep", "{pattern: decided}"),
+        call("task", "{subagent_type: thoughts-locator, description: find, prompt: \"find it\"}"),
+        call("plan", &bad),
+        call("plan", DOC_PLAN),
+        call("read", "{path: agent/lead.md}"),
+        call("grep", "{pattern: decided}"),
+    );
+    let (status, events) = run(&project, &script, "lead", "What did we decide?").await;
+    assert_eq!(status, SessionStatus::Completed);
+    let results = lead_results(&events);
+    let flags: Vec<(&str, bool)> = results.iter().map(|(t, e, _)| (t.as_str(), *e)).collect();
+    assert_eq!(
+        flags,
+        [
+            ("grep", true),
+            ("task", true),
+            ("plan", true),
+            ("plan", false),
+            ("read", false),
+            ("grep", true),
+        ]
+    );
+    assert!(
+        results[0]
+            .2
+            .contains("no retrieval before a validated plan")
+            && results[0].2.contains("delegate to `analyst` first"),
+        "{}",
+        results[0].2
+    );
+    assert!(
+        results[2]
+            .2
+            .contains("does not pass contract `analyst-plan`"),
+        "{}",
+        results[2].2
+    );
+    assert!(results[2].2.contains("/request_type"), "{}", results[2].2);
+    assert!(results[3].2.contains("Plan accepted"), "{}", results[3].2);
+    assert!(
+        results[5].2.contains("chose source(s) doc")
+            && results[5].2.contains("only source(s) code open it"),
+        "{}",
+        results[5].2
+    );
+    assert_eq!(
+        refusals(&events),
+        [
+            ("grep".to_string(), None),
+            ("task".to_string(), Some("thoughts-locator".to_string())),
+            ("grep".to_string(), None),
+        ]
+    );
+    assert_eq!(
+        plans(&events),
+        [(
+            "plan".to_string(),
+            vec!["doc".to_string()],
+            vec!["read".to_string(), "thoughts-locator".to_string()],
+            false
+        )]
+    );
+    // The validated plan stays in the conversation every later turn sends (the transcript has it).
+    let session_dir = dir.path().join(".switchboard/sessions");
+    let mut found = false;
+    for entry in walk(&session_dir) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        if text.contains("Retrieval follows this validated plan") && text.contains("find_decisions")
+        {
+            found = true;
+        }
+    }
+    assert!(
+        found,
+        "the accepted plan should be in the lead's conversation"
+    );
+}
+
+#[tokio::test]
+async fn the_planning_agents_answer_is_the_plan_and_a_status_plan_opens_no_documents() {
+    let (_dir, project) = project();
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"no data source here\"\n  analyst:\n    - turns:\n        - content: {}\n",
+        call("task", "{subagent_type: analyst, description: plan, prompt: \"What is the sprint completion rate for sprint 12?\"}"),
+        call("task", "{subagent_type: thoughts-locator, description: find, prompt: \"find it\"}"),
+        serde_json::to_string(DB_PLAN).unwrap(),
+    );
+    let (status, events) = run(&project, &script, "lead", "sprint 12 rate").await;
+    assert_eq!(status, SessionStatus::Completed);
+    let results = lead_results(&events);
+    assert!(
+        !results[0].1,
+        "the delegation to the planning agent is open"
+    );
+    assert!(
+        results[0].2.contains("[gate] Plan accepted"),
+        "{}",
+        results[0].2
+    );
+    assert!(
+        results[1].1,
+        "db opens nothing here, so the locator stays closed"
+    );
+    assert!(
+        results[1].2.contains("chose source(s) db"),
+        "{}",
+        results[1].2
+    );
+    assert_eq!(
+        plans(&events),
+        [("analyst".to_string(), vec!["db".to_string()], vec![], false)]
+    );
+    // The locator never ran: no hop of it was started.
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::HopStarted { .. })
+            && e.agent.as_deref() == Some("thoughts-locator")));
+}
+
+#[tokio::test]
+async fn a_planning_agent_that_falls_back_gives_the_gate_its_conservative_plan() {
+    let (_dir, project) = project();
+    // Three unusable answers: the first and two repair turns; then the declared fallback.
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"read it\"\n  analyst:\n    - turns:\n        - content: \"I think you want docs.\"\n        - content: \"Still prose.\"\n        - content: \"No JSON, sorry.\"\n",
+        call("task", "{subagent_type: analyst, description: plan, prompt: \"Where is the event log described?\"}"),
+        call("read", "{path: agent/lead.md}"),
+    );
+    let (status, events) = run(&project, &script, "lead", "event log").await;
+    assert_eq!(status, SessionStatus::Completed);
+    assert_eq!(
+        plans(&events),
+        [(
+            "analyst".to_string(),
+            vec!["policy".to_string()],
+            vec!["read".to_string()],
+            true
+        )]
+    );
+    let results = lead_results(&events);
+    assert!(!results[1].1, "policy opens read: {}", results[1].2);
+}
+
+#[tokio::test]
+async fn lint_points_at_each_wrong_name_in_a_gate() {
+    let (dir, project) = project();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace("plan: analyst", "plan: analist")
+            .replace("code: [grep]", "code: [grepp, write]\n    web: [glob]"),
+    )
+    .unwrap();
+    let set = load(&project, &LoadOptions::default());
+    let problems = switchboard::lint::lint_project(&project, &set);
+    let gate: Vec<(String, usize, usize)> = problems
+        .iter()
+        .filter(|p| p.code.starts_with("gate/"))
+        .map(|p| (p.code.to_string(), p.line, p.column))
+        .collect();
+    assert!(
+        gate.contains(&("gate/unknown-plan-agent".into(), 9, 9)),
+        "{gate:?}"
+    );
+    assert!(
+        gate.contains(&("gate/unknown-name".into(), 12, 12)),
+        "{gate:?}"
+    );
+    assert!(
+        gate.contains(&("gate/not-usable".into(), 12, 19)),
+        "{gate:?}"
+    );
+    let unknown = problems
+        .iter()
+        .find(|p| p.code == "gate/unknown-plan-agent")
+        .unwrap();
+    assert_eq!(unknown.help.as_deref(), Some("did you mean `analyst`?"));
+    // With the plan agent fixed, lint also sees that no plan can choose `web`.
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace("code: [grep]", "code: [grep]\n    web: [glob]"),
+    )
+    .unwrap();
+    let set = load(&project, &LoadOptions::default());
+    let problems = switchboard::lint::lint_project(&project, &set);
+    let never = problems
+        .iter()
+        .find(|p| p.code == "gate/source-never-chosen")
+        .expect("web is not in the analyst's source enum");
+    assert_eq!(never.line, 13);
+    // A declaration that cannot be read is a load error where it is written.
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace(
+            "  sources:\n",
+            "  sources_field: required_sources\n  sources:\n",
+        ),
+    )
+    .unwrap();
+    let set = load(&project, &LoadOptions::default());
+    let d = set
+        .diagnostics
+        .iter()
+        .find(|p| p.code == "agent/gate")
+        .expect("a sources_field that is no JSON pointer is refused");
+    assert_eq!((d.line, d.column), (10, 18));
+}
+
+#[tokio::test]
+async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
+    // The shipped agents and a small corpus: the offline model has to find its way through the
+    // researcher's gate on its own.
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    fs::copy_tree(&root.join("agent"), &dir.path().join("agent"));
+    fs::copy_tree(
+        &Path::new(FIXTURE).join("thoughts"),
+        &dir.path().join("thoughts"),
+    );
+    let project = Project::open(dir.path()).unwrap();
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let registry = Arc::new(Registry::with_builtins(ProviderContext::default()));
+    let ask = |task: &'static str| {
+        let (project, agents, registry) = (project.clone(), agents.clone(), registry.clone());
+        async move {
+            let session = Session::new(
+                project,
+                agents,
+                Config::default(),
+                registry,
+                RunOptions::default(),
+                "researcher",
+                task,
+            )
+            .unwrap();
+            let outcome = session.run().await;
+            (outcome.status, read_log(&outcome.events).unwrap())
+        }
+    };
+    let (status, events) = ask("What did we decide about the event log?").await;
+    assert_eq!(status, SessionStatus::Completed);
+    let p = plans(&events);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, "analyst");
+    assert!(p[0].1.contains(&"doc".to_string()), "{p:?}");
+    assert!(refusals(&events).is_empty(), "{:?}", refusals(&events));
+    let started: Vec<&str> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::HopStarted { .. }))
+        .filter_map(|e| e.agent.as_deref())
+        .collect();
+    assert_eq!(
+        &started[..3],
+        ["researcher", "analyst", "thoughts-locator"],
+        "{started:?}"
+    );
+
+    let (status, events) = ask("What is the sprint completion rate for sprint 12?").await;
+    assert_eq!(status, SessionStatus::Completed);
+    let p = plans(&events);
+    assert_eq!(p[0].1, ["db"], "{p:?}");
+    assert_eq!(
+        refusals(&events),
+        [("task".to_string(), Some("thoughts-locator".to_string()))]
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
