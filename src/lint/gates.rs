@@ -15,18 +15,8 @@ pub fn check(project: &Project, set: &AgentSet, out: &mut Vec<Problem>) {
         let Some(gate) = &agent.gate else {
             continue;
         };
-        let text = project
-            .resolve(&agent.file)
-            .ok()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default();
-        let place = |d: Problem, (line, col): (usize, usize)| {
-            if line == 0 {
-                d
-            } else {
-                d.at_line_of(&text, line, col)
-            }
-        };
+        let text = super::agent_text(project, agent);
+        let place = |d: Problem, at: (usize, usize)| super::place(&text, d, at);
         let contract = plan_contract(agent, gate, set, out, &place);
         for (source, names) in &gate.sources {
             for name in names {
@@ -119,22 +109,22 @@ fn plan_contract<'a>(
 fn judge_name(agent: &Agent, set: &AgentSet, source: &str, name: &GateName) -> Option<Problem> {
     let n = name.name.as_str();
     let is_tool = BUILTIN_TOOLS.contains(&n) || FOREIGN_TOOLS.contains(&n) || n.contains('_');
+    let not_usable = |message: String, help: String| {
+        Some(
+            Problem::new(Severity::Warning, "gate/not-usable", &agent.file, message)
+                .with_help(help),
+        )
+    };
     if set.get(n).is_some() {
         let refusals = policy::refusals(set.by_name(), agent, n, None);
         let first = refusals.first()?;
-        return Some(
-            Problem::new(
-                Severity::Warning,
-                "gate/not-usable",
-                &agent.file,
-                format!(
-                    "source `{source}` opens delegating to `{n}`, but the runtime would refuse \
-                     it: {first}"
-                ),
-            )
-            .with_help(
-                "allow the delegation (tools: task, permission) or remove the name from the source",
+        return not_usable(
+            format!(
+                "source `{source}` opens delegating to `{n}`, but the runtime would refuse it: \
+                 {first}"
             ),
+            "allow the delegation (tools: task, permission) or remove the name from the source"
+                .into(),
         );
     }
     if !is_tool {
@@ -159,20 +149,13 @@ fn judge_name(agent: &Agent, set: &AgentSet, source: &str, name: &GateName) -> O
         );
     }
     if !agent.tools.allows(n) || agent.permission.refuses_tool(n) {
-        return Some(
-            Problem::new(
-                Severity::Warning,
-                "gate/not-usable",
-                &agent.file,
-                format!(
-                    "source `{source}` opens `{n}`, but `{}` is not granted `{n}`; the plan can \
-                     open it, the agent still cannot call it",
-                    agent.name
-                ),
-            )
-            .with_help(format!(
-                "grant `{n}` under `tools:` or remove it from the source"
-            )),
+        return not_usable(
+            format!(
+                "source `{source}` opens `{n}`, but `{}` is not granted `{n}`; the plan can open \
+                 it, the agent still cannot call it",
+                agent.name
+            ),
+            format!("grant `{n}` under `tools:` or remove it from the source"),
         );
     }
     None

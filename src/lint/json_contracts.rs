@@ -19,19 +19,8 @@ pub fn check(project: &Project, set: &AgentSet, out: &mut Vec<Problem>) {
         let Some(json) = &contract.json else {
             continue;
         };
-        let text = project
-            .resolve(&agent.file)
-            .ok()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default();
-        let at = |key: &str, d: Problem| {
-            let (line, col) = key_position(&text, key);
-            if line == 0 {
-                d
-            } else {
-                d.at_line_of(&text, line, col)
-            }
-        };
+        let text = super::agent_text(project, agent);
+        let at = |key: &str, d: Problem| super::place(&text, d, key_position(&text, key));
         if let Err(e) = json.validator(project) {
             {
                 out.push(at(

@@ -70,6 +70,25 @@ impl Linter {
     }
 }
 
+/// An agent's file as text, to place findings in it (empty when it cannot be read: the finding
+/// then carries no position rather than a wrong one).
+pub(crate) fn agent_text(project: &crate::project::Project, agent: &crate::agent::Agent) -> String {
+    project
+        .resolve(&agent.file)
+        .ok()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default()
+}
+
+/// `d` placed at 1-based `line:col` of `text`; left unplaced when `line` is 0 (not found).
+pub(crate) fn place(text: &str, d: Problem, (line, col): (usize, usize)) -> Problem {
+    if line == 0 {
+        d
+    } else {
+        d.at_line_of(text, line, col)
+    }
+}
+
 fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec<Problem>) {
     match crate::config::Config::load(project) {
         Ok(config) => {

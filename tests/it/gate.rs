@@ -13,7 +13,7 @@ use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionStatus};
 
-use crate::support::fs;
+use crate::support::{fs, scripted};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -46,16 +46,9 @@ const DOC_PLAN: &str = r#"{"intent": "find_decisions", "request_type": "KNOWLEDG
 const DB_PLAN: &str = r#"{"intent": "sprint_rate", "request_type": "STATUS_METRIC", "track": "QUALITY", "required_sources": ["db"], "missing_info_questions": [], "expected_output_schema": "status_v1_json"}"#;
 
 fn project() -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    fs::copy_tree(Path::new(FIXTURE), dir.path());
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("agent/analyst.md"),
-        dir.path().join("agent/analyst.md"),
-    )
-    .unwrap();
+    let (dir, project) = scripted::project_with_analyst();
     std::fs::write(dir.path().join("agent/lead.md"), LEAD).unwrap();
-    let p = Project::open(dir.path()).unwrap();
-    (dir, p)
+    (dir, project)
 }
 
 async fn run(

@@ -2,7 +2,6 @@
 //! agent/analyst.md: repair turns, the fallback, one clarifying question with `resume --answer`,
 //! and the contract counters read back from the event log.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use switchboard::agent::{load, LoadOptions};
@@ -14,23 +13,10 @@ use switchboard::runtime::resume::plan_from_log;
 use switchboard::runtime::stats::{tally, StatsFilter};
 use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome, SessionStatus};
 
-use crate::support::fs;
-
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/runtime/project"
-);
+use crate::support::scripted;
 
 fn project() -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    fs::copy_tree(Path::new(FIXTURE), dir.path());
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("agent/analyst.md"),
-        dir.path().join("agent/analyst.md"),
-    )
-    .unwrap();
-    let p = Project::open(dir.path()).unwrap();
-    (dir, p)
+    scripted::project_with_analyst()
 }
 
 fn registry(script: &str) -> Arc<Registry> {

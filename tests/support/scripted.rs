@@ -22,6 +22,19 @@ pub fn project() -> (tempfile::TempDir, Project) {
     (dir, p)
 }
 
+/// A fresh copy of the fixture project with the shipped `agent/analyst.md` beside its agents
+/// (the JSON-contract and gate tests plan with it).
+pub fn project_with_analyst() -> (tempfile::TempDir, Project) {
+    let (dir, _) = project();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("agent/analyst.md"),
+        dir.path().join("agent/analyst.md"),
+    )
+    .unwrap();
+    let p = Project::open(dir.path()).unwrap();
+    (dir, p)
+}
+
 /// Runs `researcher` on `prompt` with `script` as the model; returns the outcome and its log.
 pub async fn run_with(
     project: &Project,
