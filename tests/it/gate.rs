@@ -406,6 +406,21 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
         refusals(&events),
         [("task".to_string(), Some("thoughts-locator".to_string()))]
     );
+    // The report says why nothing was searched instead of claiming the documents are silent.
+    let report = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                written: Some(w), ..
+            } => Some(w.clone()),
+            _ => None,
+        })
+        .expect("the researcher writes its report");
+    let text = std::fs::read_to_string(dir.path().join(report)).unwrap();
+    assert!(
+        text.contains("The documents were not searched: the gate of `researcher`"),
+        "{text}"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

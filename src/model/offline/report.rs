@@ -131,9 +131,14 @@ fn gather(history: &History) -> Gathered {
     if let Some(loc) = history.step("locate").first() {
         if loc.ok().is_none() {
             let why = loc.result.map_or("no result", |m| first_line(&m.content));
-            g.open.push(format!(
-                "The locator failed ({why}); which documents bear on the question is unknown."
-            ));
+            g.open.push(if why.starts_with("the gate of") {
+                // Not a failure: the validated plan chose sources that open no document search.
+                format!("The documents were not searched: {why}")
+            } else {
+                format!(
+                    "The locator failed ({why}); which documents bear on the question is unknown."
+                )
+            });
         }
     }
     for ex in history.step("analyze") {
