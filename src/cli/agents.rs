@@ -71,6 +71,12 @@ pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
                 .into_iter()
                 .map(str::to_string)
                 .chain(mcp.iter().flat_map(|m| m.offered(a)))
+                // A gated agent is also offered the tool it submits its plan with.
+                .chain(
+                    a.gate
+                        .is_some()
+                        .then(|| crate::agent::gate::PLAN_TOOL.to_string()),
+                )
                 .collect(),
             problems: set.diagnostics_for(&a.file).collect(),
         })

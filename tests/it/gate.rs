@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
+use switchboard::model::{ProviderContext, Registry};
 use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionStatus};
@@ -57,26 +57,8 @@ async fn run(
     agent: &str,
     task: &str,
 ) -> (SessionStatus, Vec<Event>) {
-    let agents = Arc::new(load(project, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
-    let session = Session::new(
-        project.clone(),
-        agents,
-        Config::default(),
-        Arc::new(registry),
-        RunOptions {
-            model: Some("scripted/test".into()),
-            ..RunOptions::default()
-        },
-        agent,
-        task,
-    )
-    .unwrap();
-    let outcome = session.run().await;
-    let events = read_log(&outcome.events).unwrap();
+    let (outcome, events) =
+        scripted::run_agent(project, Config::default(), script, agent, task).await;
     let failures: Vec<&str> = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -5,17 +5,12 @@
 //! not skipped), naming the script.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::Value;
-use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
 use switchboard::mcp::{CallRecord, ServerReport};
-use switchboard::model::scripted::ScriptedModel;
-use switchboard::model::{Model, ProviderContext, Registry};
 use switchboard::project::Project;
-use switchboard::runtime::events::read_log;
-use switchboard::runtime::{Event, EventKind, RunOptions, Session};
+use switchboard::runtime::{Event, EventKind};
 
 fn cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache")
@@ -58,7 +53,6 @@ async fn run_lead(
     .unwrap();
     let config = Config::parse(toml, "switchboard.toml").unwrap();
     let project = Project::open(dir.path()).unwrap();
-    let agents = Arc::new(load(&project, &LoadOptions::default()));
     let mut script = String::from("agents:\n  lead:\n    - turns:\n");
     for (name, args) in calls {
         script.push_str(&format!(
@@ -66,26 +60,10 @@ async fn run_lead(
         ));
     }
     script.push_str("        - content: done\n");
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(&script).unwrap());
-    registry.insert("scripted/test", model);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..RunOptions::default()
-    };
-    let session = Session::new(
-        project,
-        agents,
-        config,
-        Arc::new(registry),
-        options,
-        "lead",
-        "x",
-    )
-    .unwrap();
-    let outcome = session.run().await;
+    let (outcome, events) =
+        crate::support::scripted::run_agent(&project, config, &script, "lead", "x").await;
     assert_eq!(outcome.answer, "done", "{outcome:?}");
-    (dir, read_log(&outcome.events).unwrap())
+    (dir, events)
 }
 
 fn servers(events: &[Event]) -> Vec<&ServerReport> {

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use switchboard::runtime::events::read_log;
@@ -12,7 +12,6 @@ use crate::support::fs as support_fs;
 use support_fs::copy_tree;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -38,11 +37,7 @@ fn success_json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn sb(root: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--root").arg(root).env("NO_COLOR", "1");
-    c
-}
+use crate::support::fs::sb;
 
 #[test]
 fn run_json_prints_one_object_and_trace_shows_the_tree() {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -19,7 +19,6 @@ use switchboard::runtime::{Event, EventKind};
 use crate::support::fs as support_fs;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -32,11 +31,7 @@ fn project() -> tempfile::TempDir {
     dir
 }
 
-fn sb(root: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--root").arg(root).env("NO_COLOR", "1");
-    c
-}
+use crate::support::fs::sb;
 
 /// An OTLP/HTTP receiver on 127.0.0.1: every span it decodes, and the resource's service.name.
 struct Receiver {

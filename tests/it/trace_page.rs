@@ -12,13 +12,8 @@ use std::time::{Duration, Instant};
 use crate::support::fs as support_fs;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/runtime");
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
-fn sb(root: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--root").arg(root).env("NO_COLOR", "1");
-    c
-}
+use crate::support::fs::sb;
 
 fn chromium() -> PathBuf {
     for name in ["chromium", "chromium-browser"] {

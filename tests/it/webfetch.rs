@@ -510,9 +510,8 @@ async fn websearch_needs_a_configured_endpoint() {
 #[tokio::test]
 async fn a_session_logs_each_fetch() {
     use switchboard::config::Config;
-    use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
-    use switchboard::runtime::events::read_log;
-    use switchboard::runtime::{EventKind, RunOptions, Session};
+
+    use switchboard::runtime::EventKind;
 
     let (addr, hits) = serve().await;
     let dir = tempfile::tempdir().unwrap();
@@ -528,30 +527,13 @@ async fn a_session_logs_each_fetch() {
     )
     .unwrap();
     let project = Project::open(dir.path()).unwrap();
-    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    let _agents = Arc::new(load(&project, &LoadOptions::default()));
     let url = format!("http://{addr}/page.html");
     let script = format!(
         "agents:\n  lead:\n    - turns:\n        - tool_calls:\n            - name: webfetch\n              arguments: {{url: \"{url}\"}}\n            - name: webfetch\n              arguments: {{url: \"{url}\"}}\n            - name: webfetch\n              arguments: {{url: \"http://169.254.169.254/latest/meta-data/\"}}\n        - content: done\n"
     );
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(&script).unwrap());
-    registry.insert("scripted/test", model);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..RunOptions::default()
-    };
-    let session = Session::new(
-        project,
-        agents,
-        config,
-        Arc::new(registry),
-        options,
-        "lead",
-        "x",
-    )
-    .unwrap();
-    let outcome = session.run().await;
-    let events = read_log(&outcome.events).unwrap();
+    let (_outcome, events) =
+        crate::support::scripted::run_agent(&project, config, &script, "lead", "x").await;
     let fetches: Vec<&FetchRecord> = events
         .iter()
         .filter_map(|e| match &e.kind {

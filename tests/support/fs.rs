@@ -16,3 +16,10 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The switchboard binary, run in `root` without colour.
+pub fn sb(root: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    c.arg("--root").arg(root).env("NO_COLOR", "1");
+    c
+}

@@ -65,3 +65,36 @@ pub async fn run_with(
     let events = read_log(&outcome.events).unwrap();
     (outcome, events)
 }
+
+/// Runs `agent` on `task` in `project` with `config`, the model being `script` (a scripted
+/// model's YAML); returns the outcome and its event log.
+pub async fn run_agent(
+    project: &Project,
+    config: Config,
+    script: &str,
+    agent: &str,
+    task: &str,
+) -> (SessionOutcome, Vec<Event>) {
+    let agents = Arc::new(load(project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let registry = Registry::with_builtins(ProviderContext::default());
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
+    registry.insert("scripted/test", model);
+    let options = RunOptions {
+        model: Some("scripted/test".into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        agent,
+        task,
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).unwrap();
+    (outcome, events)
+}
