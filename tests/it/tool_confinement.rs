@@ -99,6 +99,23 @@ fn refused(result: Result<ToolOutput, ToolError>) -> String {
     }
 }
 
+/// Every tool refuses the folder link `dir` (and a file `inside` it): read and write a file
+/// through it, list, glob and grep in it.
+fn refused_by_every_tool(f: &Fixture, a: &Agent, dir: &str, inside: &str) {
+    let file = format!("{dir}/{inside}");
+    refused(call(f, a, "read", json!({ "path": file })));
+    refused(call(f, a, "list", json!({ "path": dir })));
+    refused(call(f, a, "glob", json!({"pattern": "**", "path": dir})));
+    refused(call(
+        f,
+        a,
+        "grep",
+        json!({"pattern": "SECRET", "path": dir}),
+    ));
+    let new = format!("{}/new.md", file.rsplit_once('/').map_or(dir, |(d, _)| d));
+    refused(call(f, a, "write", json!({"path": new, "content": "x"})));
+}
+
 #[test]
 fn write_refuses_a_dangling_link_that_leads_out() {
     let f = Fixture::new();
@@ -159,31 +176,7 @@ fn chained_links_out_are_refused_by_read_and_write() {
 fn a_link_to_a_parent_directory_outside_is_refused_by_every_tool() {
     let f = Fixture::new();
     let a = agent("");
-    refused(call(
-        &f,
-        &a,
-        "read",
-        json!({"path": "thoughts/up/outside/secret.txt"}),
-    ));
-    refused(call(&f, &a, "list", json!({"path": "thoughts/up"})));
-    refused(call(
-        &f,
-        &a,
-        "glob",
-        json!({"pattern": "**", "path": "thoughts/up"}),
-    ));
-    refused(call(
-        &f,
-        &a,
-        "grep",
-        json!({"pattern": "SECRET", "path": "thoughts/up"}),
-    ));
-    refused(call(
-        &f,
-        &a,
-        "write",
-        json!({"path": "thoughts/up/outside/new.md", "content": "x"}),
-    ));
+    refused_by_every_tool(&f, &a, "thoughts/up", "outside/secret.txt");
     assert!(!f.outside("new.md").exists());
 }
 
@@ -191,19 +184,7 @@ fn a_link_to_a_parent_directory_outside_is_refused_by_every_tool() {
 fn a_link_to_a_directory_outside_is_refused_and_hidden() {
     let f = Fixture::new();
     let a = agent("");
-    refused(call(
-        &f,
-        &a,
-        "read",
-        json!({"path": "thoughts/outdir/inner.txt"}),
-    ));
-    refused(call(&f, &a, "list", json!({"path": "thoughts/outdir"})));
-    refused(call(
-        &f,
-        &a,
-        "write",
-        json!({"path": "thoughts/outdir/new.md", "content": "x"}),
-    ));
+    refused_by_every_tool(&f, &a, "thoughts/outdir", "inner.txt");
     assert!(!f.outside("dir/new.md").exists());
     // Walking the whole project shows nothing from outside, nor the links that lead there.
     let grep = call(&f, &a, "grep", json!({"pattern": "SECRET"}))
