@@ -94,7 +94,10 @@ pub fn agent_schema() -> Value {
                     { "type": "integer", "minimum": 1 },
                     { "type": "object", "additionalProperties": false, "properties": {
                         "tokens": { "type": "integer", "minimum": 1 },
-                        "wall_seconds": { "type": "integer", "minimum": 1 }
+                        "wall_seconds": { "type": "integer", "minimum": 1 },
+                        "turns": { "type": "integer", "minimum": 1 },
+                        "threshold": { "type": "integer", "minimum": 1, "maximum": 100,
+                            "description": "Percent of each limit at which a checkpoint is asked for and the hop ends PARTIAL (default 60)" }
                     } }
                 ]
             }

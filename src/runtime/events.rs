@@ -22,7 +22,7 @@ use crate::problem::Problem;
 pub use super::status::{HopStatus, SessionStatus};
 
 /// One line of the log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     /// RFC 3339 UTC with microseconds.
     pub timestamp: String,
@@ -36,7 +36,7 @@ pub struct Event {
 }
 
 /// What happened; serialized as `"type": "hop.started"` and so on, with the fields beside it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
     #[serde(rename = "session.started")]
@@ -200,6 +200,20 @@ pub enum EventKind {
         #[serde(default)]
         violations: Vec<Problem>,
     },
+    /// A hop failed closed (tier 3): why, and what a person must do before running it again.
+    /// Logged just before the hop's `hop.failed`; nothing retries it automatically.
+    #[serde(rename = "hop.blocked")]
+    HopBlocked { reason: String, action: String },
+    /// A hop stopped early (tier 2) left this checkpoint: what is done, what remains, the next
+    /// steps. `source` is `agent` (asked for and validated) or `runtime` (the agent could not be
+    /// asked, or its checkpoint did not validate). `path` is the copy under the session folder.
+    /// `resume` hands it to the hop's next attempt.
+    #[serde(rename = "hop.checkpoint")]
+    HopCheckpoint {
+        reason: String,
+        checkpoint: super::checkpoint::Checkpoint,
+        path: String,
+    },
     /// A hop that completed in an earlier run of the session, reused by `resume` without running.
     #[serde(rename = "hop.reused")]
     HopReused { message_id: String },
@@ -242,6 +256,8 @@ impl EventKind {
             EventKind::HopBudget { .. } => "hop.budget",
             EventKind::HopCompleted { .. } => "hop.completed",
             EventKind::HopFailed { .. } => "hop.failed",
+            EventKind::HopBlocked { .. } => "hop.blocked",
+            EventKind::HopCheckpoint { .. } => "hop.checkpoint",
             EventKind::HopReused { .. } => "hop.reused",
             EventKind::LogRepaired { .. } => "log.repaired",
             EventKind::SessionCompleted { .. } => "session.completed",

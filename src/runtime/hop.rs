@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::check::{Gate, Verdict};
+use super::check::{check_partial, Gate, Verdict};
+use super::checkpoint::{self, Checkpoint};
 use super::ending::{cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
@@ -38,8 +39,9 @@ use crate::tools;
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
-/// Share of the token budget at which the agent is told to wrap up.
-pub const BUDGET_NUDGE: f64 = 0.6;
+/// Share of a budget at which the agent is asked for a checkpoint and the hop ends PARTIAL,
+/// when its `budget.threshold` does not say otherwise.
+pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64 / 100.0;
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
 
@@ -91,21 +93,34 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             parent_hop_id,
             agent: req.agent.clone(),
         };
+        // A missing agent or a model that cannot be chosen is fatal (tier 3): BLOCKED.
         let Some(agent) = shared.agents.get(&req.agent).cloned() else {
             return never_started(
                 &ctx,
                 String::new(),
                 format!("unknown agent `{}`", req.agent),
+                Some(format!(
+                    "restore agent/{}.md (or fix the name that calls it); `switchboard agents` \
+                     lists the agents this project defines",
+                    req.agent
+                )),
             );
+        };
+        let fix_model = || {
+            Some(
+                "fix the agent's `model:` or switchboard.toml ([aliases], [providers.*]), or \
+                 pass --model"
+                    .to_string(),
+            )
         };
         let model_spec =
             match shared.model_spec(&agent, req.parent.as_ref().map(|p| p.model.as_str())) {
                 Ok(s) => s,
-                Err(e) => return never_started(&ctx, String::new(), e.to_string()),
+                Err(e) => return never_started(&ctx, String::new(), e.to_string(), fix_model()),
             };
         let model = match shared.models.get(&model_spec) {
             Ok(m) => m,
-            Err(e) => return never_started(&ctx, String::new(), e.to_string()),
+            Err(e) => return never_started(&ctx, String::new(), e.to_string(), fix_model()),
         };
         // Children wait for a slot; the primary hop does not take one.
         let permit = if req.depth > 0 {
@@ -123,6 +138,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
                         &ctx,
                         String::new(),
                         format!("cannot allocate a message id: {e}"),
+                        None,
                     )
                 }
             },
@@ -154,6 +170,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             steps: 0,
             last_content: String::new(),
             written: Vec::new(),
+            resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
         };
         let wall = state
             .agent
@@ -194,6 +211,8 @@ struct HopState {
     steps: u32,
     last_content: String,
     written: Vec<String>,
+    /// The checkpoint of this hop's earlier PARTIAL attempt, when `resume` runs it again.
+    resumed_from: Option<Checkpoint>,
 }
 
 impl HopState {
@@ -234,7 +253,12 @@ impl HopState {
                 correlation_id: shared.correlation_id.clone(),
                 timestamp: context.now.clone(),
             });
-        self.messages.push(Message::user(self.req.prompt.clone()));
+        // A hop that stopped PARTIAL before continues from its checkpoint (`resume`).
+        let task = match &self.resumed_from {
+            Some(c) => format!("{}{}", self.req.prompt, checkpoint::continuation(c)),
+            None => self.req.prompt.clone(),
+        };
+        self.messages.push(Message::user(task));
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
         let mut gate = Gate {
@@ -254,6 +278,9 @@ impl HopState {
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
+        // Set once a checkpoint was asked for: why, and the answer the hop had then.
+        let mut checkpointing: Option<(String, String)> = None;
+        let hop_clock = Instant::now();
         let mut turn = 0u32;
         loop {
             self.steps += 1;
@@ -270,7 +297,7 @@ impl HopState {
                 agent: self.agent.name.clone(),
                 system: self.system.clone(),
                 messages: self.messages.clone(),
-                tools: if last_step {
+                tools: if last_step || checkpointing.is_some() {
                     Vec::new()
                 } else {
                     tool_specs.clone()
@@ -288,6 +315,14 @@ impl HopState {
             let clock = Instant::now();
             let mut response = match self.complete(&request, turn).await {
                 Ok(r) => r,
+                // Tier 2: the same request would overflow again, and so would asking for a
+                // checkpoint; the runtime writes one and the hop ends PARTIAL.
+                Err(e @ ModelError::ContextOverflow { .. }) => {
+                    return self.partial(format!(
+                        "context overflow: model {}: {e}",
+                        self.model_spec
+                    ))
+                }
                 Err(e) => return Ending::failed(format!("model {}: {e}", self.model_spec)),
             };
             self.ctx.emit(EventKind::ModelResponse {
@@ -315,6 +350,10 @@ impl HopState {
                         self.usage.total()
                     ));
                 }
+            }
+            if let Some((why, answer)) = checkpointing.take() {
+                // This reply is the checkpoint the runtime asked for; its tool calls do not run.
+                return self.checkpointed(why, answer, &response.content);
             }
             // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
             match pieces.take(&mut response, &mut self.messages, turn, |e| {
@@ -378,12 +417,21 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
+                let action = (status == HopStatus::Blocked).then(|| {
+                    format!(
+                        "make the answer of `{}` fit its contract: sharpen its prompt, fix the \
+                         contract, or declare `on_violation: mark` or a fallback",
+                        self.agent.name
+                    )
+                });
                 return Ending {
                     status,
                     answer,
                     error,
                     conformant,
                     violations,
+                    checkpoint: None,
+                    action,
                 };
             }
             self.messages.push(Message::assistant(
@@ -395,32 +443,120 @@ impl HopState {
             }
             let results = self.run_tools(&response.tool_calls).await;
             self.messages.extend(results);
-            if let Some(budget) = self.agent.budget.tokens {
-                let used = self.usage.total();
-                if !nudged && used as f64 >= budget as f64 * BUDGET_NUDGE {
-                    nudged = true;
-                    self.ctx.emit(EventKind::HopBudget {
-                        used_tokens: used,
-                        budget_tokens: budget,
-                        action: "wrap_up".into(),
-                    });
-                    self.messages.push(Message::user(format!(
-                        "You have used {used} of your {budget} tokens. Wrap up: finish the step \
-                         you are on and give your final answer soon."
-                    )));
-                }
+            // Tier 3: a tool was refused a path (outside the root, a hidden folder).
+            if let Some(reason) = shared.take_refusal(&self.ctx.hop_id) {
+                return Ending::blocked(
+                    format!("a tool call was refused: {reason}"),
+                    "check why the agent reached outside the project (its prompt, its task, \
+                     a file that points it there); fix that, then run it again"
+                        .into(),
+                );
+            }
+            // Tier 2: a budget at its threshold asks for a checkpoint, then ends PARTIAL.
+            let over = if nudged {
+                None
+            } else {
+                self.over_threshold(hop_clock.elapsed())
+            };
+            if let Some(why) = over {
+                nudged = true;
+                self.ctx.emit(EventKind::HopBudget {
+                    used_tokens: self.usage.total(),
+                    budget_tokens: self.agent.budget.tokens.unwrap_or(0),
+                    action: "wrap_up".into(),
+                });
+                self.messages.push(Message::user(checkpoint::request(&why)));
+                checkpointing = Some((why, self.last_content.clone()));
             }
         }
     }
 
-    /// The answer so far, ended PARTIAL: the last thing the agent said.
+    /// Which declared budget (tokens, turns, wall time) has reached its threshold, if any.
+    fn over_threshold(&self, elapsed: Duration) -> Option<String> {
+        let budget = &self.agent.budget;
+        let share = budget.threshold_fraction();
+        let pct = (share * 100.0).round();
+        if let Some(tokens) = budget.tokens {
+            let used = self.usage.total();
+            if used as f64 >= tokens as f64 * share {
+                return Some(format!(
+                    "{used} of {tokens} tokens used (threshold {pct} %)"
+                ));
+            }
+        }
+        if let Some(turns) = budget.turns {
+            if f64::from(self.steps) >= f64::from(turns) * share {
+                return Some(format!(
+                    "{} of {turns} turns used (threshold {pct} %)",
+                    self.steps
+                ));
+            }
+        }
+        if let Some(wall) = budget.wall_seconds {
+            if elapsed.as_secs_f64() >= wall as f64 * share {
+                return Some(format!(
+                    "{:.1} of {wall} s used (threshold {pct} %)",
+                    elapsed.as_secs_f64()
+                ));
+            }
+        }
+        None
+    }
+
+    /// Ends the hop PARTIAL on the checkpoint the agent replied with, or, when the reply does
+    /// not validate, on one the runtime writes (the validation error says why).
+    fn checkpointed(&mut self, why: String, answer: String, reply: &str) -> Ending {
+        self.last_content = answer;
+        match checkpoint::parse(reply, &self.ctx.shared.project) {
+            Ok(c) => self.partial_with(format!("budget threshold: {why}"), c),
+            Err(e) => {
+                let why = format!("budget threshold: {why}; its checkpoint was not usable: {e}");
+                let c = checkpoint::by_runtime(&self.req.prompt, &self.last_content, self.steps, &why);
+                self.partial_with(why, c)
+            }
+        }
+    }
+
+    /// The answer so far, ended PARTIAL with a checkpoint the runtime writes.
     fn partial(&self, why: String) -> Ending {
+        let c = checkpoint::by_runtime(&self.req.prompt, &self.last_content, self.steps, &why);
+        self.partial_with(why, c)
+    }
+
+    /// The answer so far (the last thing the agent said), ended PARTIAL with `checkpoint`. The
+    /// answer is still held to the agent's contract, once and without repairs, so its caller
+    /// learns whether it conforms.
+    fn partial_with(&self, why: String, checkpoint: Checkpoint) -> Ending {
+        let (conformant, violations) = match &self.agent.contract {
+            Some(contract) if !self.last_content.trim().is_empty() => {
+                let shared = &self.ctx.shared;
+                let outcome = check_partial(
+                    &self.last_content,
+                    contract,
+                    &shared.project,
+                    &shared.correlation_id,
+                    &self.message_id,
+                );
+                self.ctx.emit(EventKind::ContractChecked {
+                    contract: contract.name.clone(),
+                    message_id: self.message_id.clone(),
+                    conformant: outcome.conformant,
+                    repair: 0,
+                    violations: outcome.violations.clone(),
+                });
+                (Some(outcome.conformant), outcome.violations)
+            }
+            Some(_) => (Some(false), Vec::new()),
+            None => (None, Vec::new()),
+        };
         Ending {
             status: HopStatus::Partial,
             answer: self.last_content.clone(),
             error: Some(why),
-            conformant: None,
-            violations: Vec::new(),
+            conformant,
+            violations,
+            checkpoint: Some(checkpoint),
+            action: None,
         }
     }
 

@@ -15,7 +15,8 @@ use super::hop::run_hop;
 use super::ids::new_id;
 use super::resume::ResumePlan;
 use super::shared::{ResumeRecord, Shared};
-use super::status::{HopStatus, SessionStatus};
+use super::checkpoint::Checkpoint;
+use super::status::{HopStatus, Outcome, SessionStatus};
 use crate::agent::AgentSet;
 use crate::config::Config;
 use crate::model::{Registry, Usage};
@@ -44,6 +45,8 @@ pub struct SessionOutcome {
     pub session_id: String,
     pub correlation_id: String,
     pub status: SessionStatus,
+    /// Which of the five outcomes `status` is (the exit code follows it).
+    pub outcome: Outcome,
     pub answer: String,
     pub error: Option<String>,
     /// Project-relative paths of files the session's agents wrote.
@@ -51,6 +54,12 @@ pub struct SessionOutcome {
     /// The event log.
     pub events: PathBuf,
     pub usage: Usage,
+    /// A PARTIAL session's checkpoint: what `resume` continues from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Checkpoint>,
+    /// The run folder (`.switchboard/runs/<id>`), when it could be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_folder: Option<PathBuf>,
 }
 
 /// A running (or resumable) session.
@@ -286,10 +295,14 @@ impl Session {
             },
         );
         let sync_error = self.shared.log.sync().err();
+        let run_folder =
+            super::runs::write(&self.shared.project, &self.shared.session_id, self.shared.log.path())
+                .ok();
         SessionOutcome {
             session_id: self.shared.session_id.clone(),
             correlation_id: self.shared.correlation_id.clone(),
             status,
+            outcome: status.outcome(),
             answer: result.answer.clone(),
             error: result
                 .error
@@ -298,6 +311,8 @@ impl Session {
             written,
             events: self.shared.log.path().to_path_buf(),
             usage,
+            checkpoint: result.checkpoint.clone(),
+            run_folder,
         }
     }
 
@@ -333,6 +348,7 @@ impl Session {
             violations: Vec::new(),
             written: Vec::new(),
             reused: false,
+            checkpoint: None,
         };
         self.complete(&result, Some(SessionStatus::Interrupted))
     }
