@@ -187,8 +187,11 @@ mod tests {
     #[test]
     fn a_checkpoint_that_breaks_its_schema_says_where() {
         let (_d, p) = project();
-        let err = parse("{\"done\": \"all\", \"remaining\": [], \"next_steps\": [\"x\"]}", &p)
-            .unwrap_err();
+        let err = parse(
+            "{\"done\": \"all\", \"remaining\": [], \"next_steps\": [\"x\"]}",
+            &p,
+        )
+        .unwrap_err();
         assert!(
             matches!(&err, CheckpointError::Schema(m) if m.contains("/done")),
             "{err}"
@@ -199,7 +202,10 @@ mod tests {
             Err(CheckpointError::NoNextStep)
         );
         assert!(matches!(
-            parse("{\"done\": [], \"remaining\": [], \"next_steps\": [\"a\"], \"extra\": 1}", &p),
+            parse(
+                "{\"done\": [], \"remaining\": [], \"next_steps\": [\"a\"], \"extra\": 1}",
+                &p
+            ),
             Err(CheckpointError::Schema(_))
         ));
     }

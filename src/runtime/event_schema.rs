@@ -40,10 +40,12 @@ fn collect_types(v: &Value, out: &mut Vec<String>) {
         Value::Object(map) => {
             if let Some(Value::Object(props)) = map.get("properties") {
                 if let Some(ty) = props.get("type") {
-                    let names = ty
-                        .get("const")
-                        .into_iter()
-                        .chain(ty.get("enum").and_then(Value::as_array).into_iter().flatten());
+                    let names = ty.get("const").into_iter().chain(
+                        ty.get("enum")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten(),
+                    );
                     for n in names.filter_map(Value::as_str) {
                         if !out.iter().any(|o| o == n) {
                             out.push(n.to_string());
@@ -92,7 +94,13 @@ mod tests {
         let ok = serde_json::json!({"timestamp": "t", "session_id": "s", "correlation_id": "c",
             "hop_id": null, "parent_hop_id": null, "agent": null,
             "type": "hop.repair", "repair": 1, "violations": 2});
-        assert!(v.is_valid(&ok), "{:?}", v.iter_errors(&ok).map(|e| e.to_string()).collect::<Vec<_>>());
+        assert!(
+            v.is_valid(&ok),
+            "{:?}",
+            v.iter_errors(&ok)
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        );
         let mut bad = ok.clone();
         bad["repair"] = serde_json::json!("one");
         assert!(!v.is_valid(&bad));

@@ -318,10 +318,8 @@ impl HopState {
                 // Tier 2: the same request would overflow again, and so would asking for a
                 // checkpoint; the runtime writes one and the hop ends PARTIAL.
                 Err(e @ ModelError::ContextOverflow { .. }) => {
-                    return self.partial(format!(
-                        "context overflow: model {}: {e}",
-                        self.model_spec
-                    ))
+                    return self
+                        .partial(format!("context overflow: model {}: {e}", self.model_spec))
                 }
                 Err(e) => return Ending::failed(format!("model {}: {e}", self.model_spec)),
             };
@@ -511,7 +509,8 @@ impl HopState {
             Ok(c) => self.partial_with(format!("budget threshold: {why}"), c),
             Err(e) => {
                 let why = format!("budget threshold: {why}; its checkpoint was not usable: {e}");
-                let c = checkpoint::by_runtime(&self.req.prompt, &self.last_content, self.steps, &why);
+                let c =
+                    checkpoint::by_runtime(&self.req.prompt, &self.last_content, self.steps, &why);
                 self.partial_with(why, c)
             }
         }

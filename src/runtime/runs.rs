@@ -262,7 +262,10 @@ impl Summary {
         let _ = writeln!(out, "Session `{}` ({}).\n", m.session_id, m.status);
         let _ = writeln!(out, "Task: {}\n", m.prompt);
         if let Some((reason, action)) = &self.blocked {
-            let _ = writeln!(out, "**Blocked:** {reason}\n\n**A person must:** {action}\n");
+            let _ = writeln!(
+                out,
+                "**Blocked:** {reason}\n\n**A person must:** {action}\n"
+            );
         } else if let Some(e) = &self.error {
             let _ = writeln!(out, "**Why:** {e}\n");
         }
@@ -335,7 +338,8 @@ fn yaml_of(m: &RunMeta) -> String {
 
 /// THOUGHTS.md: each ended hop's thinking, in the order the hops ended.
 fn thoughts(events: &[Value]) -> String {
-    let mut out = String::from("# Thoughts\n\nEach hop's reasoning, as its final answer gave it.\n");
+    let mut out =
+        String::from("# Thoughts\n\nEach hop's reasoning, as its final answer gave it.\n");
     for e in events.iter().filter(|e| s(e, "type") == "hop.completed") {
         let answer = s(e, "answer");
         let thinking = between(&answer, "<thinking>", "</thinking>").unwrap_or_else(|| {
@@ -388,7 +392,11 @@ fn decisions(events: &[Value]) -> String {
                 l
             }
             "tool.result" if e.get("is_error").and_then(Value::as_bool) == Some(true) => {
-                format!("tool `{}` refused or failed: {}", s(e, "tool"), s(e, "output"))
+                format!(
+                    "tool `{}` refused or failed: {}",
+                    s(e, "tool"),
+                    s(e, "output")
+                )
             }
             "hop.blocked" => format!(
                 "BLOCKED: {} — a person must: {}",
@@ -554,8 +562,14 @@ mod tests {
         let thoughts = std::fs::read_to_string(out.join("THOUGHTS.md")).unwrap();
         assert!(thoughts.contains("I read a"), "{thoughts}");
         let decisions = std::fs::read_to_string(out.join("DECISIONS.md")).unwrap();
-        assert!(decisions.contains("gate.plan: {\"intent\":\"find\"}"), "{decisions}");
-        assert!(decisions.contains("checkpoint (PARTIAL): budget"), "{decisions}");
+        assert!(
+            decisions.contains("gate.plan: {\"intent\":\"find\"}"),
+            "{decisions}"
+        );
+        assert!(
+            decisions.contains("checkpoint (PARTIAL): budget"),
+            "{decisions}"
+        );
         let listed = list(&project).unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].meta.session_id, "s1");
@@ -566,18 +580,31 @@ mod tests {
     fn gc_keeps_the_newest_and_show_refuses_unknown_runs() {
         let dir = tempfile::tempdir().unwrap();
         let project = Project::open(dir.path()).unwrap();
-        for (id, end) in [("a", "2026-11-23T10:00:01Z"), ("b", "2026-11-23T10:00:03Z"), ("c", "2026-11-23T10:00:02Z")] {
+        for (id, end) in [
+            ("a", "2026-11-23T10:00:01Z"),
+            ("b", "2026-11-23T10:00:03Z"),
+            ("c", "2026-11-23T10:00:02Z"),
+        ] {
             let log_path = dir.path().join(format!("{id}.jsonl"));
-            let text = log("completed", &[]).replace("2026-11-23T10:00:05Z", end).replace("\"s1\"", &format!("\"{id}\""));
+            let text = log("completed", &[])
+                .replace("2026-11-23T10:00:05Z", end)
+                .replace("\"s1\"", &format!("\"{id}\""));
             std::fs::write(&log_path, text).unwrap();
             write(&project, id, &log_path).unwrap();
         }
-        let order: Vec<String> = list(&project).unwrap().into_iter().map(|r| r.meta.session_id).collect();
+        let order: Vec<String> = list(&project)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.meta.session_id)
+            .collect();
         assert_eq!(order, ["b", "c", "a"]);
         assert_eq!(gc(&project, 1).unwrap(), ["c", "a"]);
         assert_eq!(list(&project).unwrap().len(), 1);
         assert!(matches!(show(&project, "a"), Err(RunsError::NoRun(_))));
-        assert!(matches!(show(&project, "../../x"), Err(RunsError::NoRun(_))));
+        assert!(matches!(
+            show(&project, "../../x"),
+            Err(RunsError::NoRun(_))
+        ));
         assert_eq!(show(&project, "b").unwrap().0.meta.outcome, "COMPLETED");
     }
 }

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::checkpoint::Checkpoint;
 use super::events::{timestamp, EventKind, EventLog};
 use super::handoff::{HopRequest, HopResult};
 use super::hop::run_hop;
 use super::ids::new_id;
 use super::resume::ResumePlan;
 use super::shared::{ResumeRecord, Shared};
-use super::checkpoint::Checkpoint;
 use super::status::{HopStatus, Outcome, SessionStatus};
 use crate::agent::AgentSet;
 use crate::config::Config;
@@ -295,9 +295,12 @@ impl Session {
             },
         );
         let sync_error = self.shared.log.sync().err();
-        let run_folder =
-            super::runs::write(&self.shared.project, &self.shared.session_id, self.shared.log.path())
-                .ok();
+        let run_folder = super::runs::write(
+            &self.shared.project,
+            &self.shared.session_id,
+            self.shared.log.path(),
+        )
+        .ok();
         SessionOutcome {
             session_id: self.shared.session_id.clone(),
             correlation_id: self.shared.correlation_id.clone(),

@@ -110,8 +110,19 @@ impl SessionStatus {
 
 /// The five ways a hop or a session ends, as a person or a script acts on them. Serialized in
 /// capitals (`"PARTIAL"`), as RESULTS.md and `--json` write them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[derive(schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Outcome {
     /// The work is done and its answer passed its contract (or the contract's fallback stood in).

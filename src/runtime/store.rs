@@ -60,7 +60,10 @@ pub fn corrupt_lines(path: &Path) -> Result<Vec<usize>, LogError> {
     Ok(text
         .lines()
         .enumerate()
-        .filter(|(i, l)| !(torn_tail && i + 1 == count) && !l.trim().is_empty())
+        .filter(|(i, l)| {
+            let torn = torn_tail && i + 1 == count;
+            !torn && !l.trim().is_empty()
+        })
         .filter(|(_, l)| serde_json::from_str::<Event>(l).is_err())
         .map(|(i, _)| i + 1)
         .collect())

@@ -23,6 +23,7 @@ mod loader;
 mod mcp;
 mod offline_foreign;
 mod offline_quality;
+mod outcomes;
 mod providers;
 mod providers_real;
 mod providers_runtime;
