@@ -50,6 +50,35 @@ impl Ending {
     }
 }
 
+/// What a person must do about each BLOCKED cause, in one place so the docs' table and the
+/// messages agree.
+pub(crate) mod action {
+    /// An agent that a session or a `task` call names is gone.
+    pub fn missing_agent(name: &str) -> String {
+        format!(
+            "restore agent/{name}.md (or fix the name that calls it); `switchboard agents` lists \
+             the agents this project defines"
+        )
+    }
+
+    /// No model can be chosen or built for the hop.
+    pub const FIX_MODEL: &str = "fix the agent's `model:` or switchboard.toml ([aliases], \
+                                 [providers.*]), or pass --model";
+
+    /// A tool was refused a path outside the root or in a hidden folder.
+    pub const REFUSED_PATH: &str = "check why the agent reached outside the project (its \
+                                    prompt, its task, a file that points it there); fix that, \
+                                    then run it again";
+
+    /// A contract still violated after the repairs, with `on_violation: fail`.
+    pub fn fit_contract(agent: &str) -> String {
+        format!(
+            "make the answer of `{agent}` fit its contract: sharpen its prompt, fix the contract, \
+             or declare `on_violation: mark` or a fallback"
+        )
+    }
+}
+
 /// The text a BLOCKED hop's caller (or the user) reads: the reason, then what to do.
 pub(crate) fn blocked_text(reason: &str, action: &str) -> String {
     format!("{reason}\nwhat a person must do: {action}")

@@ -1,3 +1,7 @@
+//! (Over 600 lines: the loop is one function whose steps — hard budget stop, truncation, the
+//! checkpoint reply, the gate, tools, a refused path, the threshold — read in the order they
+//! happen; tier-2 endings live in `partial.rs`, tier-3 actions in `ending.rs`.)
+//!
 //! The agent loop for one hop: render the prompt, ask the model, run the tools it calls, repeat
 //! until a final answer; check that answer against the agent's contract, with repair turns; stop
 //! at the steps limit, the token budget or the wall-clock limit.
@@ -18,11 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::check::{check_partial, Gate, Verdict};
+use super::check::{Gate, Verdict};
 use super::checkpoint::{self, Checkpoint};
-use super::ending::{cancel_descendants, finish, never_started, Ending, Finished};
+use super::ending::{action, cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
+use super::partial;
 use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::tool_calls::{cut, Caller, Prepared};
@@ -99,20 +104,10 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
                 &ctx,
                 String::new(),
                 format!("unknown agent `{}`", req.agent),
-                Some(format!(
-                    "restore agent/{}.md (or fix the name that calls it); `switchboard agents` \
-                     lists the agents this project defines",
-                    req.agent
-                )),
+                Some(action::missing_agent(&req.agent)),
             );
         };
-        let fix_model = || {
-            Some(
-                "fix the agent's `model:` or switchboard.toml ([aliases], [providers.*]), or \
-                 pass --model"
-                    .to_string(),
-            )
-        };
+        let fix_model = || Some(action::FIX_MODEL.to_string());
         let model_spec =
             match shared.model_spec(&agent, req.parent.as_ref().map(|p| p.model.as_str())) {
                 Ok(s) => s,
@@ -415,13 +410,8 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
-                let action = (status == HopStatus::Blocked).then(|| {
-                    format!(
-                        "make the answer of `{}` fit its contract: sharpen its prompt, fix the \
-                         contract, or declare `on_violation: mark` or a fallback",
-                        self.agent.name
-                    )
-                });
+                let action =
+                    (status == HopStatus::Blocked).then(|| action::fit_contract(&self.agent.name));
                 return Ending {
                     status,
                     answer,
@@ -445,16 +435,19 @@ impl HopState {
             if let Some(reason) = shared.take_refusal(&self.ctx.hop_id) {
                 return Ending::blocked(
                     format!("a tool call was refused: {reason}"),
-                    "check why the agent reached outside the project (its prompt, its task, \
-                     a file that points it there); fix that, then run it again"
-                        .into(),
+                    action::REFUSED_PATH.into(),
                 );
             }
             // Tier 2: a budget at its threshold asks for a checkpoint, then ends PARTIAL.
             let over = if nudged {
                 None
             } else {
-                self.over_threshold(hop_clock.elapsed())
+                partial::over_threshold(
+                    &self.agent.budget,
+                    self.usage.total(),
+                    self.steps,
+                    hop_clock.elapsed(),
+                )
             };
             if let Some(why) = over {
                 nudged = true;
@@ -469,51 +462,19 @@ impl HopState {
         }
     }
 
-    /// Which declared budget (tokens, turns, wall time) has reached its threshold, if any.
-    fn over_threshold(&self, elapsed: Duration) -> Option<String> {
-        let budget = &self.agent.budget;
-        let share = budget.threshold_fraction();
-        let pct = (share * 100.0).round();
-        if let Some(tokens) = budget.tokens {
-            let used = self.usage.total();
-            if used as f64 >= tokens as f64 * share {
-                return Some(format!(
-                    "{used} of {tokens} tokens used (threshold {pct} %)"
-                ));
-            }
-        }
-        if let Some(turns) = budget.turns {
-            if f64::from(self.steps) >= f64::from(turns) * share {
-                return Some(format!(
-                    "{} of {turns} turns used (threshold {pct} %)",
-                    self.steps
-                ));
-            }
-        }
-        if let Some(wall) = budget.wall_seconds {
-            if elapsed.as_secs_f64() >= wall as f64 * share {
-                return Some(format!(
-                    "{:.1} of {wall} s used (threshold {pct} %)",
-                    elapsed.as_secs_f64()
-                ));
-            }
-        }
-        None
-    }
-
-    /// Ends the hop PARTIAL on the checkpoint the agent replied with, or, when the reply does
-    /// not validate, on one the runtime writes (the validation error says why).
+    /// Ends the hop PARTIAL on the checkpoint the agent replied with, or on one the runtime
+    /// writes when the reply does not validate (see [`super::partial`]).
     fn checkpointed(&mut self, why: String, answer: String, reply: &str) -> Ending {
         self.last_content = answer;
-        match checkpoint::parse(reply, &self.ctx.shared.project) {
-            Ok(c) => self.partial_with(format!("budget threshold: {why}"), c),
-            Err(e) => {
-                let why = format!("budget threshold: {why}; its checkpoint was not usable: {e}");
-                let c =
-                    checkpoint::by_runtime(&self.req.prompt, &self.last_content, self.steps, &why);
-                self.partial_with(why, c)
-            }
-        }
+        let (why, c) = partial::from_reply(
+            &self.ctx.shared.project,
+            &self.req.prompt,
+            &self.last_content,
+            self.steps,
+            &why,
+            reply,
+        );
+        self.partial_with(why, c)
     }
 
     /// The answer so far, ended PARTIAL with a checkpoint the runtime writes.
@@ -522,41 +483,17 @@ impl HopState {
         self.partial_with(why, c)
     }
 
-    /// The answer so far (the last thing the agent said), ended PARTIAL with `checkpoint`. The
-    /// answer is still held to the agent's contract, once and without repairs, so its caller
-    /// learns whether it conforms.
+    /// The answer so far (the last thing the agent said), ended PARTIAL with `checkpoint` and
+    /// held to the agent's contract once.
     fn partial_with(&self, why: String, checkpoint: Checkpoint) -> Ending {
-        let (conformant, violations) = match &self.agent.contract {
-            Some(contract) if !self.last_content.trim().is_empty() => {
-                let shared = &self.ctx.shared;
-                let outcome = check_partial(
-                    &self.last_content,
-                    contract,
-                    &shared.project,
-                    &shared.correlation_id,
-                    &self.message_id,
-                );
-                self.ctx.emit(EventKind::ContractChecked {
-                    contract: contract.name.clone(),
-                    message_id: self.message_id.clone(),
-                    conformant: outcome.conformant,
-                    repair: 0,
-                    violations: outcome.violations.clone(),
-                });
-                (Some(outcome.conformant), outcome.violations)
-            }
-            Some(_) => (Some(false), Vec::new()),
-            None => (None, Vec::new()),
-        };
-        Ending {
-            status: HopStatus::Partial,
-            answer: self.last_content.clone(),
-            error: Some(why),
-            conformant,
-            violations,
-            checkpoint: Some(checkpoint),
-            action: None,
-        }
+        partial::ending(
+            &self.ctx,
+            self.agent.contract.as_ref(),
+            &self.message_id,
+            self.last_content.clone(),
+            why,
+            checkpoint,
+        )
     }
 
     /// One completion under the one retry policy ([`RetryPolicy::run`]). HTTP providers retry

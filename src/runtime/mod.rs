@@ -14,6 +14,7 @@ pub mod handoff;
 pub mod hop;
 pub mod ids;
 pub mod options;
+pub(crate) mod partial;
 pub mod resume;
 pub mod runs;
 pub mod session;
