@@ -164,6 +164,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "color",
     "contract",
     "budget",
+    "validator",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -239,6 +240,8 @@ pub(crate) struct RawFrontmatter {
     pub contract: Option<Spanned<ContractDecl>>,
     #[serde(default)]
     pub budget: Option<BudgetDecl>,
+    #[serde(default)]
+    pub validator: Option<String>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -282,6 +285,10 @@ pub struct Agent {
     pub unknown_variables: Vec<String>,
     /// Delegations the body mentions.
     pub references: Vec<DelegationRef>,
+    /// The agent that reviews this agent's checked answers (`validator:`): accept, revise with
+    /// private feedback, or reject (BLOCKED). Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validator: Option<String>,
 }
 
 impl Agent {

@@ -89,6 +89,8 @@ pub fn agent_schema() -> Value {
                 "description": "The envelope every answer must honour: a built-in name or an inline contract",
                 "oneOf": [ { "enum": crate::contract::spec::BUILTIN_NAMES }, contract_spec() ]
             },
+            "validator": { "type": "string", "minLength": 1,
+                "description": "A subagent that reviews each checked answer: accept, revise (private feedback to this agent, bounded by its repair turns) or reject (BLOCKED)" },
             "budget": {
                 "oneOf": [
                     { "type": "integer", "minimum": 1 },

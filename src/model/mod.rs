@@ -218,3 +218,7 @@ pub use scripted::ScriptedModel;
 /// `switchboard resume --answer` appends (the offline analyst reads the task up to it). Defined
 /// here, not in the runtime, because providers read it and must not depend on the runtime.
 pub const ANSWER_MARK: &str = "\n\n---\nYou asked the user: ";
+
+/// Starts the worker's answer in the task the runtime gives a validator (`validator:`); the
+/// task the worker was given comes before it. Providers (the offline validator) split on it.
+pub const VALIDATION_MARK: &str = "\n\n---\nThe answer to review:\n";

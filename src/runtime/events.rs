@@ -214,6 +214,17 @@ pub enum EventKind {
         checkpoint: super::checkpoint::Checkpoint,
         path: String,
     },
+    /// A validator's verdict on a worker's checked answer (`validator:` in the worker's
+    /// frontmatter), logged on the worker's hop. `verdict` is `accept`, `revise`, `reject`, or
+    /// `none` when the validator gave no usable one; `feedback` went to the worker only.
+    #[serde(rename = "validator.verdict")]
+    ValidatorVerdict {
+        validator: String,
+        verdict: String,
+        round: u32,
+        feedback: String,
+        child_hop_id: String,
+    },
     /// A hop that completed in an earlier run of the session, reused by `resume` without running.
     #[serde(rename = "hop.reused")]
     HopReused { message_id: String },
@@ -258,6 +269,7 @@ impl EventKind {
             EventKind::HopFailed { .. } => "hop.failed",
             EventKind::HopBlocked { .. } => "hop.blocked",
             EventKind::HopCheckpoint { .. } => "hop.checkpoint",
+            EventKind::ValidatorVerdict { .. } => "validator.verdict",
             EventKind::HopReused { .. } => "hop.reused",
             EventKind::LogRepaired { .. } => "log.repaired",
             EventKind::SessionCompleted { .. } => "session.completed",

@@ -32,6 +32,7 @@ use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::tool_calls::{cut, Caller, Prepared};
 use super::truncation::{Next, Pieces};
+use super::validator::{self, Review};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::model::notice::{self, Notice, NoticeObserver};
@@ -275,6 +276,9 @@ impl HopState {
         let mut nudged = false;
         // Set once a checkpoint was asked for: why, and the answer the hop had then.
         let mut checkpointing: Option<(String, String)> = None;
+        // Validator reviews so far, bounded like repair turns.
+        let mut reviews = 0u32;
+        let max_reviews = contract.as_ref().map_or(2, |c| c.max_repairs);
         let hop_clock = Instant::now();
         let mut turn = 0u32;
         loop {
@@ -410,6 +414,20 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
+                // A checked answer of a worker with a validator is reviewed before it goes up.
+                if let (HopStatus::Completed, Some(v)) = (status, self.agent.validator.clone()) {
+                    reviews += 1;
+                    match self.review(&v, &answer, reviews, max_reviews).await {
+                        Review::Accept => {}
+                        Review::Revise(feedback) => {
+                            // Like a repair turn: private to the worker, not a step of its own.
+                            self.steps -= 1;
+                            self.messages.push(Message::user(feedback));
+                            continue;
+                        }
+                        Review::Block { reason, action } => return Ending::blocked(reason, action),
+                    }
+                }
                 let action =
                     (status == HopStatus::Blocked).then(|| action::fit_contract(&self.agent.name));
                 return Ending {
@@ -460,6 +478,36 @@ impl HopState {
                 checkpointing = Some((why, self.last_content.clone()));
             }
         }
+    }
+
+    /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as
+    /// for any child) and judges its verdict; logs `validator.verdict` on this hop.
+    async fn review(&mut self, validator: &str, answer: &str, round: u32, max: u32) -> Review {
+        let shared = self.ctx.shared.clone();
+        let req = validator::request(
+            validator,
+            &self.req,
+            &self.agent.name,
+            &self.ctx.hop_id,
+            &self.model_spec,
+            answer,
+        );
+        self.permit = None;
+        let result = run_hop(shared.clone(), req).await;
+        if self.req.depth > 0 {
+            self.permit = shared.semaphore.clone().acquire_owned().await.ok();
+        }
+        let (review, verdict) = validator::judge(&result, &shared.project, round, max);
+        self.ctx.emit(EventKind::ValidatorVerdict {
+            validator: validator.to_string(),
+            verdict: verdict
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |v| v.verdict.clone()),
+            round,
+            feedback: verdict.map(|v| v.feedback).unwrap_or_default(),
+            child_hop_id: result.hop_id,
+        });
+        review
     }
 
     /// Ends the hop PARTIAL on the checkpoint the agent replied with, or on one the runtime

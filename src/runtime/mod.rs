@@ -25,6 +25,7 @@ pub mod store;
 pub mod tool_calls;
 pub mod trace;
 pub mod truncation;
+pub mod validator;
 
 pub use events::{Event, EventKind, FsyncPolicy, Observer};
 pub use options::RunOptions;

@@ -33,4 +33,5 @@ mod runtime_resume;
 mod telemetry;
 mod tool_confinement;
 mod trace_page;
+mod validators;
 mod webfetch;

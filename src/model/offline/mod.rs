@@ -19,6 +19,7 @@ pub mod primary;
 pub mod rank;
 pub mod report;
 pub mod role;
+pub mod validator;
 pub mod workflow;
 
 use serde_json::Value;
@@ -72,6 +73,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
         role::Role::Web => Turn::Answer(web_answer(request, &history)),
         role::Role::Planner => plan::turn(request),
+        role::Role::Validator => Turn::Answer(validator::verdict(&history)),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

@@ -5,7 +5,7 @@
 //!   read, then the same in prose;
 //! - `THOUGHTS.md`: each hop's `<thinking>` (or, without one, the start of its answer);
 //! - `DECISIONS.md`: contract outcomes (validated plans, repairs, fallbacks), refused tool calls,
-//!   BLOCKED reasons, checkpoints and any `gate.*` event, in log order;
+//!   BLOCKED reasons, checkpoints, validator verdicts and any `gate.*` event, in log order;
 //! - `metadata.yaml`: ids, agent, model, prompt, times, usage;
 //! - `events.jsonl`: a copy of the log.
 //!
@@ -404,6 +404,13 @@ fn decisions(events: &[Value]) -> String {
                 s(e, "action")
             ),
             "hop.checkpoint" => format!("checkpoint (PARTIAL): {}", s(e, "reason")),
+            "validator.verdict" => format!(
+                "validator `{}` round {}: {} — {}",
+                s(e, "validator"),
+                e.get("round").and_then(Value::as_u64).unwrap_or(0),
+                s(e, "verdict"),
+                s(e, "feedback")
+            ),
             "model.tools_fallback" => format!("tools fallback: {}", s(e, "reason")),
             t if t.starts_with("gate.") => {
                 let mut fields = e.clone();
