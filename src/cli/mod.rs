@@ -18,6 +18,7 @@ pub mod exit;
 mod graph;
 mod lint;
 mod mcp;
+mod pipeline;
 mod render;
 mod resume;
 mod run;
@@ -83,6 +84,8 @@ pub enum Command {
     Resume(resume::Args),
     /// List, show or prune the run folders sessions leave in .switchboard/runs/
     Runs(runs::Args),
+    /// Run an event-driven pipeline (pipeline/*.yaml) on an input
+    Pipeline(pipeline::Args),
     /// Draw the delegation graph (mermaid, dot or JSON)
     Graph(graph::Args),
     /// Print a JSON Schema (for editors' YAML language servers)
@@ -122,6 +125,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Stats(args) => stats::run(&cli.global, args),
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Runs(args) => runs::run(&cli.global, args),
+        Command::Pipeline(args) => pipeline::run(&cli.global, args),
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
         Command::Mcp(args) => mcp::run(&cli.global, args),

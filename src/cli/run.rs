@@ -192,7 +192,7 @@ struct WithCounts<'a> {
     contracts: Option<std::collections::BTreeMap<String, crate::runtime::stats::ContractCounts>>,
 }
 
-fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
+pub(crate) fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
     if json {
         // The session's contract outcomes per agent, from its own log (`switchboard stats`).
         let contracts = crate::runtime::events::read_log(&outcome.events)

@@ -222,3 +222,7 @@ pub const ANSWER_MARK: &str = "\n\n---\nYou asked the user: ";
 /// Starts the worker's answer in the task the runtime gives a validator (`validator:`); the
 /// task the worker was given comes before it. Providers (the offline validator) split on it.
 pub const VALIDATION_MARK: &str = "\n\n---\nThe answer to review:\n";
+
+/// Starts the part of a pipeline worker's task that says which events it may emit (a JSON
+/// object: event type → schema); what came before is its input.
+pub const PIPELINE_MARK: &str = "\n\n---\nEmit pipeline events. Allowed (type -> JSON Schema):\n";

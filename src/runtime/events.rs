@@ -225,6 +225,20 @@ pub enum EventKind {
         feedback: String,
         child_hop_id: String,
     },
+    /// A pipeline event a worker emitted (`runtime::pipeline`), logged on the worker's hop:
+    /// delivered to `subscribers` when `valid`, else refused with `problems` (and the worker
+    /// BLOCKED; `event_type` is empty when the answer held no readable events).
+    #[serde(rename = "pipeline.event")]
+    PipelineEvent {
+        event_type: String,
+        worker: String,
+        valid: bool,
+        #[serde(default)]
+        problems: Vec<String>,
+        data: serde_json::Value,
+        #[serde(default)]
+        subscribers: Vec<String>,
+    },
     /// A hop that completed in an earlier run of the session, reused by `resume` without running.
     #[serde(rename = "hop.reused")]
     HopReused { message_id: String },
@@ -270,6 +284,7 @@ impl EventKind {
             EventKind::HopBlocked { .. } => "hop.blocked",
             EventKind::HopCheckpoint { .. } => "hop.checkpoint",
             EventKind::ValidatorVerdict { .. } => "validator.verdict",
+            EventKind::PipelineEvent { .. } => "pipeline.event",
             EventKind::HopReused { .. } => "hop.reused",
             EventKind::LogRepaired { .. } => "log.repaired",
             EventKind::SessionCompleted { .. } => "session.completed",

@@ -15,6 +15,7 @@ pub mod hop;
 pub mod ids;
 pub mod options;
 pub(crate) mod partial;
+pub mod pipeline;
 pub mod resume;
 pub mod runs;
 pub mod session;

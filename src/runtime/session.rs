@@ -277,7 +277,44 @@ impl Session {
         let _ = shared.mcp.set(tools);
     }
 
-    fn complete(&self, result: &HopResult, status: Option<SessionStatus>) -> SessionOutcome {
+    /// A session whose root is not an agent but a pipeline (`runtime::pipeline`): `label` names
+    /// it in the log (`pipeline:NAME`); its workers run as the root's children.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_pipeline(
+        project: Project,
+        agents: Arc<AgentSet>,
+        config: Config,
+        models: Arc<Registry>,
+        options: RunOptions,
+        label: &str,
+        input: &str,
+    ) -> Result<Self, RuntimeError> {
+        let correlation_id = options.correlation_id.clone().unwrap_or_else(new_id);
+        Self::build(
+            project,
+            agents,
+            config,
+            models,
+            options,
+            label,
+            input,
+            new_id(),
+            correlation_id,
+            new_id(),
+            None,
+        )
+    }
+
+    /// What every hop of this session shares, and the root hop's id and label.
+    pub(crate) fn parts(&self) -> (&Arc<Shared>, &str, &str) {
+        (&self.shared, &self.root_hop_id, &self.agent)
+    }
+
+    pub(crate) fn complete(
+        &self,
+        result: &HopResult,
+        status: Option<SessionStatus>,
+    ) -> SessionOutcome {
         let status = status.unwrap_or(result.status.into());
         let written = self.shared.written();
         let usage = self.shared.usage();

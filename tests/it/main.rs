@@ -24,6 +24,7 @@ mod mcp;
 mod offline_foreign;
 mod offline_quality;
 mod outcomes;
+mod pipelines;
 mod providers;
 mod providers_real;
 mod providers_runtime;

@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod extract;
 pub mod locator;
 pub mod parse;
+pub mod pipeline;
 pub mod plan;
 pub mod primary;
 pub mod rank;
@@ -74,6 +75,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Web => Turn::Answer(web_answer(request, &history)),
         role::Role::Planner => plan::turn(request),
         role::Role::Validator => Turn::Answer(validator::verdict(&history)),
+        role::Role::PipelineWorker => Turn::Answer(pipeline::answer(&history)),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

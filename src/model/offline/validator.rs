@@ -17,7 +17,7 @@ pub fn applies(history: &History) -> bool {
 
 static CITED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"`([^`\s:]+):\d+(?:-\d+)?`").unwrap_or_else(|_| unreachable!()));
-static NAMED: LazyLock<Regex> = LazyLock::new(|| {
+pub(crate) static NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[A-Za-z0-9_][A-Za-z0-9_./-]*/[A-Za-z0-9_.-]+\.[A-Za-z0-9]+")
         .unwrap_or_else(|_| unreachable!())
 });
