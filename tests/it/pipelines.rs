@@ -76,7 +76,7 @@ async fn a_valid_event_wakes_its_subscribers_in_parallel_under_one_correlation_i
     let (_d, p) = project();
     let found = r#"{"events": [{"type": "found", "data": {"path": "x"}}, {"type": "found", "data": {"path": "y"}}, {"type": "found", "data": {"path": "z"}}]}"#;
     let script = format!(
-        "agents:\n  s:\n    - turns: [{{content: '{found}'}}]\n  a:\n    - repeat: true\n      turns: [{{delay_ms: 150, content: '{{\"events\": [{{\"type\": \"done\", \"data\": {{\"ok\": true}}}}]}}'}}]\n"
+        "agents:\n  s:\n    - turns: [{{content: '{found}'}}]\n  a:\n    - repeat: true\n      turns: [{{delay_ms: 300, content: '{{\"events\": [{{\"type\": \"done\", \"data\": {{\"ok\": true}}}}]}}'}}]\n"
     );
     let (outcome, events) = run(&p, &script).await;
     assert_eq!(outcome.outcome, Outcome::Completed, "{outcome:?}");

@@ -39,6 +39,9 @@ fn envelope(text: &str) -> String {
 }
 
 fn verdicts(v: &[&str]) -> String {
+    if v.is_empty() {
+        return "    []\n".into();
+    }
     v.iter()
         .map(|j| format!("    - turns: [{{content: '{j}'}}]\n"))
         .collect()
@@ -255,5 +258,26 @@ async fn the_shipped_pair_runs_on_the_offline_model() {
         v.len(),
         analyzers,
         "every analyzer answer was reviewed once"
+    );
+}
+
+#[tokio::test]
+async fn a_validator_that_names_no_agent_blocks_the_worker_with_what_to_restore() {
+    let (dir, p) = project();
+    std::fs::write(
+        dir.path().join("agent/worker.md"),
+        WORKER.replace("validator: checker", "validator: ghost"),
+    )
+    .unwrap();
+    let (_, events) = run(&p, &["first"], &[]).await;
+    let r = lead_results(&events);
+    assert!(r[0].0, "{r:?}");
+    assert!(r[0].1.contains("unknown agent `ghost`"), "{r:?}");
+    assert!(r[0].1.contains("restore agent/ghost.md"), "{r:?}");
+    let lint = switchboard::lint::lint(&load(&p, &LoadOptions::default()));
+    assert!(
+        lint.iter()
+            .any(|d| d.code == "delegation/missing-validator"),
+        "{lint:?}"
     );
 }
