@@ -167,6 +167,9 @@ pub enum EventKind {
         #[serde(default)]
         question: bool,
     },
+    /// A budget limit reached: `wrap_up` when a declared limit hit its threshold and the agent
+    /// was asked for a checkpoint (`budget_tokens` is 0 when that limit was turns or wall time),
+    /// `stop` at 100 % of the tokens.
     #[serde(rename = "hop.budget")]
     HopBudget {
         used_tokens: u64,
