@@ -19,7 +19,18 @@ use crate::markdown::LineIndex;
 /// How bad a problem is: `note < warning < error`. Only errors fail a lint run or make an answer
 /// non-conformant.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -48,7 +59,7 @@ impl fmt::Display for Severity {
 }
 
 /// The lines really found at a cited place, for a quote (an Excerpt) that does not match them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActualLines {
     /// Where they come from, as `path:N-M`.
     pub from: String,
@@ -62,7 +73,7 @@ pub struct ActualLines {
 /// event log stores; fields that are absent are left out. Older event logs, whose records had
 /// `rule`, `message`, `line` and `column` only, still load: `rule` is read as `code` and the
 /// severity defaults to error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Problem {
     #[serde(default)]
     pub severity: Severity,

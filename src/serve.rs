@@ -163,7 +163,7 @@ impl AgentServer {
         }
         let mut result = if matches!(
             outcome.status,
-            SessionStatus::Failed | SessionStatus::Interrupted
+            SessionStatus::Failed | SessionStatus::Interrupted | SessionStatus::Blocked
         ) {
             CallToolResult::error(vec![ContentBlock::text(text)])
         } else {

@@ -42,6 +42,8 @@ pub enum BudgetDecl {
     Detailed {
         tokens: Option<u64>,
         wall_seconds: Option<u64>,
+        turns: Option<u32>,
+        threshold: Option<u8>,
     },
 }
 
@@ -52,6 +54,10 @@ struct DetailedBudget {
     tokens: Option<u64>,
     #[serde(default)]
     wall_seconds: Option<u64>,
+    #[serde(default)]
+    turns: Option<u32>,
+    #[serde(default)]
+    threshold: Option<u8>,
 }
 
 /// Shape-directed (see `ToolsDecl`): an integer is a token count, a mapping has named limits.
@@ -61,7 +67,7 @@ impl<'de> Deserialize<'de> for BudgetDecl {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = BudgetDecl;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a token count, or {tokens, wall_seconds}")
+                f.write_str("a token count, or {tokens, turns, wall_seconds, threshold}")
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<BudgetDecl, E> {
                 Ok(BudgetDecl::Tokens(v))
@@ -72,9 +78,19 @@ impl<'de> Deserialize<'de> for BudgetDecl {
             ) -> Result<BudgetDecl, A::Error> {
                 let b =
                     DetailedBudget::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                if let Some(t) = b.threshold {
+                    if !(1..=100).contains(&t) {
+                        return Err(serde::de::Error::custom(format!(
+                            "budget threshold {t} is not a percentage from 1 to 100 \
+                             (e.g. `threshold: 60`)"
+                        )));
+                    }
+                }
                 Ok(BudgetDecl::Detailed {
                     tokens: b.tokens,
                     wall_seconds: b.wall_seconds,
+                    turns: b.turns,
+                    threshold: b.threshold,
                 })
             }
         }
@@ -82,12 +98,29 @@ impl<'de> Deserialize<'de> for BudgetDecl {
     }
 }
 
-/// The agent's resource limits: the token budget drives the 60 % wrap-up nudge and the 100 %
-/// PARTIAL stop; the wall-clock limit ends a hop that hangs.
+/// The agent's resource limits. When a hop has used `threshold` % (default
+/// [`DEFAULT_THRESHOLD`]) of its tokens, its `turns` or its `wall_seconds`, the runtime asks it
+/// for a checkpoint and ends it PARTIAL (tier 2); `resume` continues it with a fresh budget.
+/// 100 % of the tokens stops it at once; the wall-clock limit ends a hop that hangs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Budget {
     pub tokens: Option<u64>,
     pub wall_seconds: Option<u64>,
+    /// Model turns before the checkpoint threshold applies (a soft budget; `steps` stays the
+    /// hard limit).
+    pub turns: Option<u32>,
+    /// Percentage of each limit at which the checkpoint is asked for.
+    pub threshold: Option<u8>,
+}
+
+/// The checkpoint threshold when `budget.threshold` is not set: 60 % of each declared limit.
+pub const DEFAULT_THRESHOLD: u8 = 60;
+
+impl Budget {
+    /// The threshold as a fraction (0.6 by default).
+    pub fn threshold_fraction(&self) -> f64 {
+        f64::from(self.threshold.unwrap_or(DEFAULT_THRESHOLD)) / 100.0
+    }
 }
 
 impl From<BudgetDecl> for Budget {
@@ -95,14 +128,18 @@ impl From<BudgetDecl> for Budget {
         match d {
             BudgetDecl::Tokens(t) => Budget {
                 tokens: Some(t),
-                wall_seconds: None,
+                ..Budget::default()
             },
             BudgetDecl::Detailed {
                 tokens,
                 wall_seconds,
+                turns,
+                threshold,
             } => Budget {
                 tokens,
                 wall_seconds,
+                turns,
+                threshold,
             },
         }
     }
@@ -128,6 +165,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "contract",
     "budget",
     "gate",
+    "validator",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -205,6 +243,7 @@ pub(crate) struct RawFrontmatter {
     pub budget: Option<BudgetDecl>,
     #[serde(default)]
     pub gate: Option<Spanned<super::gate::GateDecl>>,
+    pub validator: Option<String>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -252,6 +291,10 @@ pub struct Agent {
     pub unknown_variables: Vec<String>,
     /// Delegations the body mentions.
     pub references: Vec<DelegationRef>,
+    /// The agent that reviews this agent's checked answers (`validator:`): accept, revise with
+    /// private feedback, or reject (BLOCKED). Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validator: Option<String>,
 }
 
 impl Agent {

@@ -89,12 +89,17 @@ pub fn agent_schema() -> Value {
                 "description": "The envelope every answer must honour: a built-in name or an inline contract",
                 "oneOf": [ { "enum": crate::contract::spec::BUILTIN_NAMES }, contract_spec() ]
             },
+            "validator": { "type": "string", "minLength": 1,
+                "description": "A subagent that reviews each checked answer: accept, revise (private feedback to this agent, bounded by its repair turns) or reject (BLOCKED)" },
             "budget": {
                 "oneOf": [
                     { "type": "integer", "minimum": 1 },
                     { "type": "object", "additionalProperties": false, "properties": {
                         "tokens": { "type": "integer", "minimum": 1 },
-                        "wall_seconds": { "type": "integer", "minimum": 1 }
+                        "wall_seconds": { "type": "integer", "minimum": 1 },
+                        "turns": { "type": "integer", "minimum": 1 },
+                        "threshold": { "type": "integer", "minimum": 1, "maximum": 100,
+                            "description": "Percent of each limit at which a checkpoint is asked for and the hop ends PARTIAL (default 60)" }
                     } }
                 ]
             },

@@ -5,8 +5,8 @@
 //! output (reports, tables, findings) itself and returns how it ended; when it cannot run it
 //! returns the error, and [`main`], the one error printer, renders it once on stderr and exits
 //! with [`Code::CouldNotRun`]. The exit codes are [`exit::Code`]: 0 clean, 1 findings
-//! (violations, lint errors, a session that did not complete), 2 could not run — the table in
-//! README's "Exit codes" section.
+//! (violations, lint errors, a session that FAILED), 2 could not run, 3 needs input, 4 PARTIAL,
+//! 5 BLOCKED — the table in README's "Exit codes" section.
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -18,9 +18,11 @@ pub mod exit;
 mod graph;
 mod lint;
 mod mcp;
+mod pipeline;
 mod render;
 mod resume;
 mod run;
+mod runs;
 mod schema;
 mod sessions;
 mod stats;
@@ -78,8 +80,12 @@ pub enum Command {
     Trace(trace::Args),
     /// Count contract outcomes per agent (valid, repaired, sanitized, fallback, failed, questions)
     Stats(stats::Args),
-    /// Continue a session whose process died
+    /// Continue a session that was interrupted, ended PARTIAL, or asked a question
     Resume(resume::Args),
+    /// List, show or prune the run folders sessions leave in .switchboard/runs/
+    Runs(runs::Args),
+    /// Run an event-driven pipeline (pipeline/*.yaml) on an input
+    Pipeline(pipeline::Args),
     /// Draw the delegation graph (mermaid, dot or JSON)
     Graph(graph::Args),
     /// Print a JSON Schema (for editors' YAML language servers)
@@ -118,6 +124,8 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Trace(args) => trace::run(&cli.global, args),
         Command::Stats(args) => stats::run(&cli.global, args),
         Command::Resume(args) => resume::run(&cli.global, args),
+        Command::Runs(args) => runs::run(&cli.global, args),
+        Command::Pipeline(args) => pipeline::run(&cli.global, args),
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
         Command::Mcp(args) => mcp::run(&cli.global, args),

@@ -1,5 +1,7 @@
-//! `switchboard resume SESSION`: continues a session whose process died, without re-running hops
-//! that completed.
+//! `switchboard resume SESSION`: continues a session whose process died (interrupted), that
+//! asked a question (`--answer`) or that ended PARTIAL (from its checkpoints, with a fresh
+//! budget), without re-running hops that completed. A corrupt log or a missing agent is BLOCKED
+//! (exit 5): nothing runs.
 
 use miette::IntoDiagnostic;
 use std::io::IsTerminal;
@@ -29,7 +31,15 @@ pub struct Args {
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let ctx = super::run::context(global)?;
-    let mut plan = plan(&ctx.project, &args.session).into_diagnostic()?;
+    let mut plan = match plan(&ctx.project, &args.session) {
+        Ok(plan) => plan,
+        // Tier 3: said once on stderr, with its own exit code.
+        Err(e) if e.is_blocked() => {
+            eprintln!("{e}");
+            return Ok(Code::Blocked);
+        }
+        Err(e) => return Err(e).into_diagnostic(),
+    };
     let mut questions_asked = 0;
     match (&args.answer, &plan.question) {
         (Some(answer), _) => {
@@ -44,6 +54,16 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
             .into_diagnostic();
         }
         (None, None) => {}
+    }
+    if ctx.agents.get(&plan.agent).is_none() {
+        // Tier 3: the session's primary is gone; only a person can bring it back.
+        eprintln!(
+            "BLOCKED: session {} was run by agent `{}`, which this project no longer defines. \
+             A person must restore agent/{}.md (`switchboard agents` lists the agents); \
+             nothing was run",
+            plan.session_id, plan.agent, plan.agent
+        );
+        return Ok(Code::Blocked);
     }
     if !args.json {
         eprintln!(

@@ -180,12 +180,7 @@ pub(crate) fn drive(
     }
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     print_outcome(&outcome, json)?;
-    if outcome.status == SessionStatus::NeedsInput {
-        return Ok(Code::NeedsInput);
-    }
-    Ok(Code::findings_if(
-        outcome.status != SessionStatus::Completed,
-    ))
+    Ok(Code::of_outcome(outcome.outcome))
 }
 
 /// `run --json`'s object: the outcome as before, then the session's contract counts.
@@ -197,7 +192,7 @@ struct WithCounts<'a> {
     contracts: Option<std::collections::BTreeMap<String, crate::runtime::stats::ContractCounts>>,
 }
 
-fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
+pub(crate) fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
     if json {
         // The session's contract outcomes per agent, from its own log (`switchboard stats`).
         let contracts = crate::runtime::events::read_log(&outcome.events)
@@ -223,6 +218,20 @@ fn print_outcome(outcome: &SessionOutcome, json: bool) -> miette::Result<()> {
         );
     } else if let Some(e) = &outcome.error {
         println!("error: {e}");
+    }
+    if let Some(c) = &outcome.checkpoint {
+        if outcome.outcome == crate::runtime::Outcome::Partial {
+            for step in &c.next_steps {
+                println!("next: {step}");
+            }
+            println!(
+                "continue it with: switchboard resume {}",
+                outcome.session_id
+            );
+        }
+    }
+    if let Some(dir) = &outcome.run_folder {
+        println!("run folder {}", dir.display());
     }
     for w in &outcome.written {
         println!("wrote {w}");

@@ -1,4 +1,5 @@
-//! `switchboard schema agent`: JSON Schema for editors.
+//! `switchboard schema agent|events`: JSON Schema for editors (agent frontmatter) and for tools
+//! that read session logs (every event type).
 
 use super::{Code, Global};
 
@@ -6,6 +7,8 @@ use super::{Code, Global};
 pub enum Which {
     /// Agent frontmatter (agent/*.md)
     Agent,
+    /// One line of a session's event log (.switchboard/sessions/<id>/events.jsonl)
+    Events,
 }
 
 #[derive(Debug, clap::Args)]
@@ -17,6 +20,7 @@ pub struct Args {
 pub fn run(_global: &Global, args: Args) -> miette::Result<Code> {
     let schema = match args.which {
         Which::Agent => crate::agent::schema::agent_schema(),
+        Which::Events => crate::runtime::event_schema::events_schema(),
     };
     println!(
         "{}",

@@ -109,7 +109,19 @@ impl View {
         let (state, depth) = match &e.kind {
             EventKind::HopStarted { depth, .. } => (State::Running, Some(*depth)),
             EventKind::HopCompleted { status, .. } => (State::Ended(*status), None),
-            EventKind::HopFailed { .. } => (State::Ended(HopStatus::Failed), None),
+            EventKind::HopBlocked { .. } => (State::Ended(HopStatus::Blocked), None),
+            EventKind::HopFailed { .. } => {
+                // A blocked hop logs `hop.failed` right after `hop.blocked`: it stays blocked.
+                let blocked = State::Ended(HopStatus::Blocked);
+                if st
+                    .index
+                    .get(&hop)
+                    .is_some_and(|&i| st.rows[i].1.state == blocked)
+                {
+                    return;
+                }
+                (State::Ended(HopStatus::Failed), None)
+            }
             EventKind::HopReused { .. } => (State::Reused, None),
             EventKind::HopRepair { repair, .. } => (State::Repair(*repair), None),
             _ => return,
@@ -332,5 +344,36 @@ mod tests {
             text.contains("\x1b[1A\x1b[Jlead failed 0.0s\n"),
             "the second draw moves up over the first: {text:?}"
         );
+    }
+
+    #[test]
+    fn a_blocked_hop_shows_blocked_once_not_failed() {
+        let out = Shared::default();
+        let view = View::with_writer(false, Box::new(out.clone()));
+        let observe = view.observer();
+        observe(&event("h1", None, "lead", started(0)));
+        observe(&event(
+            "h1",
+            None,
+            "lead",
+            EventKind::HopBlocked {
+                reason: "refused".into(),
+                action: "fix it".into(),
+            },
+        ));
+        observe(&event(
+            "h1",
+            None,
+            "lead",
+            EventKind::HopFailed {
+                error: "refused".into(),
+                usage: Usage::default(),
+                started_at: String::new(),
+                ended_at: String::new(),
+                duration_us: 0,
+                violations: Vec::new(),
+            },
+        ));
+        assert_eq!(shapes(&out.text()), ["lead running", "lead blocked"]);
     }
 }

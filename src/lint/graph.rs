@@ -123,6 +123,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     }
     cycles(set, out);
     reachability(set, out);
+    validators(set, out);
 }
 
 const CYCLE_HELP: &str =
@@ -218,13 +219,45 @@ fn reachability(set: &AgentSet, out: &mut Vec<Problem>) {
     }
 }
 
-/// name → names it may delegate to (existing targets only).
+/// `delegation/missing-validator`: a `validator:` that names no agent the runtime could run as
+/// one (unknown, primary-only, or disabled): every answer of the worker would end BLOCKED.
+fn validators(set: &AgentSet, out: &mut Vec<Problem>) {
+    for a in set.iter().filter(|a| !a.disable) {
+        let Some(v) = &a.validator else { continue };
+        let why = match set.get(v) {
+            None => "names no agent of this project",
+            Some(t) if t.disable => "names a disabled agent",
+            Some(t) if t.mode == crate::agent::Mode::Primary => "names a primary-only agent",
+            Some(_) => continue,
+        };
+        out.push(
+            Problem::new(
+                Severity::Error,
+                "delegation/missing-validator",
+                &a.file,
+                format!("`validator: {v}` of `{}` {why}", a.name),
+            )
+            .with_help(
+                "name an existing subagent that answers a verdict JSON, or remove `validator:`; \
+                 until then every answer of this agent ends BLOCKED",
+            ),
+        );
+    }
+}
+
+/// name → names it may delegate to (existing targets only); a worker's `validator:` counts as
+/// a delegation, because the runtime runs the validator as the worker's child.
 pub fn adjacency(set: &AgentSet) -> BTreeMap<&str, Vec<&str>> {
     let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for a in set.iter() {
         let entry = graph.entry(a.name.as_str()).or_default();
-        for r in &a.references {
-            if let Some(t) = set.get(&r.target) {
+        let targets = a
+            .references
+            .iter()
+            .map(|r| r.target.as_str())
+            .chain(a.validator.as_deref());
+        for target in targets {
+            if let Some(t) = set.get(target) {
                 if !entry.contains(&t.name.as_str()) {
                     entry.push(t.name.as_str());
                 }

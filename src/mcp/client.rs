@@ -31,7 +31,7 @@ pub const MAX_RESTARTS: u32 = 1;
 type Client = RunningService<RoleClient, ()>;
 
 /// How starting one server went (the `mcp.server` event).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerReport {
     pub server: String,
     /// `stdio` or `http`.
@@ -44,7 +44,7 @@ pub struct ServerReport {
 }
 
 /// One MCP tool call (the `mcp.call` event).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CallRecord {
     pub server: String,
     pub tool: String,

@@ -136,7 +136,9 @@ pub struct ModelRequest {
 }
 
 /// Token counts as the provider reported them (or estimated them, for local providers).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -216,3 +218,11 @@ pub use scripted::ScriptedModel;
 /// `switchboard resume --answer` appends (the offline analyst reads the task up to it). Defined
 /// here, not in the runtime, because providers read it and must not depend on the runtime.
 pub const ANSWER_MARK: &str = "\n\n---\nYou asked the user: ";
+
+/// Starts the worker's answer in the task the runtime gives a validator (`validator:`); the
+/// task the worker was given comes before it. Providers (the offline validator) split on it.
+pub const VALIDATION_MARK: &str = "\n\n---\nThe answer to review:\n";
+
+/// Starts the part of a pipeline worker's task that says which events it may emit (a JSON
+/// object: event type → schema); what came before is its input.
+pub const PIPELINE_MARK: &str = "\n\n---\nEmit pipeline events. Allowed (type -> JSON Schema):\n";

@@ -42,6 +42,21 @@ pub fn check_answer(
     outcome_of(&contract::check(text, contract, &ctx))
 }
 
+/// Checks a PARTIAL answer once, with no repair turns (its budget is spent): the caller still
+/// never receives an unchecked answer, only one marked partial with its violations.
+pub fn check_partial(
+    text: &str,
+    contract: &Contract,
+    project: &Project,
+    correlation_id: &str,
+    message_id: &str,
+) -> CheckOutcome {
+    if contract.format == ContractFormat::Json {
+        return outcome_of(&contract::check_json_detailed(text, contract, project).report);
+    }
+    check_answer(text, contract, project, correlation_id, message_id)
+}
+
 /// What the gate decides about a final answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -203,14 +218,16 @@ impl Gate<'_> {
             .and_then(|j| j.reason)
             .map(FailureReason::as_str);
         let (status, answer) = match contract.on_violation {
-            OnViolation::Fail => (HopStatus::Failed, None),
+            // Tier 3: the repairs are spent and the contract says fail, so the hop fails
+            // closed (BLOCKED) and a person fixes the prompt or the contract.
+            OnViolation::Fail => (HopStatus::Blocked, None),
             OnViolation::Mark => (HopStatus::NonConformant, None),
             OnViolation::Fallback => match self.fallback(contract) {
                 Ok(text) => (HopStatus::Fallback, Some(text)),
                 Err(why) => {
                     self.settled = settle("failed", reason, false);
                     return Verdict::Reject {
-                        status: HopStatus::Failed,
+                        status: HopStatus::Blocked,
                         summary: format!("{summary}\nand its fallback cannot be used: {why}"),
                         violations: outcome.violations,
                         answer: None,
@@ -218,7 +235,12 @@ impl Gate<'_> {
                 }
             },
         };
-        self.settled = settle(status.as_str(), reason, false);
+        // `stats` counts a blocked hop's contract as `failed`, as before BLOCKED existed.
+        let word = match status {
+            HopStatus::Blocked => "failed",
+            other => other.as_str(),
+        };
+        self.settled = settle(word, reason, false);
         Verdict::Reject {
             status,
             summary: match (status, reason) {
@@ -315,7 +337,8 @@ mod tests {
         else {
             panic!("{verdicts:?}");
         };
-        assert_eq!(*status, HopStatus::Failed);
+        // Tier 3 since the outcome tiers: `on_violation: fail` fails closed.
+        assert_eq!(*status, HopStatus::Blocked);
         assert!(!violations.is_empty());
         assert!(
             summary.starts_with("answer violates contract `envelope` after 1 repair turn(s):"),

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
+use super::checkpoint::{self, Checkpoint};
 use super::events::{timestamp, EventKind};
 use super::handoff::HopResult;
 use super::shared::{HopCtx, Shared};
@@ -20,6 +21,10 @@ pub(crate) struct Ending {
     /// `None` when the agent declares no contract.
     pub conformant: Option<bool>,
     pub violations: Vec<Problem>,
+    /// A PARTIAL hop's checkpoint (tier 2), stored and logged when the hop ends.
+    pub checkpoint: Option<Checkpoint>,
+    /// A BLOCKED hop's action: what a person must do (tier 3); `error` holds the reason.
+    pub action: Option<String>,
 }
 
 impl Ending {
@@ -30,8 +35,53 @@ impl Ending {
             error: Some(error),
             conformant: None,
             violations: Vec::new(),
+            checkpoint: None,
+            action: None,
         }
     }
+
+    /// Fail closed: `reason` says what happened, `action` what a person must do.
+    pub fn blocked(reason: String, action: String) -> Self {
+        Ending {
+            status: HopStatus::Blocked,
+            action: Some(action),
+            ..Ending::failed(reason)
+        }
+    }
+}
+
+/// What a person must do about each BLOCKED cause, in one place so the docs' table and the
+/// messages agree.
+pub(crate) mod action {
+    /// An agent that a session or a `task` call names is gone.
+    pub fn missing_agent(name: &str) -> String {
+        format!(
+            "restore agent/{name}.md (or fix the name that calls it); `switchboard agents` lists \
+             the agents this project defines"
+        )
+    }
+
+    /// No model can be chosen or built for the hop.
+    pub const FIX_MODEL: &str = "fix the agent's `model:` or switchboard.toml ([aliases], \
+                                 [providers.*]), or pass --model";
+
+    /// A tool was refused a path outside the root or in a hidden folder.
+    pub const REFUSED_PATH: &str = "check why the agent reached outside the project (its \
+                                    prompt, its task, a file that points it there); fix that, \
+                                    then run it again";
+
+    /// A contract still violated after the repairs, with `on_violation: fail`.
+    pub fn fit_contract(agent: &str) -> String {
+        format!(
+            "make the answer of `{agent}` fit its contract: sharpen its prompt, fix the contract, \
+             or declare `on_violation: mark` or a fallback"
+        )
+    }
+}
+
+/// The text a BLOCKED hop's caller (or the user) reads: the reason, then what to do.
+pub(crate) fn blocked_text(reason: &str, action: &str) -> String {
+    format!("{reason}\nwhat a person must do: {action}")
 }
 
 /// What the loop leaves behind for the log and the transcript.
@@ -47,9 +97,29 @@ pub(crate) struct Finished {
 }
 
 /// Fails a hop before its loop started (unknown agent, no model, no message id): logs
-/// `hop.failed` and returns the caller's result.
-pub(crate) fn never_started(ctx: &HopCtx, message_id: String, error: String) -> HopResult {
+/// `hop.failed` and returns the caller's result. With an `action` the hop is BLOCKED (a missing
+/// agent or a model that cannot be chosen needs a person), logged as `hop.blocked` first.
+pub(crate) fn never_started(
+    ctx: &HopCtx,
+    message_id: String,
+    error: String,
+    action: Option<String>,
+) -> HopResult {
     let now = timestamp(Utc::now());
+    let status = match &action {
+        Some(action) => {
+            ctx.emit(EventKind::HopBlocked {
+                reason: error.clone(),
+                action: action.clone(),
+            });
+            HopStatus::Blocked
+        }
+        None => HopStatus::Failed,
+    };
+    let error = match &action {
+        Some(action) => blocked_text(&error, action),
+        None => error,
+    };
     ctx.emit(EventKind::HopFailed {
         error: error.clone(),
         usage: Usage::default(),
@@ -62,13 +132,14 @@ pub(crate) fn never_started(ctx: &HopCtx, message_id: String, error: String) -> 
         hop_id: ctx.hop_id.clone(),
         agent: ctx.agent.clone(),
         message_id,
-        status: HopStatus::Failed,
+        status,
         answer: String::new(),
         error: Some(error),
         usage: Usage::default(),
         violations: Vec::new(),
         written: Vec::new(),
         reused: false,
+        checkpoint: None,
     }
 }
 
@@ -102,7 +173,27 @@ pub(crate) fn finish(ctx: &HopCtx, ending: Ending, done: Finished, elapsed: Dura
     // A hop an ancestor's timeout or Ctrl-C already ended (while it was finishing) is not
     // ended twice: only the one that takes it out of the in-flight set logs its end.
     let ended_here = shared.end_in_flight(&ctx.hop_id);
-    if ended_here && ending.status == HopStatus::Failed {
+    let mut ending = ending;
+    if let (true, Some(action)) = (ended_here, &ending.action) {
+        let reason = ending.error.clone().unwrap_or_default();
+        ctx.emit(EventKind::HopBlocked {
+            reason: reason.clone(),
+            action: action.clone(),
+        });
+        ending.error = Some(blocked_text(&reason, action));
+    }
+    if let (true, Some(c)) = (ended_here, &ending.checkpoint) {
+        // The file is a convenience copy; the event is the record `resume` reads.
+        let path = checkpoint::store(&shared.dir, &ctx.hop_id, c)
+            .unwrap_or_else(|e| format!("(not written: {e})"));
+        ctx.emit(EventKind::HopCheckpoint {
+            reason: ending.error.clone().unwrap_or_default(),
+            checkpoint: c.clone(),
+            path,
+        });
+    }
+    let failed = matches!(ending.status, HopStatus::Failed | HopStatus::Blocked);
+    if ended_here && failed {
         ctx.emit(EventKind::HopFailed {
             error: ending.error.clone().unwrap_or_default(),
             usage: done.usage,
@@ -138,5 +229,6 @@ pub(crate) fn finish(ctx: &HopCtx, ending: Ending, done: Finished, elapsed: Dura
         violations: ending.violations,
         written: done.written,
         reused: false,
+        checkpoint: ending.checkpoint,
     }
 }

@@ -22,7 +22,7 @@ use crate::problem::Problem;
 pub use super::status::{HopStatus, SessionStatus};
 
 /// One line of the log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     /// RFC 3339 UTC with microseconds.
     pub timestamp: String,
@@ -36,7 +36,7 @@ pub struct Event {
 }
 
 /// What happened; serialized as `"type": "hop.started"` and so on, with the fields beside it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
     #[serde(rename = "session.started")]
@@ -190,6 +190,9 @@ pub enum EventKind {
         #[serde(default)]
         question: bool,
     },
+    /// A budget limit reached: `wrap_up` when a declared limit hit its threshold and the agent
+    /// was asked for a checkpoint (`budget_tokens` is 0 when that limit was turns or wall time),
+    /// `stop` at 100 % of the tokens.
     #[serde(rename = "hop.budget")]
     HopBudget {
         used_tokens: u64,
@@ -222,6 +225,45 @@ pub enum EventKind {
         duration_us: u64,
         #[serde(default)]
         violations: Vec<Problem>,
+    },
+    /// A hop failed closed (tier 3): why, and what a person must do before running it again.
+    /// Logged just before the hop's `hop.failed`; nothing retries it automatically.
+    #[serde(rename = "hop.blocked")]
+    HopBlocked { reason: String, action: String },
+    /// A hop stopped early (tier 2) left this checkpoint: what is done, what remains, the next
+    /// steps. `source` is `agent` (asked for and validated) or `runtime` (the agent could not be
+    /// asked, or its checkpoint did not validate). `path` is the copy under the session folder.
+    /// `resume` hands it to the hop's next attempt.
+    #[serde(rename = "hop.checkpoint")]
+    HopCheckpoint {
+        reason: String,
+        checkpoint: super::checkpoint::Checkpoint,
+        path: String,
+    },
+    /// A validator's verdict on a worker's checked answer (`validator:` in the worker's
+    /// frontmatter), logged on the worker's hop. `verdict` is `accept`, `revise`, `reject`, or
+    /// `none` when the validator gave no usable one; `feedback` went to the worker only.
+    #[serde(rename = "validator.verdict")]
+    ValidatorVerdict {
+        validator: String,
+        verdict: String,
+        round: u32,
+        feedback: String,
+        child_hop_id: String,
+    },
+    /// A pipeline event a worker emitted (`runtime::pipeline`), logged on the worker's hop:
+    /// delivered to `subscribers` when `valid`, else refused with `problems` (and the worker
+    /// BLOCKED; `event_type` is empty when the answer held no readable events).
+    #[serde(rename = "pipeline.event")]
+    PipelineEvent {
+        event_type: String,
+        worker: String,
+        valid: bool,
+        #[serde(default)]
+        problems: Vec<String>,
+        data: serde_json::Value,
+        #[serde(default)]
+        subscribers: Vec<String>,
     },
     /// A hop that completed in an earlier run of the session, reused by `resume` without running.
     #[serde(rename = "hop.reused")]
@@ -267,6 +309,10 @@ impl EventKind {
             EventKind::HopBudget { .. } => "hop.budget",
             EventKind::HopCompleted { .. } => "hop.completed",
             EventKind::HopFailed { .. } => "hop.failed",
+            EventKind::HopBlocked { .. } => "hop.blocked",
+            EventKind::HopCheckpoint { .. } => "hop.checkpoint",
+            EventKind::ValidatorVerdict { .. } => "validator.verdict",
+            EventKind::PipelineEvent { .. } => "pipeline.event",
             EventKind::HopReused { .. } => "hop.reused",
             EventKind::LogRepaired { .. } => "log.repaired",
             EventKind::SessionCompleted { .. } => "session.completed",

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::checkpoint::Checkpoint;
 use super::status::HopStatus;
 use crate::model::{Message, Usage};
 use crate::problem::Problem;
@@ -46,6 +47,9 @@ pub struct HopResult {
     /// Files written by this hop and its descendants.
     pub written: Vec<String>,
     pub reused: bool,
+    /// A PARTIAL hop's checkpoint (what is done, what remains).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Checkpoint>,
 }
 
 impl HopResult {
@@ -57,9 +61,11 @@ impl HopResult {
             HopStatus::Partial => Message::tool(
                 call_id,
                 format!(
-                    "[PARTIAL: `{}` stopped before finishing ({}); this is what it had]\n\n{}",
+                    "[PARTIAL: `{}` stopped before finishing ({}); this is what it had]{}{}\n\n{}",
                     self.agent,
                     self.error.as_deref().unwrap_or("limit reached"),
+                    self.partial_check(),
+                    self.remaining(),
                     self.answer
                 ),
                 false,
@@ -88,6 +94,15 @@ impl HopResult {
             // Only a primary ends needing input; should a child ever report it, its caller gets
             // the question as an ordinary result to answer or pass on.
             HopStatus::NeedsInput => Message::tool(call_id, self.answer.clone(), false),
+            HopStatus::Blocked => Message::tool(
+                call_id,
+                format!(
+                    "subagent `{}` is BLOCKED (not retried; do not call it again for this): {}",
+                    self.agent,
+                    self.error.as_deref().unwrap_or("blocked")
+                ),
+                true,
+            ),
             HopStatus::Failed => Message::tool(
                 call_id,
                 format!(
@@ -98,6 +113,31 @@ impl HopResult {
                 true,
             ),
         }
+    }
+}
+
+impl HopResult {
+    /// For a PARTIAL answer: how its contract check came out (a partial answer is checked too,
+    /// without repair turns, which its budget no longer allows).
+    fn partial_check(&self) -> String {
+        if self.violations.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n[its answer does not conform to its contract; treat it as leads only]\n{}",
+            list_violations(&self.violations)
+        )
+    }
+
+    /// For a PARTIAL answer: what its checkpoint says remains.
+    fn remaining(&self) -> String {
+        let Some(c) = &self.checkpoint else {
+            return String::new();
+        };
+        if c.remaining.is_empty() {
+            return String::new();
+        }
+        format!("\n[still to do: {}]", c.remaining.join("; "))
     }
 }
 

@@ -1,3 +1,7 @@
+//! (Over 600 lines: the loop is one function whose steps — hard budget stop, truncation, the
+//! checkpoint reply, the gate, tools, a refused path, the threshold — read in the order they
+//! happen; tier-2 endings live in `partial.rs`, tier-3 actions in `ending.rs`.)
+//!
 //! The agent loop for one hop: render the prompt, ask the model, run the tools it calls, repeat
 //! until a final answer; check that answer against the agent's contract, with repair turns; stop
 //! at the steps limit, the token budget or the wall-clock limit.
@@ -19,14 +23,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::check::{Gate, Verdict};
-use super::ending::{cancel_descendants, finish, never_started, Ending, Finished};
+use super::checkpoint::{self, Checkpoint};
+use super::ending::{action, cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
+use super::partial;
 use super::plan_gate::{self, Admission, PlanGate, PLAN_TOOL};
 use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::tool_calls::{cut, Caller, Prepared};
 use super::truncation::{Next, Pieces};
+use super::validator::{self, Review};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::model::notice::{self, Notice, NoticeObserver};
@@ -39,8 +46,9 @@ use crate::tools;
 
 /// Model turns a hop gets when its agent does not set `steps`.
 pub const DEFAULT_STEPS: u32 = 50;
-/// Share of the token budget at which the agent is told to wrap up.
-pub const BUDGET_NUDGE: f64 = 0.6;
+/// Share of a budget at which the agent is asked for a checkpoint and the hop ends PARTIAL,
+/// when its `budget.threshold` does not say otherwise.
+pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64 / 100.0;
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
 
@@ -92,21 +100,24 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             parent_hop_id,
             agent: req.agent.clone(),
         };
+        // A missing agent or a model that cannot be chosen is fatal (tier 3): BLOCKED.
         let Some(agent) = shared.agents.get(&req.agent).cloned() else {
             return never_started(
                 &ctx,
                 String::new(),
                 format!("unknown agent `{}`", req.agent),
+                Some(action::missing_agent(&req.agent)),
             );
         };
+        let fix_model = || Some(action::FIX_MODEL.to_string());
         let model_spec =
             match shared.model_spec(&agent, req.parent.as_ref().map(|p| p.model.as_str())) {
                 Ok(s) => s,
-                Err(e) => return never_started(&ctx, String::new(), e.to_string()),
+                Err(e) => return never_started(&ctx, String::new(), e.to_string(), fix_model()),
             };
         let model = match shared.models.get(&model_spec) {
             Ok(m) => m,
-            Err(e) => return never_started(&ctx, String::new(), e.to_string()),
+            Err(e) => return never_started(&ctx, String::new(), e.to_string(), fix_model()),
         };
         // Children wait for a slot; the primary hop does not take one.
         let permit = if req.depth > 0 {
@@ -115,6 +126,10 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             None
         };
         let started = Utc::now();
+        // The hop's duration runs from the same instant as its `started_at`: a clock started
+        // after the id allocation and the first log write (a flush) made a parent look shorter
+        // than the children it waited for, by however long those took under load.
+        let clock = Instant::now();
         let message_id = match recorded.as_ref() {
             Some(r) => r.message_id.clone(),
             None => match shared.ids.allocate(&agent.message_id_prefix(), started) {
@@ -124,6 +139,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
                         &ctx,
                         String::new(),
                         format!("cannot allocate a message id: {e}"),
+                        None,
                     )
                 }
             },
@@ -156,6 +172,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             last_content: String::new(),
             written: Vec::new(),
             plan_gate: None,
+            resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
         };
         let wall = state
             .agent
@@ -163,7 +180,6 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             .wall_seconds
             .map(Duration::from_secs)
             .unwrap_or(shared.options.hop_timeout);
-        let clock = Instant::now();
         let ending = match tokio::time::timeout(wall, state.run()).await {
             Ok(ending) => ending,
             Err(_) => {
@@ -198,6 +214,8 @@ struct HopState {
     written: Vec<String>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
     plan_gate: Option<PlanGate>,
+    /// The checkpoint of this hop's earlier PARTIAL attempt, when `resume` runs it again.
+    resumed_from: Option<Checkpoint>,
 }
 
 impl HopState {
@@ -245,7 +263,12 @@ impl HopState {
                 correlation_id: shared.correlation_id.clone(),
                 timestamp: context.now.clone(),
             });
-        self.messages.push(Message::user(self.req.prompt.clone()));
+        // A hop that stopped PARTIAL before continues from its checkpoint (`resume`).
+        let task = match &self.resumed_from {
+            Some(c) => format!("{}{}", self.req.prompt, checkpoint::continuation(c)),
+            None => self.req.prompt.clone(),
+        };
+        self.messages.push(Message::user(task));
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
         let mut gate = Gate {
@@ -265,6 +288,12 @@ impl HopState {
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
+        // Set once a checkpoint was asked for: why, and the answer the hop had then.
+        let mut checkpointing: Option<(String, String)> = None;
+        // Validator reviews so far, bounded like repair turns.
+        let mut reviews = 0u32;
+        let max_reviews = contract.as_ref().map_or(2, |c| c.max_repairs);
+        let hop_clock = Instant::now();
         let mut turn = 0u32;
         loop {
             self.steps += 1;
@@ -281,7 +310,7 @@ impl HopState {
                 agent: self.agent.name.clone(),
                 system: self.system.clone(),
                 messages: self.messages.clone(),
-                tools: if last_step {
+                tools: if last_step || checkpointing.is_some() {
                     Vec::new()
                 } else {
                     tool_specs.clone()
@@ -299,6 +328,12 @@ impl HopState {
             let clock = Instant::now();
             let mut response = match self.complete(&request, turn).await {
                 Ok(r) => r,
+                // Tier 2: the same request would overflow again, and so would asking for a
+                // checkpoint; the runtime writes one and the hop ends PARTIAL.
+                Err(e @ ModelError::ContextOverflow { .. }) => {
+                    return self
+                        .partial(format!("context overflow: model {}: {e}", self.model_spec))
+                }
                 Err(e) => return Ending::failed(format!("model {}: {e}", self.model_spec)),
             };
             self.ctx.emit(EventKind::ModelResponse {
@@ -326,6 +361,10 @@ impl HopState {
                         self.usage.total()
                     ));
                 }
+            }
+            if let Some((why, answer)) = checkpointing.take() {
+                // This reply is the checkpoint the runtime asked for; its tool calls do not run.
+                return self.checkpointed(why, answer, &response.content);
             }
             // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
             match pieces.take(&mut response, &mut self.messages, turn, |e| {
@@ -389,12 +428,30 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
+                // A checked answer of a worker with a validator is reviewed before it goes up.
+                if let (HopStatus::Completed, Some(v)) = (status, self.agent.validator.clone()) {
+                    reviews += 1;
+                    match self.review(&v, &answer, reviews, max_reviews).await {
+                        Review::Accept => {}
+                        Review::Revise(feedback) => {
+                            // Like a repair turn: private to the worker, not a step of its own.
+                            self.steps -= 1;
+                            self.messages.push(Message::user(feedback));
+                            continue;
+                        }
+                        Review::Block { reason, action } => return Ending::blocked(reason, action),
+                    }
+                }
+                let action =
+                    (status == HopStatus::Blocked).then(|| action::fit_contract(&self.agent.name));
                 return Ending {
                     status,
                     answer,
                     error,
                     conformant,
                     violations,
+                    checkpoint: None,
+                    action,
                 };
             }
             self.messages.push(Message::assistant(
@@ -406,33 +463,99 @@ impl HopState {
             }
             let results = self.run_tools(&response.tool_calls).await;
             self.messages.extend(results);
-            if let Some(budget) = self.agent.budget.tokens {
-                let used = self.usage.total();
-                if !nudged && used as f64 >= budget as f64 * BUDGET_NUDGE {
-                    nudged = true;
-                    self.ctx.emit(EventKind::HopBudget {
-                        used_tokens: used,
-                        budget_tokens: budget,
-                        action: "wrap_up".into(),
-                    });
-                    self.messages.push(Message::user(format!(
-                        "You have used {used} of your {budget} tokens. Wrap up: finish the step \
-                         you are on and give your final answer soon."
-                    )));
-                }
+            // Tier 3: a tool was refused a path (outside the root, a hidden folder).
+            if let Some(reason) = shared.take_refusal(&self.ctx.hop_id) {
+                return Ending::blocked(
+                    format!("a tool call was refused: {reason}"),
+                    action::REFUSED_PATH.into(),
+                );
+            }
+            // Tier 2: a budget at its threshold asks for a checkpoint, then ends PARTIAL.
+            let over = if nudged {
+                None
+            } else {
+                partial::over_threshold(
+                    &self.agent.budget,
+                    self.usage.total(),
+                    self.steps,
+                    hop_clock.elapsed(),
+                )
+            };
+            if let Some(why) = over {
+                nudged = true;
+                self.ctx.emit(EventKind::HopBudget {
+                    used_tokens: self.usage.total(),
+                    budget_tokens: self.agent.budget.tokens.unwrap_or(0),
+                    action: "wrap_up".into(),
+                });
+                self.messages.push(Message::user(checkpoint::request(&why)));
+                checkpointing = Some((why, self.last_content.clone()));
             }
         }
     }
 
-    /// The answer so far, ended PARTIAL: the last thing the agent said.
-    fn partial(&self, why: String) -> Ending {
-        Ending {
-            status: HopStatus::Partial,
-            answer: self.last_content.clone(),
-            error: Some(why),
-            conformant: None,
-            violations: Vec::new(),
+    /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as
+    /// for any child) and judges its verdict; logs `validator.verdict` on this hop.
+    async fn review(&mut self, validator: &str, answer: &str, round: u32, max: u32) -> Review {
+        let shared = self.ctx.shared.clone();
+        let req = validator::request(
+            validator,
+            &self.req,
+            &self.agent.name,
+            &self.ctx.hop_id,
+            &self.model_spec,
+            answer,
+        );
+        self.permit = None;
+        let result = run_hop(shared.clone(), req).await;
+        if self.req.depth > 0 {
+            self.permit = shared.semaphore.clone().acquire_owned().await.ok();
         }
+        let (review, verdict) = validator::judge(&result, &shared.project, round, max);
+        self.ctx.emit(EventKind::ValidatorVerdict {
+            validator: validator.to_string(),
+            verdict: verdict
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |v| v.verdict.clone()),
+            round,
+            feedback: verdict.map(|v| v.feedback).unwrap_or_default(),
+            child_hop_id: result.hop_id,
+        });
+        review
+    }
+
+    /// Ends the hop PARTIAL on the checkpoint the agent replied with, or on one the runtime
+    /// writes when the reply does not validate (see [`super::partial`]).
+    fn checkpointed(&mut self, why: String, answer: String, reply: &str) -> Ending {
+        self.last_content = answer;
+        let (why, c) = partial::from_reply(
+            &self.ctx.shared.project,
+            &self.req.prompt,
+            &self.last_content,
+            self.steps,
+            &why,
+            reply,
+        );
+        self.partial_with(why, c)
+    }
+
+    /// The answer so far, ended PARTIAL with a checkpoint the runtime writes.
+    fn partial(&self, why: String) -> Ending {
+        let c = checkpoint::by_runtime(&self.req.prompt, &self.last_content, self.steps, &why);
+        self.partial_with(why, c)
+    }
+
+    /// The answer so far (the last thing the agent said), ended PARTIAL with `checkpoint` and
+    /// held to the agent's contract once.
+    fn partial_with(&self, why: String, checkpoint: Checkpoint) -> Ending {
+        partial::ending(
+            &self.ctx,
+            self.agent.contract.as_ref(),
+            &self.message_id,
+            self.last_content.clone(),
+            why,
+            checkpoint,
+        )
     }
 
     /// One completion under the one retry policy ([`RetryPolicy::run`]). HTTP providers retry

@@ -5,15 +5,20 @@
 //! common case of a project on disk.
 
 pub mod check;
+pub mod checkpoint;
 pub mod dispatch;
 pub(crate) mod ending;
+pub mod event_schema;
 pub mod events;
 pub mod handoff;
 pub mod hop;
 pub mod ids;
 pub mod options;
+pub(crate) mod partial;
+pub mod pipeline;
 pub(crate) mod plan_gate;
 pub mod resume;
+pub mod runs;
 pub mod session;
 pub mod shared;
 pub mod stats;
@@ -22,11 +27,12 @@ pub mod store;
 pub mod tool_calls;
 pub mod trace;
 pub mod truncation;
+pub mod validator;
 
 pub use events::{Event, EventKind, FsyncPolicy, Observer};
 pub use options::RunOptions;
 pub use session::{RuntimeError, Session, SessionOutcome};
-pub use status::{HopStatus, SessionStatus};
+pub use status::{HopStatus, Outcome, SessionStatus};
 
 use std::sync::Arc;
 

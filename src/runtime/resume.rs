@@ -10,9 +10,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::checkpoint::Checkpoint;
 use super::events::EventKind;
 use super::handoff::HopResult;
-use super::status::SessionStatus;
+use super::status::{HopStatus, SessionStatus};
 use super::store::{self, log_path, LogError};
 use crate::project::Project;
 
@@ -47,6 +48,22 @@ pub enum ResumeError {
     NoQuestion { session_id: String },
     #[error("--answer is empty: write the answer to the session's question")]
     EmptyAnswer,
+    /// Tier 3: the log cannot be trusted, so nothing is resumed from it.
+    #[error(
+        "BLOCKED: {} is corrupt: line(s) {} are not events, so which hops finished cannot be \
+         known. A person must repair or remove those lines (or start a new session with \
+         `switchboard run`); nothing was run",
+        path.display(),
+        lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    CorruptLog { path: PathBuf, lines: Vec<usize> },
+}
+
+impl ResumeError {
+    /// Whether this refusal is tier 3 (BLOCKED: a person must act) rather than a usage error.
+    pub fn is_blocked(&self) -> bool {
+        matches!(self, ResumeError::CorruptLog { .. })
+    }
 }
 
 /// What the log says about one hop.
@@ -55,8 +72,10 @@ pub struct Recorded {
     pub hop_id: String,
     pub message_id: String,
     pub attempt: u32,
-    /// Set when the hop completed (a `hop.failed` hop runs again).
+    /// Set when the hop completed (a `hop.failed` or PARTIAL hop runs again).
     pub completed: Option<HopResult>,
+    /// The checkpoint of the hop's last PARTIAL attempt: the next attempt continues from it.
+    pub checkpoint: Option<Checkpoint>,
 }
 
 /// Everything needed to continue a session.
@@ -85,6 +104,13 @@ pub fn plan(project: &Project, session_id: &str) -> Result<ResumePlan, ResumeErr
 
 /// [`plan`] for the log at `path`.
 pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
+    let lines = store::corrupt_lines(path)?;
+    if !lines.is_empty() {
+        return Err(ResumeError::CorruptLog {
+            path: path.to_path_buf(),
+            lines,
+        });
+    }
     let events = store::read(path)?;
     let (first, prompt, model, max_parallel, max_depth) = events
         .iter()
@@ -108,7 +134,7 @@ pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
     }) {
         if last == SessionStatus::NeedsInput {
             question = Some(error.clone().unwrap_or_default());
-        } else if last != SessionStatus::Interrupted {
+        } else if !matches!(last, SessionStatus::Interrupted | SessionStatus::Partial) {
             return Err(ResumeError::AlreadyEnded {
                 session_id: first.session_id.clone(),
                 status: last,
@@ -142,9 +168,20 @@ pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
                     message_id: message_id.clone(),
                     attempt: 0,
                     completed: None,
+                    checkpoint: None,
                 });
                 entry.attempt = entry.attempt.max(*attempt);
             }
+            EventKind::HopCheckpoint { checkpoint, .. } => {
+                if let Some(r) = keys.get(hop_id).and_then(|k| hops.get_mut(k)) {
+                    r.checkpoint = Some(checkpoint.clone());
+                }
+            }
+            // A PARTIAL hop is not reused: it runs again from its checkpoint, fresh budget.
+            EventKind::HopCompleted {
+                status: HopStatus::Partial,
+                ..
+            } => {}
             EventKind::HopCompleted {
                 status,
                 message_id,
@@ -166,6 +203,7 @@ pub fn plan_from_log(path: &Path) -> Result<ResumePlan, ResumeError> {
                         violations: violations.clone(),
                         written: written.clone(),
                         reused: false,
+                        checkpoint: None,
                     });
                 }
             }

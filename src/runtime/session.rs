@@ -9,13 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::checkpoint::Checkpoint;
 use super::events::{timestamp, EventKind, EventLog};
 use super::handoff::{HopRequest, HopResult};
 use super::hop::run_hop;
 use super::ids::new_id;
 use super::resume::ResumePlan;
 use super::shared::{ResumeRecord, Shared};
-use super::status::{HopStatus, SessionStatus};
+use super::status::{HopStatus, Outcome, SessionStatus};
 use crate::agent::AgentSet;
 use crate::config::Config;
 use crate::model::{Registry, Usage};
@@ -44,6 +45,8 @@ pub struct SessionOutcome {
     pub session_id: String,
     pub correlation_id: String,
     pub status: SessionStatus,
+    /// Which of the five outcomes `status` is (the exit code follows it).
+    pub outcome: Outcome,
     pub answer: String,
     pub error: Option<String>,
     /// Project-relative paths of files the session's agents wrote.
@@ -51,6 +54,12 @@ pub struct SessionOutcome {
     /// The event log.
     pub events: PathBuf,
     pub usage: Usage,
+    /// A PARTIAL session's checkpoint: what `resume` continues from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Checkpoint>,
+    /// The run folder (`.switchboard/runs/<id>`), when it could be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_folder: Option<PathBuf>,
 }
 
 /// A running (or resumable) session.
@@ -268,7 +277,44 @@ impl Session {
         let _ = shared.mcp.set(tools);
     }
 
-    fn complete(&self, result: &HopResult, status: Option<SessionStatus>) -> SessionOutcome {
+    /// A session whose root is not an agent but a pipeline (`runtime::pipeline`): `label` names
+    /// it in the log (`pipeline:NAME`); its workers run as the root's children.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_pipeline(
+        project: Project,
+        agents: Arc<AgentSet>,
+        config: Config,
+        models: Arc<Registry>,
+        options: RunOptions,
+        label: &str,
+        input: &str,
+    ) -> Result<Self, RuntimeError> {
+        let correlation_id = options.correlation_id.clone().unwrap_or_else(new_id);
+        Self::build(
+            project,
+            agents,
+            config,
+            models,
+            options,
+            label,
+            input,
+            new_id(),
+            correlation_id,
+            new_id(),
+            None,
+        )
+    }
+
+    /// What every hop of this session shares, and the root hop's id and label.
+    pub(crate) fn parts(&self) -> (&Arc<Shared>, &str, &str) {
+        (&self.shared, &self.root_hop_id, &self.agent)
+    }
+
+    pub(crate) fn complete(
+        &self,
+        result: &HopResult,
+        status: Option<SessionStatus>,
+    ) -> SessionOutcome {
         let status = status.unwrap_or(result.status.into());
         let written = self.shared.written();
         let usage = self.shared.usage();
@@ -286,10 +332,17 @@ impl Session {
             },
         );
         let sync_error = self.shared.log.sync().err();
+        let run_folder = super::runs::write(
+            &self.shared.project,
+            &self.shared.session_id,
+            self.shared.log.path(),
+        )
+        .ok();
         SessionOutcome {
             session_id: self.shared.session_id.clone(),
             correlation_id: self.shared.correlation_id.clone(),
             status,
+            outcome: status.outcome(),
             answer: result.answer.clone(),
             error: result
                 .error
@@ -298,6 +351,8 @@ impl Session {
             written,
             events: self.shared.log.path().to_path_buf(),
             usage,
+            checkpoint: result.checkpoint.clone(),
+            run_folder,
         }
     }
 
@@ -333,6 +388,7 @@ impl Session {
             violations: Vec::new(),
             written: Vec::new(),
             reused: false,
+            checkpoint: None,
         };
         self.complete(&result, Some(SessionStatus::Interrupted))
     }

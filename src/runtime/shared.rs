@@ -76,6 +76,9 @@ pub(crate) struct Shared {
     usage: Mutex<Usage>,
     occurrences: Mutex<HashMap<(String, String, String), u32>>,
     in_flight: Mutex<HashMap<String, (Option<String>, String)>>,
+    /// Hop id → why a tool call of that hop was refused a path (tier 3: the hop ends BLOCKED
+    /// once its turn's calls are answered).
+    refusals: Mutex<HashMap<String, String>>,
     resume: Option<ResumeRecord>,
     /// `webfetch`/`websearch`, set up on first use so sessions that never fetch pay nothing.
     web: std::sync::OnceLock<Result<Web, SetupError>>,
@@ -128,6 +131,7 @@ impl Shared {
             usage: Mutex::new(Usage::default()),
             occurrences: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
+            refusals: Mutex::new(HashMap::new()),
             resume,
             web: std::sync::OnceLock::new(),
             mcp: std::sync::OnceLock::new(),
@@ -185,6 +189,18 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Records that a tool call of `hop_id` was refused a path (the first refusal is kept).
+    pub fn refuse_path(&self, hop_id: &str, reason: String) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.entry(hop_id.to_string()).or_insert(reason);
+        }
+    }
+
+    /// The path refusal of `hop_id`'s last turn, if any, taken out.
+    pub fn take_refusal(&self, hop_id: &str) -> Option<String> {
+        self.refusals.lock().ok().and_then(|mut r| r.remove(hop_id))
     }
 
     /// Marks a hop running (with its parent and agent), for `interrupt` and timeouts.

@@ -47,6 +47,28 @@ pub fn read(path: &Path) -> Result<Vec<Event>, LogError> {
     })
 }
 
+/// The 1-based numbers of lines of the log at `path` that are not events, except a torn last
+/// line (no newline: the process died mid-write, which `resume` repairs). Anything else means
+/// the log was damaged or edited, and resuming from it would trust what cannot be read.
+pub fn corrupt_lines(path: &Path) -> Result<Vec<usize>, LogError> {
+    let text = std::fs::read_to_string(path).map_err(|error| LogError::Unreadable {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let torn_tail = !text.is_empty() && !text.ends_with('\n');
+    let count = text.lines().count();
+    Ok(text
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| {
+            let torn = torn_tail && i + 1 == count;
+            !torn && !l.trim().is_empty()
+        })
+        .filter(|(_, l)| serde_json::from_str::<Event>(l).is_err())
+        .map(|(i, _)| i + 1)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +82,17 @@ mod tests {
         assert!(text.starts_with("no session `nope`: "), "{text}");
         assert!(text.contains("switchboard sessions"), "{text}");
         assert!(matches!(err, LogError::NoSession { .. }));
+    }
+
+    #[test]
+    fn only_damage_inside_the_log_counts_as_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let good = r#"{"timestamp":"t","session_id":"s","correlation_id":"c","hop_id":null,"parent_hop_id":null,"agent":null,"type":"log.repaired","dropped_bytes":1}"#;
+        std::fs::write(&path, format!("{good}\n{good}\n{{\"torn")).unwrap();
+        assert_eq!(corrupt_lines(&path).unwrap(), Vec::<usize>::new());
+        std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
+        assert_eq!(corrupt_lines(&path).unwrap(), [2]);
     }
 
     #[test]

@@ -45,7 +45,14 @@ impl Caller<'_> {
         };
         match tools::invoke(ctx, &tool, &call.arguments) {
             Ok(out) => Prepared::Done(Message::tool(&call.id, out.text, false), out.written),
-            Err(e) => Prepared::Done(Message::tool(&call.id, e.to_string(), true), None),
+            Err(e) => {
+                // A path outside the root (or a hidden folder) is fatal for the hop: it ends
+                // BLOCKED after this turn instead of letting the model probe further.
+                if matches!(e, ToolError::Refused { .. }) {
+                    self.shared.refuse_path(self.hop_id, e.to_string());
+                }
+                Prepared::Done(Message::tool(&call.id, e.to_string(), true), None)
+            }
         }
     }
 

@@ -159,6 +159,11 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
                     n.duration_ms = Some(*duration_us as f64 / 1000.0);
                 }
             }
+            EventKind::HopBlocked { .. } => {
+                if let Some(n) = node_for(&mut nodes, &mut order, e) {
+                    n.status = HopProgress::Ended(HopStatus::Blocked);
+                }
+            }
             EventKind::HopFailed {
                 error,
                 duration_us,
@@ -166,7 +171,10 @@ pub fn from_log(path: &Path) -> Result<SessionTrace, LogError> {
                 ..
             } => {
                 if let Some(n) = node_for(&mut nodes, &mut order, e) {
-                    n.status = HopProgress::Ended(HopStatus::Failed);
+                    // A blocked hop logged `hop.blocked` just before: it stays blocked.
+                    if n.status != HopProgress::Ended(HopStatus::Blocked) {
+                        n.status = HopProgress::Ended(HopStatus::Failed);
+                    }
                     n.error = Some(error.clone());
                     if !violations.is_empty() {
                         n.violation_list = violations.clone();

@@ -14,11 +14,13 @@ pub mod envelope;
 pub mod extract;
 pub mod locator;
 pub mod parse;
+pub mod pipeline;
 pub mod plan;
 pub mod primary;
 pub mod rank;
 pub mod report;
 pub mod role;
+pub mod validator;
 pub mod workflow;
 
 use serde_json::Value;
@@ -72,6 +74,8 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
         role::Role::Web => Turn::Answer(web_answer(request, &history)),
         role::Role::Planner => plan::turn(request),
+        role::Role::Validator => Turn::Answer(validator::verdict(&history)),
+        role::Role::PipelineWorker => Turn::Answer(pipeline::answer(&history)),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

@@ -25,6 +25,12 @@ pub enum Role {
     Locator,
     /// Owes a JSON plan contract (agent/analyst.md): writes the plan (offline/plan.rs).
     Planner,
+    /// Reviews a worker's answer the runtime handed it (`validator:`): answers a verdict JSON
+    /// (offline/validator.rs). Known from the task, which carries the answer to review.
+    Validator,
+    /// A pipeline worker (`switchboard pipeline run`): emits events in the declared shapes
+    /// (offline/pipeline.rs). Known from the task, which lists the events it may emit.
+    PipelineWorker,
     /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
@@ -41,6 +47,12 @@ fn documents_workflow(request: &ModelRequest) -> bool {
 /// Chooses the role for `request`. On a turn where the runtime withdrew the tools (the last
 /// step), the steps already taken say which role this conversation has been playing.
 pub fn infer(request: &ModelRequest, history: &History) -> Role {
+    if super::pipeline::applies(history) {
+        return Role::PipelineWorker;
+    }
+    if super::validator::applies(history) {
+        return Role::Validator;
+    }
     if super::plan::applies(request) {
         return Role::Planner;
     }

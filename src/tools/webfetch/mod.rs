@@ -28,7 +28,7 @@ pub const DEFAULT_MAX_BYTES: usize = 5 * 1024 * 1024;
 pub const DEFAULT_MAX_REDIRECTS: usize = 5;
 
 /// What one fetch did, for the event log: enough to audit where a session went on the web.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct FetchRecord {
     pub url: String,
     /// Where the redirects ended; absent when the fetch never got an answer.
