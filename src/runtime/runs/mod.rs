@@ -375,6 +375,12 @@ fn decisions(events: &[Value]) -> String {
          decisions, in the order they happened.\n\n",
     );
     let mut any = false;
+    // A call the gate refused has its own line; its tool error would only say it again.
+    let gate_refused: std::collections::HashSet<String> = events
+        .iter()
+        .filter(|e| s(e, "type") == "gate.refused")
+        .map(|e| s(e, "call_id"))
+        .collect();
     for e in events {
         let ty = s(e, "type");
         let who = format!("`{}` ({})", s(e, "agent"), s(e, "timestamp"));
@@ -391,6 +397,7 @@ fn decisions(events: &[Value]) -> String {
                 }
                 l
             }
+            "tool.result" if gate_refused.contains(&s(e, "call_id")) => continue,
             "tool.result" if e.get("is_error").and_then(Value::as_bool) == Some(true) => {
                 format!(
                     "tool `{}` refused or failed: {}",
@@ -412,6 +419,38 @@ fn decisions(events: &[Value]) -> String {
                 s(e, "feedback")
             ),
             "model.tools_fallback" => format!("tools fallback: {}", s(e, "reason")),
+            "gate.plan" => {
+                let list = |key: &str| {
+                    let items: Vec<&str> = e
+                        .get(key)
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    if items.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        items.join(", ")
+                    }
+                };
+                let via = match s(e, "via").as_str() {
+                    "plan" => "its `plan` call".to_string(),
+                    v => format!("`{v}`"),
+                };
+                let fallback = if e.get("fallback").and_then(Value::as_bool) == Some(true) {
+                    " (the planner's declared fallback)"
+                } else {
+                    ""
+                };
+                format!(
+                    "gate: plan from {via}{fallback} passed contract `{}`; sources {} open {}; \
+                     plan {}",
+                    s(e, "contract"),
+                    list("sources"),
+                    list("allowed"),
+                    e.get("plan").map_or(String::new(), Value::to_string)
+                )
+            }
+            "gate.refused" => format!("gate refused `{}`: {}", s(e, "tool"), s(e, "reason")),
             t if t.starts_with("gate.") => {
                 let mut fields = e.clone();
                 if let Some(map) = fields.as_object_mut() {

@@ -43,7 +43,14 @@ fn a_partial_run_folder_has_its_checkpoint_and_reads_back() {
             "remaining": ["b"], "next_steps": ["do b"], "source": "agent"}}),
         serde_json::json!({"timestamp": "t", "type": "hop.completed", "status": "partial",
             "answer": "<thinking>I read a</thinking><answer>x</answer>"}),
-        serde_json::json!({"timestamp": "t", "type": "gate.plan", "intent": "find"}),
+        serde_json::json!({"timestamp": "t", "type": "gate.plan", "via": "analyst",
+            "contract": "analyst-plan", "plan": {"intent": "find"}, "sources": ["doc"],
+            "allowed": ["read", "thoughts-locator"]}),
+        serde_json::json!({"timestamp": "t", "type": "gate.refused", "call_id": "c1",
+            "tool": "grep", "reason": "no source opens it"}),
+        serde_json::json!({"timestamp": "t", "type": "tool.result", "call_id": "c1",
+            "tool": "grep", "is_error": true, "output": "no source opens it"}),
+        serde_json::json!({"timestamp": "t", "type": "gate.other", "intent": "find"}),
     ];
     std::fs::write(&log_path, log("partial", &events)).unwrap();
     let out = write(&project, "s1", &log_path).unwrap();
@@ -60,7 +67,21 @@ fn a_partial_run_folder_has_its_checkpoint_and_reads_back() {
     assert!(thoughts.contains("I read a"), "{thoughts}");
     let decisions = std::fs::read_to_string(out.join("DECISIONS.md")).unwrap();
     assert!(
-        decisions.contains("gate.plan: {\"intent\":\"find\"}"),
+        decisions.contains(
+            "gate: plan from `analyst` passed contract `analyst-plan`; sources doc open read, \
+             thoughts-locator; plan {\"intent\":\"find\"}"
+        ),
+        "{decisions}"
+    );
+    // The refusal is one line, not two (its tool error would repeat it).
+    assert_eq!(
+        decisions.matches("no source opens it").count(),
+        1,
+        "{decisions}"
+    );
+    // A gate event this writer does not know still lands, as its fields.
+    assert!(
+        decisions.contains("gate.other: {\"intent\":\"find\"}"),
         "{decisions}"
     );
     assert!(
