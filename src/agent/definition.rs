@@ -127,6 +127,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "color",
     "contract",
     "budget",
+    "workflow",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -202,6 +203,8 @@ pub(crate) struct RawFrontmatter {
     pub contract: Option<Spanned<ContractDecl>>,
     #[serde(default)]
     pub budget: Option<BudgetDecl>,
+    #[serde(default)]
+    pub workflow: Option<String>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -233,6 +236,10 @@ pub struct Agent {
     /// The settled contract; `None` when the agent declares none (its answers are not checked).
     pub contract: Option<Contract>,
     pub budget: Budget,
+    /// The checkpoint workflow the agent follows (`workflow/<name>.yaml`): it gets the `step`
+    /// tool. Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

@@ -258,6 +258,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         contract_decl: raw.contract.map(|c| c.value),
         contract,
         budget: raw.budget.map(Into::into).unwrap_or_default(),
+        workflow: raw.workflow,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -89,6 +89,7 @@ pub fn agent_schema() -> Value {
                 "description": "The envelope every answer must honour: a built-in name or an inline contract",
                 "oneOf": [ { "enum": crate::contract::spec::BUILTIN_NAMES }, contract_spec() ]
             },
+            "workflow": { "type": "string", "description": "The checkpoint workflow (workflow/<name>.yaml) the agent reports its steps to with the `step` tool" },
             "budget": {
                 "oneOf": [
                     { "type": "integer", "minimum": 1 },

@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod graph;
 pub mod json_contracts;
 pub mod sarif;
+pub mod workflows;
 
 use crate::agent::AgentSet;
 use crate::problem::{Problem, Severity};
@@ -33,6 +34,7 @@ pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Pr
     config_rules(project, set, &mut out);
     json_contracts::check(project, set, &mut out);
     evidence::check(project, &mut out);
+    workflows::check(project, &mut out);
     out
 }
 
@@ -63,6 +65,7 @@ impl Linter {
         config_rules(&self.project, &set, &mut out);
         json_contracts::check(&self.project, &set, &mut out);
         evidence::check_cached(&self.project, &mut self.evidence, &mut out);
+        workflows::check(&self.project, &mut out);
         out
     }
 }

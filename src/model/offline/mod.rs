@@ -10,6 +10,7 @@
 
 pub mod analyzer;
 pub mod bm25;
+pub mod checkpoint;
 pub mod envelope;
 pub mod extract;
 pub mod locator;
@@ -72,6 +73,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
         role::Role::Web => Turn::Answer(web_answer(request, &history)),
         role::Role::Planner => plan::turn(request),
+        role::Role::Checkpoint => checkpoint::turn(request, &history),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

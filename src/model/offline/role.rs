@@ -25,6 +25,9 @@ pub enum Role {
     Locator,
     /// Owes a JSON plan contract (agent/analyst.md): writes the plan (offline/plan.rs).
     Planner,
+    /// Has the `step` tool of a checkpoint workflow: reports the steps the runtime asks for
+    /// (offline/checkpoint.rs).
+    Checkpoint,
     /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
@@ -43,6 +46,9 @@ fn documents_workflow(request: &ModelRequest) -> bool {
 pub fn infer(request: &ModelRequest, history: &History) -> Role {
     if super::plan::applies(request) {
         return Role::Planner;
+    }
+    if super::checkpoint::applies(request) || history.did("wfstep") {
+        return Role::Checkpoint;
     }
     if request.tools.is_empty() {
         if ["locate", "analyze", "write"]
