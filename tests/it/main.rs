@@ -33,3 +33,4 @@ mod telemetry;
 mod tool_confinement;
 mod trace_page;
 mod webfetch;
+mod workflow;
