@@ -69,7 +69,7 @@ pub fn load_all(project: &Project) -> Vec<Loaded> {
                 })
             }) {
                 Ok(text) => Loaded {
-                    workflow: spec::parse(&file, &text),
+                    workflow: spec::parse(&file, &text).map_err(|p| *p),
                     file,
                     text,
                 },

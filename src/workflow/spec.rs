@@ -170,8 +170,8 @@ struct RawOutput {
 
 /// Parses the text of workflow file `file` (project-relative). A file that does not parse is
 /// one `workflow/yaml` problem at the place serde-saphyr stopped.
-pub fn parse(file: &str, text: &str) -> Result<Workflow, Problem> {
-    let raw: RawWorkflow = serde_saphyr::from_str(text).map_err(|err| {
+pub fn parse(file: &str, text: &str) -> Result<Workflow, Box<Problem>> {
+    let raw: RawWorkflow = serde_saphyr::from_str(text).map_err(|err| -> Box<Problem> {
         let (line, col) = err
             .location()
             .map(|l| (l.line() as usize, l.column() as usize))
@@ -179,6 +179,7 @@ pub fn parse(file: &str, text: &str) -> Result<Workflow, Problem> {
         let msg = err.without_snippet().to_string();
         let first = msg.lines().next().unwrap_or("").trim();
         let first = first.split(" at line ").next().unwrap_or(first);
+        Box::new(
         Problem::new(
             Severity::Error,
             "workflow/yaml",
@@ -189,6 +190,7 @@ pub fn parse(file: &str, text: &str) -> Result<Workflow, Problem> {
         .with_help(
             "a workflow file has `steps:` (each with `name:`, optional `requires:`, `schema:`, \
              `decides:`, `checks:`) and `output:` with `path:` and `template:`; see docs/workflows.md",
+        )
         )
     })?;
     let default_name = std::path::Path::new(file)
