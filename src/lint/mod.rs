@@ -35,6 +35,7 @@ pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Pr
     json_contracts::check(project, set, &mut out);
     evidence::check(project, &mut out);
     workflows::check(project, &mut out);
+    workflows::agents(project, set, &mut out);
     out
 }
 
@@ -66,6 +67,7 @@ impl Linter {
         json_contracts::check(&self.project, &set, &mut out);
         evidence::check_cached(&self.project, &mut self.evidence, &mut out);
         workflows::check(&self.project, &mut out);
+        workflows::agents(&self.project, &set, &mut out);
         out
     }
 }

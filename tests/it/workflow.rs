@@ -494,6 +494,21 @@ fn lint_reports_workflow_problems_with_positions() {
         "{found:?}"
     );
     assert!(out.iter().all(|p| p.file == "workflow/bad.yaml"), "{out:?}");
+    // An agent that names a workflow the project does not have.
+    std::fs::write(
+        dir.path().join("agent/drafter.md"),
+        "---\ndescription: Drafts.\nmode: primary\nworkflow: plann\n---\nDraft.\n",
+    )
+    .unwrap();
+    let set = switchboard::agent::load(&p, &Default::default());
+    let mut agents = Vec::new();
+    switchboard::lint::workflows::agents(&p, &set, &mut agents);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!(
+        (agents[0].code.as_ref(), agents[0].line),
+        ("workflow/not-found", 4)
+    );
+    assert!(agents[0].help.as_deref().unwrap().contains("`plan`"));
     // The shipped workflow is clean.
     let shipped = Project::open(ROOT).unwrap();
     let mut mine = Vec::new();
