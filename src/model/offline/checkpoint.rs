@@ -102,7 +102,7 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
             call("wfsearch", 1, "grep", json!({"pattern": pattern})),
         ]);
     }
-    let facts = Facts::gather(history);
+    let facts = Facts::gather(history, keywords(&task));
     let result = match next.as_str() {
         "intent" => intent(&task, answered),
         "clarify" => json!({
@@ -243,10 +243,12 @@ struct Facts {
     root: Vec<String>,
     /// `(path, line, text)` of every grep hit.
     hits: Vec<(String, u64, String)>,
+    /// The request's words, lowercase.
+    words: Vec<String>,
 }
 
 impl Facts {
-    fn gather(history: &History) -> Self {
+    fn gather(history: &History, words: Vec<String>) -> Self {
         let calls = history.step("wfsearch");
         let root = calls
             .iter()
@@ -268,23 +270,54 @@ impl Facts {
                     .collect()
             })
             .unwrap_or_default();
-        Facts { root, hits }
+        Facts { root, hits, words }
     }
 
-    /// Files ranked by how many hits they have; documents under `thoughts/` are not code to change.
+    /// How many of the request's words `text` holds.
+    fn matched(&self, text: &str) -> usize {
+        let lower = text.to_lowercase();
+        self.words
+            .iter()
+            .filter(|w| lower.contains(w.as_str()))
+            .count()
+    }
+
+    /// Files ranked by how many of the request's words they hold (in their path or hit lines),
+    /// then by how many lines matched; documents under `thoughts/` are not code to change.
     fn ranked(&self) -> Vec<String> {
-        let mut counts: Vec<(String, usize)> = Vec::new();
-        for (path, _, _) in &self.hits {
+        // (path, words seen, hit lines)
+        let mut counts: Vec<(String, Vec<bool>, usize)> = Vec::new();
+        for (path, _, text) in &self.hits {
             if path.starts_with("thoughts/") {
                 continue;
             }
-            match counts.iter_mut().find(|(p, _)| p == path) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((path.clone(), 1)),
+            let i = match counts.iter().position(|(p, _, _)| p == path) {
+                Some(i) => i,
+                None => {
+                    let seen = self
+                        .words
+                        .iter()
+                        .map(|w| path.to_lowercase().contains(w.as_str()))
+                        .collect();
+                    counts.push((path.clone(), seen, 0));
+                    counts.len() - 1
+                }
+            };
+            let lower = text.to_lowercase();
+            let entry = &mut counts[i];
+            entry.2 += 1;
+            for (k, w) in self.words.iter().enumerate() {
+                entry.1[k] |= lower.contains(w.as_str());
             }
         }
-        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        counts.into_iter().map(|(p, _)| p).collect()
+        let distinct = |seen: &[bool]| seen.iter().filter(|b| **b).count();
+        counts.sort_by(|a, b| {
+            distinct(&b.1)
+                .cmp(&distinct(&a.1))
+                .then(b.2.cmp(&a.2))
+                .then(a.0.cmp(&b.0))
+        });
+        counts.into_iter().map(|(p, _, _)| p).collect()
     }
 
     /// The two best-ranked files that are not tests: what the change modifies.
@@ -313,9 +346,17 @@ impl Facts {
         let evidence: Vec<Value> = primary
             .iter()
             .filter_map(|f| {
-                let (path, line, text) = self.hits.iter().find(|(p, _, t)| {
-                    p == f && !t.trim().is_empty() && t.chars().count() <= MAX_QUOTED_CHARS
-                })?;
+                // The line holding most of the request's words (the first of equals).
+                let (path, line, text) = self
+                    .hits
+                    .iter()
+                    .filter(|(p, _, t)| {
+                        p == f && !t.trim().is_empty() && t.chars().count() <= MAX_QUOTED_CHARS
+                    })
+                    .fold(None::<&(String, u64, String)>, |best, h| match best {
+                        Some(b) if self.matched(&b.2) >= self.matched(&h.2) => Some(b),
+                        _ => Some(h),
+                    })?;
                 Some(json!({
                     "fact": format!("`{path}` line {line} bears on the request"),
                     "path": path, "start": line, "end": line, "excerpt": text,
