@@ -359,3 +359,68 @@ pub fn render(wf: &Workflow, state: &State) -> Result<(String, String), String> 
     }
     Ok((path.trim().to_string(), text))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TEXT: &str = "steps:\n  - name: ask\n    decides: go\n    question: q\n    schema: {type: object, required: [go]}\n  - name: do\n  - name: end\noutput: {path: \"o-{{ ask.go }}.md\", template: \"{{ do.x }}\"}\n";
+
+    fn setup() -> (tempfile::TempDir, Project, Workflow, State) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse("workflow/t.yaml", TEXT).unwrap();
+        let s = State::new("t", &wf, "a", "s", "c", "task");
+        (dir, p, wf, s)
+    }
+
+    #[test]
+    fn decides_orders_and_completes() {
+        let (_d, p, wf, mut s) = setup();
+        let o = submit(&wf, &mut s, &p, "end", &json!({}));
+        assert_eq!(o.reply.errors(), vec!["Missing ask. Run step 'ask' first."]);
+        assert_eq!(o.attempt, 0);
+        let o = submit(
+            &wf,
+            &mut s,
+            &p,
+            "ask",
+            &json!({"go": "clarify", "q": "which?"}),
+        );
+        assert_eq!(
+            o.reply,
+            Reply::Clarify {
+                step: "ask".into(),
+                question: "which?".into()
+            }
+        );
+        let o = submit(&wf, &mut s, &p, "ask", &json!({"go": "PROCEED"}));
+        assert_eq!(o.reply.action(), "PROCEED");
+        submit(&wf, &mut s, &p, "do", &json!({"x": 1}));
+        let o = submit(&wf, &mut s, &p, "end", &json!({}));
+        assert!(o.complete);
+        assert_eq!(
+            render(&wf, &s).unwrap(),
+            ("o-PROCEED.md".into(), "1\n".into())
+        );
+    }
+
+    #[test]
+    fn retry_resets_the_step_and_its_dependents_only() {
+        let (_d, p, wf, mut s) = setup();
+        for (n, r) in [
+            ("ask", json!({"go": "PROCEED"})),
+            ("do", json!({})),
+            ("end", json!({})),
+        ] {
+            submit(&wf, &mut s, &p, n, &r);
+        }
+        retry(&wf, &mut s, "do").unwrap();
+        assert_eq!(s.steps["ask"].status, StepStatus::Accepted);
+        assert_eq!(s.steps["do"].status, StepStatus::Pending);
+        assert_eq!(s.steps["end"].status, StepStatus::Invalidated);
+        assert_eq!(next_step(&wf, &s), Some("do"));
+        assert!(retry(&wf, &mut s, "nope").is_err());
+    }
+}

@@ -236,3 +236,35 @@ pub fn finish(project: &Project, wf: &Workflow, state: &mut State) -> Result<Str
     state.status = RunStatus::Done;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_names_the_accepted_steps_and_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse(
+            "workflow/t.yaml",
+            "steps:\n  - name: a\n  - name: b\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let fresh = spec(&wf, None, "r1");
+        assert!(
+            fresh.description.ends_with("Next step: `a`."),
+            "{}",
+            fresh.description
+        );
+        assert_eq!(
+            fresh.parameters["properties"]["name"]["enum"],
+            json!(["a", "b"])
+        );
+        let mut s = State::new("r1", &wf, "x", "s", "c", "t");
+        engine::submit(&wf, &mut s, &p, "a", &json!({}));
+        let later = spec(&wf, Some(&s), "r1");
+        assert!(later
+            .description
+            .contains("Already accepted: a. Next step: `b`."));
+    }
+}
