@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
         (
             "scope",
             json!({"primary": ["src/a.rs"], "secondary": ["src/b.rs"],
-            "evidence": [{"fact": "a", "path": "src/a.rs", "start": 1, "end": 1, "excerpt": "fn a() {}"}]}),
+            "evidence": [{"fact": "a is defined", "path": "src/a.rs", "start": 1, "end": 1, "excerpt": "fn a() {}"}]}),
         ),
         (
             "test_strategy",
