@@ -17,3 +17,4 @@ pub mod runtime;
 pub mod serve;
 pub mod telemetry;
 pub mod tools;
+pub mod workflow;

@@ -166,6 +166,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "budget",
     "gate",
     "validator",
+    "workflow",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -244,6 +245,7 @@ pub(crate) struct RawFrontmatter {
     #[serde(default)]
     pub gate: Option<Spanned<super::gate::GateDecl>>,
     pub validator: Option<String>,
+    pub workflow: Option<String>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -279,6 +281,10 @@ pub struct Agent {
     /// unset, so that output is unchanged for other agents.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<super::gate::Gate>,
+    /// The checkpoint workflow the agent follows (`workflow/<name>.yaml`): it gets the `step`
+    /// tool. Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

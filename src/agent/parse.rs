@@ -275,6 +275,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         budget: raw.budget.map(Into::into).unwrap_or_default(),
         gate,
         validator: raw.validator.filter(|v| !v.trim().is_empty()),
+        workflow: raw.workflow,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -50,6 +50,26 @@ fn contract_spec() -> Value {
     })
 }
 
+/// `gate:` (docs/gate.md): a function of its own, as `contract_spec`, so the frontmatter's
+/// `json!` stays within the macro's recursion limit.
+fn gate_spec() -> Value {
+    json!({
+        "description": "No retrieval before a validated plan; the plan's sources decide which tools and subagents open (docs/gate.md)",
+        "type": "object", "required": ["plan", "sources"], "additionalProperties": false,
+        "properties": {
+            "plan": {
+                "description": "The agent that plans (its JSON answer is the plan), or an inline format: json contract the `plan` tool call must pass",
+                "oneOf": [ { "type": "string", "minLength": 1 }, contract_spec() ]
+            },
+            "sources_field": { "type": "string", "pattern": "^/", "default": "/required_sources" },
+            "sources": {
+                "type": "object", "minProperties": 1,
+                "additionalProperties": { "type": "array", "items": { "type": "string" } }
+            }
+        }
+    })
+}
+
 /// The schema for `agent/*.md` frontmatter.
 pub fn agent_schema() -> Value {
     let action = json!({ "enum": ["allow", "ask", "deny"] });
@@ -91,6 +111,7 @@ pub fn agent_schema() -> Value {
             },
             "validator": { "type": "string", "minLength": 1,
                 "description": "A subagent that reviews each checked answer: accept, revise (private feedback to this agent, bounded by its repair turns) or reject (BLOCKED)" },
+            "workflow": { "type": "string", "description": "The checkpoint workflow (workflow/<name>.yaml) the agent reports its steps to with the `step` tool" },
             "budget": {
                 "oneOf": [
                     { "type": "integer", "minimum": 1 },
@@ -103,21 +124,7 @@ pub fn agent_schema() -> Value {
                     } }
                 ]
             },
-            "gate": {
-                "description": "No retrieval before a validated plan; the plan's sources decide which tools and subagents open (docs/gate.md)",
-                "type": "object", "required": ["plan", "sources"], "additionalProperties": false,
-                "properties": {
-                    "plan": {
-                        "description": "The agent that plans (its JSON answer is the plan), or an inline format: json contract the `plan` tool call must pass",
-                        "oneOf": [ { "type": "string", "minLength": 1 }, contract_spec() ]
-                    },
-                    "sources_field": { "type": "string", "pattern": "^/", "default": "/required_sources" },
-                    "sources": {
-                        "type": "object", "minProperties": 1,
-                        "additionalProperties": { "type": "array", "items": { "type": "string" } }
-                    }
-                }
-            }
+            "gate": gate_spec()
         }
     })
 }

@@ -28,6 +28,7 @@ mod sessions;
 mod stats;
 mod trace;
 pub mod view;
+mod workflow;
 
 pub use exit::Code;
 
@@ -92,6 +93,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Serve agents as MCP tools over stdio (for Claude Code, opencode, …)
     Mcp(mcp::Args),
+    /// Checkpoint-workflow runs: list, show, status, retry a step, abort
+    Workflow(workflow::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -129,6 +132,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
         Command::Mcp(args) => mcp::run(&cli.global, args),
+        Command::Workflow(args) => workflow::run(&cli.global, args),
     }
 }
 

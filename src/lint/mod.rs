@@ -11,6 +11,7 @@ pub mod gates;
 pub mod graph;
 pub mod json_contracts;
 pub mod sarif;
+pub mod workflows;
 
 use crate::agent::AgentSet;
 use crate::problem::{Problem, Severity};
@@ -35,6 +36,8 @@ pub fn lint_project(project: &crate::project::Project, set: &AgentSet) -> Vec<Pr
     json_contracts::check(project, set, &mut out);
     gates::check(project, set, &mut out);
     evidence::check(project, &mut out);
+    workflows::check(project, &mut out);
+    workflows::agents(project, set, &mut out);
     out
 }
 
@@ -66,6 +69,8 @@ impl Linter {
         json_contracts::check(&self.project, &set, &mut out);
         gates::check(&self.project, &set, &mut out);
         evidence::check_cached(&self.project, &mut self.evidence, &mut out);
+        workflows::check(&self.project, &mut out);
+        workflows::agents(&self.project, &set, &mut out);
         out
     }
 }

@@ -272,6 +272,21 @@ pub enum EventKind {
     /// complete line before this run appended to it.
     #[serde(rename = "log.repaired")]
     LogRepaired { dropped_bytes: u64 },
+    /// One `step` call of a checkpoint workflow (src/workflow/): the step, the reply's action
+    /// (`PROCEED`, `CLARIFY`, `INVALID`, `STOP`, or `ERROR` when it could not be judged), the
+    /// attempt stored (0: refused, not stored) and, after the last step, the document written.
+    #[serde(rename = "workflow.step")]
+    WorkflowStep {
+        workflow: String,
+        run_id: String,
+        step: String,
+        action: String,
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        document: Option<String>,
+    },
     #[serde(rename = "session.completed")]
     SessionCompleted {
         status: SessionStatus,
@@ -315,6 +330,7 @@ impl EventKind {
             EventKind::PipelineEvent { .. } => "pipeline.event",
             EventKind::HopReused { .. } => "hop.reused",
             EventKind::LogRepaired { .. } => "log.repaired",
+            EventKind::WorkflowStep { .. } => "workflow.step",
             EventKind::SessionCompleted { .. } => "session.completed",
         }
     }

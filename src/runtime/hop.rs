@@ -253,6 +253,16 @@ impl HopState {
         if let Some(gate) = &self.plan_gate {
             tool_specs.push(gate.tool_spec(&shared.project));
         }
+        // An agent that follows a checkpoint workflow reports its steps with `step`.
+        tool_specs.extend(crate::workflow::tool::offer(&crate::workflow::tool::Call {
+            project: &shared.project,
+            agent: &self.agent.name,
+            declared: self.agent.workflow.as_deref(),
+            run_id: &self.message_id,
+            session_id: &shared.session_id,
+            correlation_id: &shared.correlation_id,
+            task: &self.req.prompt,
+        }));
         let response_contract = self
             .agent
             .contract
@@ -623,6 +633,7 @@ impl HopState {
             request: &self.req,
             hop_id: &self.ctx.hop_id,
             model_spec: &self.model_spec,
+            message_id: &self.message_id,
         };
         let mut pending = Vec::with_capacity(calls.len());
         for call in calls {
@@ -670,6 +681,11 @@ impl HopState {
                     self.ctx.emit(EventKind::WebFetch(record));
                 }
                 pending.push(Pending::Done(message, None));
+                continue;
+            }
+            if let Some((message, written, event)) = caller.step(call) {
+                self.ctx.emit(event);
+                pending.push(Pending::Done(message, written));
                 continue;
             }
             if let Some((message, record)) = caller.mcp(call).await {

@@ -27,6 +27,8 @@ pub(crate) struct Caller<'a> {
     pub request: &'a HopRequest,
     pub hop_id: &'a str,
     pub model_spec: &'a str,
+    /// The hop's message id: the id of the checkpoint workflow run it reports `step`s to.
+    pub message_id: &'a str,
 }
 
 impl Caller<'_> {
@@ -95,6 +97,43 @@ impl Caller<'_> {
             Err(e) => Message::tool(&call.id, format!("`{}`: {e}", call.name), true),
         };
         Some((message, record))
+    }
+
+    /// Runs a `step` call of the agent's checkpoint workflow (src/workflow/tool.rs): the reply,
+    /// the document written by the last step, and the event to log. `None` when the agent runs
+    /// no workflow.
+    pub fn step(
+        &self,
+        call: &ToolCall,
+    ) -> Option<(Message, Option<String>, super::events::EventKind)> {
+        if call.name != crate::workflow::tool::TOOL {
+            return None;
+        }
+        let h = crate::workflow::tool::handle(&self.workflow_call(), &call.arguments)?;
+        let message = Message::tool(&call.id, h.text, h.is_error);
+        let event = super::events::EventKind::WorkflowStep {
+            workflow: h.workflow,
+            run_id: self.message_id.to_string(),
+            step: h.step,
+            action: h.action,
+            attempt: h.attempt,
+            errors: h.errors,
+            document: h.written.clone(),
+        };
+        Some((message, h.written, event))
+    }
+
+    /// Who calls the `step` tool, and for which run.
+    pub fn workflow_call(&self) -> crate::workflow::tool::Call<'_> {
+        crate::workflow::tool::Call {
+            project: &self.shared.project,
+            agent: &self.agent.name,
+            declared: self.agent.workflow.as_deref(),
+            run_id: self.message_id,
+            session_id: &self.shared.session_id,
+            correlation_id: &self.shared.correlation_id,
+            task: &self.request.prompt,
+        }
     }
 
     /// Checks a `task` call and builds the child hop, or says why not.

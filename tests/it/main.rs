@@ -37,3 +37,4 @@ mod tool_confinement;
 mod trace_page;
 mod validators;
 mod webfetch;
+mod workflow;

@@ -10,6 +10,7 @@
 
 pub mod analyzer;
 pub mod bm25;
+pub mod checkpoint;
 pub mod envelope;
 pub mod extract;
 pub mod locator;
@@ -76,6 +77,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Planner => plan::turn(request),
         role::Role::Validator => Turn::Answer(validator::verdict(&history)),
         role::Role::PipelineWorker => Turn::Answer(pipeline::answer(&history)),
+        role::Role::Checkpoint => checkpoint::turn(request, &history),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

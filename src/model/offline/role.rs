@@ -31,6 +31,9 @@ pub enum Role {
     /// A pipeline worker (`switchboard pipeline run`): emits events in the declared shapes
     /// (offline/pipeline.rs). Known from the task, which lists the events it may emit.
     PipelineWorker,
+    /// Has the `step` tool of a checkpoint workflow: reports the steps the runtime asks for
+    /// (offline/checkpoint.rs).
+    Checkpoint,
     /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
@@ -55,6 +58,9 @@ pub fn infer(request: &ModelRequest, history: &History) -> Role {
     }
     if super::plan::applies(request) {
         return Role::Planner;
+    }
+    if super::checkpoint::applies(request) || history.did("wfstep") {
+        return Role::Checkpoint;
     }
     if request.tools.is_empty() {
         if ["locate", "analyze", "write"]

@@ -1,0 +1,275 @@
+//! The checks a step declares and the runtime runs itself, so their outcome does not depend on
+//! the model's honesty: files named exist inside the root, plan steps stay inside the scope, the
+//! verification command is safe, the complexity score is computed, and quoted evidence matches
+//! the lines it cites.
+//!
+//! Checks select values with JSON pointers whose segments may be `*` (every item of an array or
+//! object): `/steps/*/files/*`. A pointer may name another step's result: `scope:/primary/*`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::project::Project;
+
+/// A check as written in a workflow file.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Check {
+    /// Every selected string is a file that exists inside the project root.
+    FilesExist(Vec<String>),
+    /// Every path selected by `files` is one of the paths selected by `scope`.
+    InScope {
+        files: Vec<String>,
+        scope: Vec<String>,
+    },
+    /// Every selected string is a safe verification command whose program exists.
+    SafeCommand(Vec<String>),
+    /// Computes the complexity of the selected files and stores it in the result as
+    /// `computed_complexity` (the model's own estimate is not asked for).
+    Complexity { files: Vec<String> },
+    /// Every selected item `{path, start, end, excerpt}` quotes exactly lines `start..=end`.
+    Evidence(String),
+}
+
+impl Check {
+    /// Every pointer the check reads, for lint.
+    pub fn pointers(&self) -> Vec<&str> {
+        match self {
+            Check::FilesExist(p) | Check::SafeCommand(p) => p.iter().map(String::as_str).collect(),
+            Check::InScope { files, scope } => files
+                .iter()
+                .chain(scope.iter())
+                .map(String::as_str)
+                .collect(),
+            Check::Complexity { files } => files.iter().map(String::as_str).collect(),
+            Check::Evidence(p) => vec![p.as_str()],
+        }
+    }
+}
+
+/// Splits `step:/pointer` into the step and the pointer; `None` for the current result.
+pub fn split_pointer(p: &str) -> (Option<&str>, &str) {
+    match p.find(":/") {
+        Some(i) if i > 0 && !p[..i].contains('/') => (Some(&p[..i]), &p[i + 1..]),
+        _ => (None, p),
+    }
+}
+
+/// The values `pointer` selects in `root`; `*` selects every child.
+pub fn select<'a>(root: &'a Value, pointer: &str) -> Vec<&'a Value> {
+    let mut current = vec![root];
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        let mut next = Vec::new();
+        for v in current {
+            match (v, seg.as_str()) {
+                (Value::Array(items), "*") => next.extend(items.iter()),
+                (Value::Object(map), "*") => next.extend(map.values()),
+                (Value::Array(items), s) => {
+                    next.extend(s.parse::<usize>().ok().and_then(|i| items.get(i)))
+                }
+                (Value::Object(map), s) => next.extend(map.get(s)),
+                _ => {}
+            }
+        }
+        current = next;
+    }
+    current
+}
+
+/// What the checks work on: the project, the result being checked, accepted results by step.
+pub struct Subject<'a> {
+    pub project: &'a Project,
+    pub result: &'a Value,
+    pub accepted: &'a BTreeMap<String, Value>,
+}
+
+impl Subject<'_> {
+    fn strings(&self, pointers: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in pointers {
+            let (step, ptr) = split_pointer(p);
+            let root = match step {
+                None => Some(self.result),
+                Some(s) => self.accepted.get(s),
+            };
+            if let Some(root) = root {
+                out.extend(
+                    select(root, ptr)
+                        .into_iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string),
+                );
+            }
+        }
+        out
+    }
+}
+
+/// Runs `checks`; returns the problems (for an INVALID reply) and what the runtime computed
+/// (merged into the stored result).
+pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map<String, Value>) {
+    let mut errors = Vec::new();
+    let mut computed = serde_json::Map::new();
+    for check in checks {
+        match check {
+            Check::FilesExist(pointers) => {
+                for path in subject.strings(pointers) {
+                    if let Err(e) = file_inside(subject.project, &path) {
+                        errors.push(e);
+                    }
+                }
+            }
+            Check::InScope { files, scope } => {
+                let allowed: Vec<String> =
+                    subject.strings(scope).iter().map(|s| normal(s)).collect();
+                for path in subject.strings(files) {
+                    if !allowed.contains(&normal(&path)) {
+                        errors.push(format!(
+                            "`{path}` is not in the scope ({}); add it to the scope step or \
+                             change the plan",
+                            if allowed.is_empty() {
+                                "empty".to_string()
+                            } else {
+                                allowed.join(", ")
+                            }
+                        ));
+                    }
+                }
+            }
+            Check::SafeCommand(pointers) => {
+                let commands = subject.strings(pointers);
+                if commands.is_empty() {
+                    errors.push("no verification command was given".into());
+                }
+                for c in commands {
+                    if let Err(e) = super::command::check_command(&c, subject.project) {
+                        errors.extend(e);
+                    }
+                }
+            }
+            Check::Complexity { files } => {
+                let files = subject.strings(files);
+                match super::complexity::measure(subject.project, &files) {
+                    Ok(c) => {
+                        computed.insert(
+                            "computed_complexity".into(),
+                            serde_json::to_value(c).unwrap_or(Value::Null),
+                        );
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+            Check::Evidence(pointer) => {
+                let (step, ptr) = split_pointer(pointer);
+                let root = match step {
+                    None => Some(subject.result),
+                    Some(s) => subject.accepted.get(s),
+                };
+                for item in root.map(|r| select(r, ptr)).unwrap_or_default() {
+                    if let Err(e) = evidence(subject.project, item) {
+                        errors.push(e);
+                    }
+                }
+            }
+        }
+    }
+    (errors, computed)
+}
+
+fn normal(path: &str) -> String {
+    path.trim().trim_start_matches("./").to_string()
+}
+
+/// `path` names an existing file inside the root (canonicalized: `..` and symlinks cannot lead
+/// out, and the hidden folders are refused).
+pub fn file_inside(project: &Project, path: &str) -> Result<std::path::PathBuf, String> {
+    let resolved = project
+        .resolve(path)
+        .map_err(|e| format!("scope file `{path}`: {e}"))?;
+    project
+        .refuse_hidden(path, &resolved)
+        .map_err(|e| format!("scope file `{path}`: {e}"))?;
+    if resolved.is_file() {
+        Ok(resolved)
+    } else {
+        Err(format!("scope file `{path}` is not a file"))
+    }
+}
+
+/// One evidence item: the excerpt is exactly the cited lines (trailing blanks aside).
+fn evidence(project: &Project, item: &Value) -> Result<(), String> {
+    let path = item["path"].as_str().unwrap_or("");
+    let (Some(start), Some(end)) = (item["start"].as_u64(), item["end"].as_u64()) else {
+        return Err(format!(
+            "evidence for `{path}` needs numeric `start` and `end` lines"
+        ));
+    };
+    let excerpt = item["excerpt"].as_str().unwrap_or("");
+    if start == 0 || end < start || end - start >= 6 {
+        return Err(format!(
+            "evidence `{path}:{start}-{end}`: cite 1 to 6 lines, `start` ≤ `end`, 1-based"
+        ));
+    }
+    let file = file_inside(project, path)?;
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("evidence `{path}`: {e}"))?;
+    let actual: Vec<&str> = text
+        .lines()
+        .skip(start as usize - 1)
+        .take((end - start + 1) as usize)
+        .map(str::trim_end)
+        .collect();
+    let quoted: Vec<&str> = excerpt.lines().map(str::trim_end).collect();
+    if actual == quoted {
+        Ok(())
+    } else {
+        Err(format!(
+            "evidence `{path}:{start}-{end}`: the excerpt does not match the file; lines there \
+             now: {:?}",
+            actual.join("\n")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_select_with_wildcards_and_other_steps() {
+        let v = json!({"steps": [{"files": ["a", "b"]}, {"files": ["c"]}]});
+        let got: Vec<&str> = select(&v, "/steps/*/files/*")
+            .into_iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(got, vec!["a", "b", "c"]);
+        assert_eq!(
+            split_pointer("scope:/primary/*"),
+            (Some("scope"), "/primary/*")
+        );
+        assert_eq!(split_pointer("/primary/*"), (None, "/primary/*"));
+    }
+
+    #[test]
+    fn in_scope_names_the_stray_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut accepted = BTreeMap::new();
+        accepted.insert("scope".to_string(), json!({"primary": ["src/a.rs"]}));
+        let result = json!({"steps": [{"files": ["./src/a.rs", "src/b.rs"]}]});
+        let subject = Subject {
+            project: &project,
+            result: &result,
+            accepted: &accepted,
+        };
+        let check = Check::InScope {
+            files: vec!["/steps/*/files/*".into()],
+            scope: vec!["scope:/primary/*".into()],
+        };
+        let (errors, _) = run(&[check], &subject);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("src/b.rs"));
+    }
+}

@@ -1,0 +1,426 @@
+//! The step protocol: one reported step in, one reply out, the state updated in memory.
+//!
+//! Order of judgement: a closed run refuses everything; an unknown step is INVALID; a step whose
+//! prerequisites are not all accepted is refused with STOP naming the first missing one and is
+//! not stored; then the result is held to the step's schema and its checks (INVALID lists every
+//! problem); then the step's deciding field may turn the reply into CLARIFY or STOP; otherwise
+//! the result is accepted, the steps that depend on it are invalidated (it may be a redo), and
+//! the reply names the next step, or, after the last one, the run is ready to render.
+//!
+//! Nothing here touches the disk except the checks (which read the files they verify) and
+//! [`render`]; [`super::tool`] saves the state and appends the log.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::check::{self, Subject};
+use super::state::{now, Attempt, RunStatus, State, StepStatus};
+use super::Workflow;
+use crate::project::Project;
+
+/// What the model is told after a `step` call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Reply {
+    /// Accepted: go on with `next` (`None` after the last step, with the document's path).
+    Proceed {
+        step: String,
+        next: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        document: Option<String>,
+        /// What the runtime computed for this step (e.g. the complexity score).
+        #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+        computed: serde_json::Map<String, Value>,
+    },
+    /// Ask the user this one question and stop.
+    Clarify { step: String, question: String },
+    /// Fix the result and report the same step again.
+    Invalid { step: String, errors: Vec<String> },
+    /// The run cannot go on here: tell the user why and stop.
+    Stop { step: String, error: String },
+}
+
+impl Reply {
+    pub fn action(&self) -> &'static str {
+        match self {
+            Reply::Proceed { .. } => "PROCEED",
+            Reply::Clarify { .. } => "CLARIFY",
+            Reply::Invalid { .. } => "INVALID",
+            Reply::Stop { .. } => "STOP",
+        }
+    }
+
+    pub fn errors(&self) -> Vec<String> {
+        match self {
+            Reply::Invalid { errors, .. } => errors.clone(),
+            Reply::Stop { error, .. } => vec![error.clone()],
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self)
+            .unwrap_or_else(|_| format!("{{\"action\":\"{}\"}}", self.action()))
+    }
+}
+
+/// Whether the reply was stored as an attempt (refusals before validation are only logged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub reply: Reply,
+    /// The attempt number stored, or 0 when nothing was stored.
+    pub attempt: u32,
+    /// True when every step is now accepted: the document should be rendered.
+    pub complete: bool,
+}
+
+/// Judges `result` reported for step `name` and updates `state`.
+pub fn submit(
+    wf: &Workflow,
+    state: &mut State,
+    project: &Project,
+    name: &str,
+    result: &Value,
+) -> Outcome {
+    let refuse = |reply: Reply| Outcome {
+        reply,
+        attempt: 0,
+        complete: false,
+    };
+    match state.status {
+        RunStatus::Open | RunStatus::Waiting => {}
+        RunStatus::Done => {
+            return refuse(Reply::Stop {
+                step: name.into(),
+                error: format!(
+                    "This workflow is closed: its document was rendered to `{}`. Do not report \
+                     more steps.",
+                    state.document.as_deref().unwrap_or("?")
+                ),
+            })
+        }
+        RunStatus::Stopped | RunStatus::Aborted => {
+            return refuse(Reply::Stop {
+                step: name.into(),
+                error: format!(
+                    "This workflow was {}: {}. Tell the user and stop.",
+                    state.status.as_str(),
+                    state.reason.as_deref().unwrap_or("no reason recorded")
+                ),
+            })
+        }
+    }
+    let Some(step) = wf.step(name) else {
+        return refuse(Reply::Invalid {
+            step: name.into(),
+            errors: vec![format!(
+                "`{name}` is not a step of workflow `{}`; its steps are: {}",
+                wf.name,
+                wf.names().join(", ")
+            )],
+        });
+    };
+    if let Some(missing) = wf
+        .prerequisites(name)
+        .into_iter()
+        .find(|p| !state.is_accepted(p))
+    {
+        return refuse(Reply::Stop {
+            step: name.into(),
+            error: format!("Missing {missing}. Run step '{missing}' first."),
+        });
+    }
+    let mut errors = schema_errors(step, project, result);
+    let mut computed = serde_json::Map::new();
+    if errors.is_empty() {
+        let accepted = state.accepted();
+        let subject = Subject {
+            project,
+            result,
+            accepted: &accepted,
+        };
+        let (e, c) = check::run(&step.checks, &subject);
+        errors = e;
+        computed = c;
+    }
+    let at = now();
+    let record = state.record(name);
+    record.attempts += 1;
+    let attempt = record.attempts;
+    let mut history = Attempt {
+        attempt,
+        at,
+        action: String::new(),
+        errors: Vec::new(),
+        result: result.clone(),
+    };
+    let reply = if !errors.is_empty() {
+        if record.status != StepStatus::Accepted {
+            record.status = StepStatus::Invalid;
+        }
+        Reply::Invalid {
+            step: name.into(),
+            errors,
+        }
+    } else {
+        let decision = step
+            .decides
+            .as_deref()
+            .and_then(|f| result.get(f))
+            .and_then(Value::as_str)
+            .map(str::to_ascii_uppercase);
+        match decision.as_deref() {
+            Some("CLARIFY") => {
+                record.status = StepStatus::Clarify;
+                record.result = Some(result.clone());
+                state.status = RunStatus::Waiting;
+                Reply::Clarify {
+                    step: name.into(),
+                    question: question(step, result),
+                }
+            }
+            Some("AMBIGUOUS") | Some("STOP") => {
+                let why = step
+                    .reason
+                    .as_deref()
+                    .and_then(|f| result.get(f))
+                    .and_then(Value::as_str)
+                    .unwrap_or("the request is too ambiguous to plan")
+                    .to_string();
+                record.status = StepStatus::Stopped;
+                record.result = Some(result.clone());
+                state.status = RunStatus::Stopped;
+                state.reason = Some(why.clone());
+                Reply::Stop {
+                    step: name.into(),
+                    error: why,
+                }
+            }
+            _ => {
+                let mut stored = result.clone();
+                if let Value::Object(map) = &mut stored {
+                    map.extend(computed.clone());
+                }
+                record.status = StepStatus::Accepted;
+                record.result = Some(stored);
+                state.status = RunStatus::Open;
+                for dependent in wf.dependents(name) {
+                    let r = state.record(dependent);
+                    if r.status == StepStatus::Accepted {
+                        r.status = StepStatus::Invalidated;
+                    }
+                }
+                let next = wf
+                    .names()
+                    .into_iter()
+                    .find(|n| !state.is_accepted(n))
+                    .map(str::to_string);
+                Reply::Proceed {
+                    step: name.into(),
+                    next,
+                    document: None,
+                    computed,
+                }
+            }
+        }
+    };
+    history.action = reply.action().to_string();
+    history.errors = reply.errors();
+    state.record(name).history.push(history);
+    let complete = matches!(&reply, Reply::Proceed { next: None, .. });
+    Outcome {
+        reply,
+        attempt,
+        complete,
+    }
+}
+
+/// The schema's complaints about `result`, each with the place in the result it concerns.
+pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> Vec<String> {
+    match step.contract.validator(project) {
+        Ok(v) => {
+            v.0.iter_errors(result)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{at}: {e}")
+                    }
+                })
+                .collect()
+        }
+        Err(e) => vec![format!("step `{}` has a broken schema: {e}", step.name)],
+    }
+}
+
+/// The one question a CLARIFY reply carries.
+fn question(step: &super::Step, result: &Value) -> String {
+    let field = step.question.as_deref().unwrap_or("question");
+    match result.get(field) {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|s| !s.trim().is_empty())
+            .unwrap_or("What is missing from the request?")
+            .to_string(),
+        _ => "What is missing from the request?".to_string(),
+    }
+}
+
+/// Resets `step` and every step after it that depends on it, keeping their history: the next
+/// report of `step` is taken as new. Reopens a stopped or finished run.
+pub fn retry(wf: &Workflow, state: &mut State, step: &str) -> Result<(), String> {
+    if wf.step(step).is_none() {
+        return Err(format!(
+            "`{step}` is not a step of workflow `{}`; its steps are: {}",
+            wf.name,
+            wf.names().join(", ")
+        ));
+    }
+    if state.status == RunStatus::Aborted {
+        return Err(format!("run `{}` was aborted; start a new run", state.id));
+    }
+    let mut names = vec![step];
+    names.extend(wf.dependents(step));
+    for n in names {
+        let r = state.record(n);
+        if r.status == StepStatus::Pending {
+            continue;
+        }
+        r.status = if n == step {
+            StepStatus::Pending
+        } else {
+            StepStatus::Invalidated
+        };
+        r.history.push(Attempt {
+            attempt: r.attempts,
+            at: now(),
+            action: "RETRY".into(),
+            errors: Vec::new(),
+            result: Value::Null,
+        });
+    }
+    state.status = RunStatus::Open;
+    state.reason = None;
+    state.document = None;
+    Ok(())
+}
+
+/// Stops the run for good.
+pub fn abort(state: &mut State, why: &str) {
+    state.status = RunStatus::Aborted;
+    state.reason = Some(why.to_string());
+}
+
+/// The next step to report: the first one not accepted, or `None` when all are.
+pub fn next_step<'w>(wf: &'w Workflow, state: &State) -> Option<&'w str> {
+    wf.names().into_iter().find(|n| !state.is_accepted(n))
+}
+
+/// The variables a template sees: every accepted result under its step's name, and the run's
+/// own facts.
+pub fn template_vars(state: &State) -> Value {
+    let mut vars = serde_json::Map::new();
+    for (k, v) in state.accepted() {
+        vars.insert(k, v);
+    }
+    vars.insert("task".into(), Value::String(state.task.clone()));
+    vars.insert("workflow_id".into(), Value::String(state.id.clone()));
+    vars.insert("agent".into(), Value::String(state.agent.clone()));
+    vars.insert(
+        "correlation_id".into(),
+        Value::String(state.correlation_id.clone()),
+    );
+    vars.insert(
+        "today".into(),
+        Value::String(state.created_at.get(..10).unwrap_or("").to_string()),
+    );
+    Value::Object(vars)
+}
+
+/// Variables the runtime gives every template besides the step results.
+pub const RUN_VARIABLES: &[&str] = &["task", "workflow_id", "agent", "correlation_id", "today"];
+
+/// Renders the document: its project-relative path and its text.
+pub fn render(wf: &Workflow, state: &State) -> Result<(String, String), String> {
+    let vars = template_vars(state);
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let path = env
+        .render_str(&wf.output.path, minijinja::value::Serde(&vars))
+        .map_err(|e| format!("the output path template: {e}"))?;
+    let mut text = env
+        .render_str(&wf.output.template, minijinja::value::Serde(&vars))
+        .map_err(|e| format!("the document template: {e}"))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok((path.trim().to_string(), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TEXT: &str = "steps:\n  - name: ask\n    decides: go\n    question: q\n    schema: {type: object, required: [go]}\n  - name: do\n  - name: end\noutput: {path: \"o-{{ ask.go }}.md\", template: \"{{ do.x }}\"}\n";
+
+    fn setup() -> (tempfile::TempDir, Project, Workflow, State) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse("workflow/t.yaml", TEXT).unwrap();
+        let s = State::new("t", &wf, "a", "s", "c", "task");
+        (dir, p, wf, s)
+    }
+
+    #[test]
+    fn decides_orders_and_completes() {
+        let (_d, p, wf, mut s) = setup();
+        let o = submit(&wf, &mut s, &p, "end", &json!({}));
+        assert_eq!(o.reply.errors(), vec!["Missing ask. Run step 'ask' first."]);
+        assert_eq!(o.attempt, 0);
+        let o = submit(
+            &wf,
+            &mut s,
+            &p,
+            "ask",
+            &json!({"go": "clarify", "q": "which?"}),
+        );
+        assert_eq!(
+            o.reply,
+            Reply::Clarify {
+                step: "ask".into(),
+                question: "which?".into()
+            }
+        );
+        let o = submit(&wf, &mut s, &p, "ask", &json!({"go": "PROCEED"}));
+        assert_eq!(o.reply.action(), "PROCEED");
+        submit(&wf, &mut s, &p, "do", &json!({"x": 1}));
+        let o = submit(&wf, &mut s, &p, "end", &json!({}));
+        assert!(o.complete);
+        assert_eq!(
+            render(&wf, &s).unwrap(),
+            ("o-PROCEED.md".into(), "1\n".into())
+        );
+    }
+
+    #[test]
+    fn retry_resets_the_step_and_its_dependents_only() {
+        let (_d, p, wf, mut s) = setup();
+        for (n, r) in [
+            ("ask", json!({"go": "PROCEED"})),
+            ("do", json!({})),
+            ("end", json!({})),
+        ] {
+            submit(&wf, &mut s, &p, n, &r);
+        }
+        retry(&wf, &mut s, "do").unwrap();
+        assert_eq!(s.steps["ask"].status, StepStatus::Accepted);
+        assert_eq!(s.steps["do"].status, StepStatus::Pending);
+        assert_eq!(s.steps["end"].status, StepStatus::Invalidated);
+        assert_eq!(next_step(&wf, &s), Some("do"));
+        assert!(retry(&wf, &mut s, "nope").is_err());
+    }
+}

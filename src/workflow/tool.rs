@@ -1,0 +1,270 @@
+//! The `step` tool as the runtime offers and dispatches it: which agents get it, what its
+//! description says (the steps, those already accepted, the next one — so a resumed hop starts
+//! where the state file says), and one call judged, stored, logged and answered.
+
+use serde_json::{json, Value};
+
+use super::engine::{self, Reply};
+use super::state::{self, LogLine, RunStatus, State};
+use super::{Workflow, WorkflowError};
+use crate::model::ToolSpec;
+use crate::project::Project;
+
+/// The tool's name.
+pub const TOOL: &str = "step";
+
+/// Who is calling, and for which run.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub project: &'a Project,
+    pub agent: &'a str,
+    /// The agent's `workflow:` frontmatter key.
+    pub declared: Option<&'a str>,
+    /// The run's id: the hop's message id, which a resumed hop keeps.
+    pub run_id: &'a str,
+    pub session_id: &'a str,
+    pub correlation_id: &'a str,
+    pub task: &'a str,
+}
+
+/// One handled call: the reply for the model, and what the event log records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handled {
+    pub text: String,
+    /// True only when the call could not be judged at all (a broken workflow, a disk error).
+    pub is_error: bool,
+    /// The document written by the last step.
+    pub written: Option<String>,
+    pub workflow: String,
+    pub step: String,
+    pub action: String,
+    pub attempt: u32,
+    pub errors: Vec<String>,
+}
+
+/// The `step` tool's spec for this agent, or `None` when it runs no workflow (or its workflow
+/// cannot be loaded: the first call says why).
+pub fn offer(call: &Call) -> Option<ToolSpec> {
+    let wf = match super::for_agent(call.project, call.agent, call.declared)? {
+        Ok(wf) => wf,
+        Err(_) => {
+            return Some(spec_text(
+                format!(
+                    "Report a step of workflow `{}`; it cannot be loaded now (call it to see why).",
+                    call.declared.unwrap_or("?")
+                ),
+                &[],
+            ))
+        }
+    };
+    let state = state::load_existing(call.project, call.run_id)
+        .ok()
+        .flatten();
+    Some(spec(&wf, state.as_ref(), call.run_id))
+}
+
+/// The spec: what the tool does, the steps, and where this run stands.
+pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
+    let names = wf.names();
+    let done: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| state.is_some_and(|s| s.is_accepted(n)))
+        .collect();
+    let next = match state {
+        Some(s) => engine::next_step(wf, s),
+        None => names.first().copied(),
+    };
+    let mut text = format!(
+        "Report one step of workflow `{}` (run `{run_id}`): `name` is the step, `result` its JSON \
+         result. The runtime validates it and replies with JSON whose `action` you must follow: \
+         PROCEED (go on with `next`), CLARIFY (ask the user `question`, then stop), INVALID (fix \
+         `errors` and report the same step again), STOP (tell the user `error` and stop). Steps \
+         in order: {}.",
+        wf.name,
+        names.join(", ")
+    );
+    if !done.is_empty() {
+        text.push_str(&format!(" Already accepted: {}.", done.join(", ")));
+    }
+    if let Some(n) = next {
+        text.push_str(&format!(" Next step: `{n}`."));
+    }
+    spec_text(text, &names)
+}
+
+fn spec_text(description: String, names: &[&str]) -> ToolSpec {
+    let mut name = json!({"type": "string", "description": "the step's name"});
+    if !names.is_empty() {
+        name["enum"] = json!(names);
+    }
+    ToolSpec {
+        name: TOOL.to_string(),
+        description,
+        parameters: json!({"type": "object", "properties": {
+            "name": name,
+            "result": {"type": "object", "description": "the step's result, as its schema asks"}},
+            "required": ["name", "result"]}),
+    }
+}
+
+/// Handles a `step` call; `None` when the agent runs no workflow (the call is then an unknown
+/// tool like any other).
+pub fn handle(call: &Call, args: &Value) -> Option<Handled> {
+    let loaded = super::for_agent(call.project, call.agent, call.declared)?;
+    let failed = |workflow: &str, message: String| Handled {
+        text: format!("`step`: {message}"),
+        is_error: true,
+        written: None,
+        workflow: workflow.to_string(),
+        step: args["name"].as_str().unwrap_or("").to_string(),
+        action: "ERROR".into(),
+        attempt: 0,
+        errors: vec![message],
+    };
+    let wf = match loaded {
+        Ok(wf) => wf,
+        Err(e) => return Some(failed(call.declared.unwrap_or(""), e.to_string())),
+    };
+    Some(match judge(call, &wf, args) {
+        Ok(h) => h,
+        Err(e) => failed(&wf.name, e.to_string()),
+    })
+}
+
+fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowError> {
+    let Some(name) = args.get("name").and_then(Value::as_str) else {
+        return Err(WorkflowError::Refused(
+            "send `name` (the step, a string) and `result` (its JSON object)".into(),
+        ));
+    };
+    // Some models send the result as a JSON string; take what it encodes.
+    let result = match args.get("result") {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+        Some(v) => v.clone(),
+        None => Value::Null,
+    };
+    let mut state = match state::load_existing(call.project, call.run_id)? {
+        Some(s) => s,
+        None => State::new(
+            call.run_id,
+            wf,
+            call.agent,
+            call.session_id,
+            call.correlation_id,
+            call.task,
+        ),
+    };
+    let mut outcome = engine::submit(wf, &mut state, call.project, name, &result);
+    let mut written = None;
+    if outcome.complete {
+        match finish(call.project, wf, &mut state) {
+            Ok(path) => {
+                if let Reply::Proceed { document, .. } = &mut outcome.reply {
+                    *document = Some(path.clone());
+                }
+                written = Some(path);
+            }
+            Err(errors) => {
+                // The document cannot be written as the results stand: the last step is not
+                // accepted after all.
+                let r = state.record(name);
+                r.status = super::StepStatus::Invalid;
+                if let Some(h) = r.history.last_mut() {
+                    h.action = "INVALID".into();
+                    h.errors = errors.clone();
+                }
+                outcome.reply = Reply::Invalid {
+                    step: name.to_string(),
+                    errors,
+                };
+            }
+        }
+    }
+    let errors = outcome.reply.errors();
+    let line = LogLine {
+        at: state::now(),
+        step: name.to_string(),
+        action: outcome.reply.action().to_string(),
+        attempt: outcome.attempt,
+        errors: errors.clone(),
+        note: (outcome.attempt == 0).then(|| "refused; not stored".to_string()),
+    };
+    if outcome.attempt > 0 {
+        state::save(call.project, &mut state)?;
+    }
+    state::append_log(call.project, call.run_id, &line)?;
+    Ok(Handled {
+        text: outcome.reply.to_json(),
+        is_error: false,
+        written,
+        workflow: wf.name.clone(),
+        step: name.to_string(),
+        action: outcome.reply.action().to_string(),
+        attempt: outcome.attempt,
+        errors,
+    })
+}
+
+/// Renders the document, checks its evidence, writes it and closes the run; the document's
+/// project-relative path, or why it could not be written.
+pub fn finish(project: &Project, wf: &Workflow, state: &mut State) -> Result<String, Vec<String>> {
+    let (path, text) = engine::render(wf, state).map_err(|e| vec![e])?;
+    let files = crate::contract::FileCache::new();
+    let ctx = crate::contract::CheckContext::new(project, &files);
+    let check = crate::contract::verify_document(&text, &ctx);
+    let bad: Vec<String> = check
+        .violations
+        .iter()
+        .filter(|p| p.is_error())
+        .map(|p| format!("the rendered document: {} (line {})", p.message, p.line))
+        .collect();
+    if !bad.is_empty() {
+        return Err(bad);
+    }
+    let target = project
+        .resolve_new(&path)
+        .map_err(|e| vec![format!("the document path `{path}`: {e}")])?;
+    project
+        .refuse_hidden(&path, &target)
+        .map_err(|e| vec![format!("the document path `{path}`: {e}")])?;
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| vec![format!("`{path}`: {e}")])?;
+    }
+    std::fs::write(&target, text).map_err(|e| vec![format!("`{path}`: {e}")])?;
+    state.document = Some(path.clone());
+    state.status = RunStatus::Done;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_names_the_accepted_steps_and_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse(
+            "workflow/t.yaml",
+            "steps:\n  - name: a\n  - name: b\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let fresh = spec(&wf, None, "r1");
+        assert!(
+            fresh.description.ends_with("Next step: `a`."),
+            "{}",
+            fresh.description
+        );
+        assert_eq!(
+            fresh.parameters["properties"]["name"]["enum"],
+            json!(["a", "b"])
+        );
+        let mut s = State::new("r1", &wf, "x", "s", "c", "t");
+        engine::submit(&wf, &mut s, &p, "a", &json!({}));
+        let later = spec(&wf, Some(&s), "r1");
+        assert!(later
+            .description
+            .contains("Already accepted: a. Next step: `b`."));
+    }
+}
