@@ -7,6 +7,7 @@
 //! prepares the file ([`source::prepare`]), splits it ([`chunk`]), merges the answers
 //! ([`extraction`]) and stores them ([`store`]).
 
+pub mod analyze;
 pub mod chunk;
 pub mod extraction;
 pub mod provenance;

@@ -31,9 +31,12 @@ pub struct GitInfo {
     pub dirty: bool,
 }
 
-/// An opened repository, reused for many files of one analysis run.
+/// What `HEAD` says, read once per analysis run. It holds plain data (not the repository
+/// handle, which is not `Send` in gix's single-threaded build), so it may live across awaits;
+/// each file's lookup opens the repository briefly.
+#[derive(Debug, Clone)]
 pub struct GitProbe {
-    repo: gix::Repository,
+    git_dir: PathBuf,
     workdir: PathBuf,
     commit: Option<String>,
     branch: Option<String>,
@@ -59,7 +62,7 @@ impl GitProbe {
             Err(_) => (None, None),
         };
         Some(GitProbe {
-            repo,
+            git_dir: repo.git_dir().to_path_buf(),
             workdir,
             commit,
             branch,
@@ -84,13 +87,16 @@ impl GitProbe {
         let Ok(rel) = abs.strip_prefix(&self.workdir) else {
             return false;
         };
-        let Ok(tree) = self.repo.find_tree(tree) else {
+        let Ok(repo) = gix::open(&self.git_dir) else {
+            return false;
+        };
+        let Ok(tree) = repo.find_tree(tree) else {
             return false;
         };
         let Ok(Some(entry)) = tree.lookup_entry_by_path(rel) else {
             return false;
         };
-        match gix::objs::compute_hash(self.repo.object_hash(), gix::objs::Kind::Blob, bytes) {
+        match gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, bytes) {
             Ok(id) => id == entry.object_id(),
             Err(_) => false,
         }

@@ -285,6 +285,15 @@ impl Store {
         Ok(out)
     }
 
+    /// Sets the summary `analyze_file` returned for `source`, which a later hit returns again.
+    pub fn set_summary(&self, source: i64, summary: &str) -> Result<(), KnowledgeError> {
+        self.conn.execute(
+            "UPDATE sources SET summary = ?2 WHERE id = ?1",
+            params![source, summary],
+        )?;
+        Ok(())
+    }
+
     /// Notes matching `query`, best first: full-text rank (BM25) weighted by importance,
     /// superseded notes left out, optionally only under `path` (a file or folder) and of `kind`.
     pub fn recall(

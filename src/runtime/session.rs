@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::events::{timestamp, EventKind, EventLog};
 use super::handoff::{HopRequest, HopResult};
+use super::analyze::{AnalyzeError, FileReport};
 use super::hop::run_hop;
 use super::ids::new_id;
 use super::resume::ResumePlan;
@@ -299,6 +300,43 @@ impl Session {
             events: self.shared.log.path().to_path_buf(),
             usage,
         }
+    }
+
+    /// `switchboard knowledge analyze`: analyses `names` one after another, each chunk a hop of
+    /// the `file-analyzer` agent in this session (runtime/analyze.rs), and ends the session.
+    pub async fn analyse_files(
+        &self,
+        names: &[String],
+        focus: &str,
+        progress: &(dyn Fn(usize, usize, &Result<FileReport, AnalyzeError>) + Sync),
+    ) -> (Vec<Result<FileReport, AnalyzeError>>, SessionOutcome) {
+        let out = super::analyze::analyse_files(
+            &self.shared,
+            &self.root_hop_id,
+            run_hop,
+            names,
+            focus,
+            progress,
+        )
+        .await;
+        let failed = out.iter().filter(|r| r.is_err()).count();
+        let result = HopResult {
+            hop_id: self.root_hop_id.clone(),
+            agent: self.agent.clone(),
+            message_id: String::new(),
+            status: if failed == 0 {
+                HopStatus::Completed
+            } else {
+                HopStatus::Failed
+            },
+            answer: format!("{} file(s) analysed, {failed} failed", out.len() - failed),
+            error: None,
+            usage: Usage::default(),
+            violations: Vec::new(),
+            written: Vec::new(),
+            reused: false,
+        };
+        (out, self.complete(&result, None))
     }
 
     /// Ends the session after Ctrl-C (call it once the `run` future has been dropped): every hop
