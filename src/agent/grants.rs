@@ -170,7 +170,8 @@ impl ToolGrants {
         if let Some(rule) = self.rules.iter().find(|r| r.pattern == tool) {
             return rule.allow;
         }
-        let network = NETWORK_TOOLS.contains(&tool.as_str()) || KNOWLEDGE_TOOLS.contains(&tool.as_str());
+        let network =
+            NETWORK_TOOLS.contains(&tool.as_str()) || KNOWLEDGE_TOOLS.contains(&tool.as_str());
         self.rules
             .iter()
             .filter(|r| !(network && r.pattern == "*"))

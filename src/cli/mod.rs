@@ -16,6 +16,7 @@ mod agents;
 mod check;
 pub mod exit;
 mod graph;
+mod knowledge;
 mod lint;
 mod mcp;
 mod render;
@@ -86,6 +87,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Serve agents as MCP tools over stdio (for Claude Code, opencode, …)
     Mcp(mcp::Args),
+    /// Analyse files into the knowledge store and search, show or clean what it holds
+    Knowledge(knowledge::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -121,6 +124,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
         Command::Mcp(args) => mcp::run(&cli.global, args),
+        Command::Knowledge(args) => knowledge::run(&cli.global, args),
     }
 }
 

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::analyze::{AnalyzeError, FileReport};
 use super::events::{timestamp, EventKind, EventLog};
 use super::handoff::{HopRequest, HopResult};
-use super::analyze::{AnalyzeError, FileReport};
 use super::hop::run_hop;
 use super::ids::new_id;
 use super::resume::ResumePlan;

@@ -12,6 +12,7 @@ pub mod analyzer;
 pub mod bm25;
 pub mod envelope;
 pub mod extract;
+pub mod file_analysis;
 pub mod locator;
 pub mod parse;
 pub mod plan;
@@ -72,6 +73,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Plain => Turn::Answer(plain_answer(request, &history)),
         role::Role::Web => Turn::Answer(web_answer(request, &history)),
         role::Role::Planner => plan::turn(request),
+        role::Role::FileAnalyzer => file_analysis::turn(request),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

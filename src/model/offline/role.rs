@@ -25,6 +25,9 @@ pub enum Role {
     Locator,
     /// Owes a JSON plan contract (agent/analyst.md): writes the plan (offline/plan.rs).
     Planner,
+    /// Owes a JSON file-analysis contract (agent/file-analyzer.md): extracts from the chunk
+    /// (offline/file_analysis.rs).
+    FileAnalyzer,
     /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
@@ -43,6 +46,9 @@ fn documents_workflow(request: &ModelRequest) -> bool {
 pub fn infer(request: &ModelRequest, history: &History) -> Role {
     if super::plan::applies(request) {
         return Role::Planner;
+    }
+    if super::file_analysis::applies(request) {
+        return Role::FileAnalyzer;
     }
     if request.tools.is_empty() {
         if ["locate", "analyze", "write"]
