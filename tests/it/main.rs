@@ -16,6 +16,7 @@ mod delegation_props;
 mod event_log_compat;
 mod json_cli;
 mod json_runtime;
+mod knowledge;
 mod lint_evidence;
 mod lint_rules;
 mod lint_watch;
