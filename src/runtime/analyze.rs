@@ -52,6 +52,9 @@ pub enum AnalyzeError {
     Depth(u32),
 }
 
+/// Told after each file of [`analyse_files`]: files done, files in all, and how it went.
+pub type Progress = dyn Fn(usize, usize, &Result<FileReport, AnalyzeError>) + Sync;
+
 /// One file's result.
 #[derive(Debug, Clone)]
 pub struct FileReport {
@@ -246,7 +249,7 @@ pub(crate) async fn analyse_files(
     run: HopRunner,
     names: &[String],
     focus: &str,
-    progress: &(dyn Fn(usize, usize, &Result<FileReport, AnalyzeError>) + Sync),
+    progress: &Progress,
 ) -> Vec<Result<FileReport, AnalyzeError>> {
     shared.emit(
         Some(root_hop_id),

@@ -308,7 +308,7 @@ impl Session {
         &self,
         names: &[String],
         focus: &str,
-        progress: &(dyn Fn(usize, usize, &Result<FileReport, AnalyzeError>) + Sync),
+        progress: &super::analyze::Progress,
     ) -> (Vec<Result<FileReport, AnalyzeError>>, SessionOutcome) {
         let out = super::analyze::analyse_files(
             &self.shared,
