@@ -490,3 +490,15 @@ fn parallel_cli_processes_lose_no_write() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["provenance"]["path"], "notes/p2/f3.md");
 }
+
+#[test]
+fn the_shipped_analyzer_lints_clean_and_is_no_orphan() {
+    let (_dir, p) = project();
+    let set = load(&p, &LoadOptions::default());
+    let problems = switchboard::lint::lint(&set);
+    let about_analyzer: Vec<_> = problems
+        .iter()
+        .filter(|d| d.file.contains("file-analyzer"))
+        .collect();
+    assert!(about_analyzer.is_empty(), "{about_analyzer:?}");
+}
