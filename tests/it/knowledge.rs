@@ -502,3 +502,46 @@ fn the_shipped_analyzer_lints_clean_and_is_no_orphan() {
         .collect();
     assert!(about_analyzer.is_empty(), "{about_analyzer:?}");
 }
+
+#[test]
+fn cli_stale_show_forget_gc_and_export() {
+    let (dir, _p) = project();
+    let sb = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("--root")
+            .arg(dir.path())
+            .arg("knowledge")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = sb(&["analyze", "notes"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = sb(&["stale"]);
+    assert_eq!((code, out.trim()), (Some(0), "0 stale of 1 analysed"));
+    let (_, shown) = sb(&["show", "notes/design.md"]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown[0]["source"]["path"], "notes/design.md");
+    assert!(shown[0]["notes"].as_array().unwrap().len() >= 3);
+    std::fs::write(dir.path().join("notes/design.md"), "# Changed\n").unwrap();
+    let (code, out) = sb(&["stale"]);
+    assert_eq!(code, Some(1));
+    assert!(out.starts_with("notes/design.md  analysed "), "{out}");
+    let (_, export) = sb(&["export", "--json"]);
+    let export: serde_json::Value = serde_json::from_str(&export).unwrap();
+    assert_eq!(export["sources"].as_array().unwrap().len(), 1);
+    let (code, out) = sb(&["forget", "notes"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.starts_with("1 analysis(es) of `notes` superseded"),
+        "{out}"
+    );
+    let (_, export) = sb(&["export", "--json"]);
+    assert!(export.contains("\"sources\": []"), "{export}");
+    let (_, out) = sb(&["gc"]);
+    assert!(out.starts_with("deleted 1 superseded analyses"), "{out}");
+}
