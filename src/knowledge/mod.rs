@@ -9,6 +9,7 @@
 
 pub mod analyze;
 pub mod chunk;
+pub mod export;
 pub mod extraction;
 pub mod provenance;
 pub mod schema;
