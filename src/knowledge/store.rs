@@ -485,7 +485,7 @@ fn near_duplicate(
     kind: &str,
     norm: &str,
 ) -> rusqlite::Result<Option<i64>> {
-    let Some(fts) = fts_query(norm) else {
+    let Some(fts) = duplicate_query(norm) else {
         return Ok(None);
     };
     let mut stmt = tx.prepare_cached(
@@ -503,6 +503,23 @@ fn near_duplicate(
         }
     }
     Ok(None)
+}
+
+/// The candidate query for near-duplicates of `norm`: any two of its three longest words (a
+/// note at [`DUPLICATE`] similarity shares nearly all its words, and long words are the rare
+/// ones). Asking for all words with `OR` instead made every insert score thousands of notes
+/// that share "the" (0.3 MB/s analysed and stored; see BENCHMARKS.md).
+fn duplicate_query(norm: &str) -> Option<String> {
+    let mut words: Vec<&str> = norm.split(' ').filter(|w| !w.is_empty()).collect();
+    words.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    words.dedup();
+    let q: Vec<String> = words.iter().take(3).map(|w| format!("\"{w}\"")).collect();
+    match q.as_slice() {
+        [] => None,
+        [a] => Some(a.clone()),
+        [a, b] => Some(format!("{a} AND {b}")),
+        [a, b, c, ..] => Some(format!("({a} AND {b}) OR ({a} AND {c}) OR ({b} AND {c})")),
+    }
 }
 
 /// A safe FTS5 query from free text: its words, each quoted, any of them (`OR`). `None` when
@@ -534,6 +551,16 @@ mod tests {
             })
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn duplicate_candidates_need_two_of_the_three_longest_words() {
+        assert_eq!(
+            duplicate_query("the event log is append only"),
+            Some("(\"append\" AND \"event\") OR (\"append\" AND \"only\") OR (\"event\" AND \"only\")".into())
+        );
+        assert_eq!(duplicate_query("a b"), Some("\"a\" AND \"b\"".into()));
+        assert_eq!(duplicate_query(""), None);
     }
 
     #[test]
