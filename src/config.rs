@@ -65,6 +65,19 @@ pub struct Config {
     /// Where session traces go (docs/telemetry.md); absent means no export unless `--otel`.
     #[serde(default)]
     pub telemetry: TelemetrySection,
+    /// Limits of `analyze_file` and `switchboard knowledge` (docs/knowledge.md).
+    #[serde(default)]
+    pub knowledge: KnowledgeSection,
+}
+
+/// `[knowledge]`: how big a file `analyze_file` reads and how big a chunk the analyzer gets.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeSection {
+    /// Largest file analysed, in bytes (default 4 MiB); a larger one is refused with a tool error.
+    pub max_file_bytes: Option<u64>,
+    /// The analyzer model's context size in tokens (default 8192); chunks are budgeted from it.
+    pub context_tokens: Option<usize>,
 }
 
 /// `[telemetry]`: an OTLP/HTTP collector (`http://127.0.0.1:4318`) every `run` exports to.

@@ -19,12 +19,19 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "task",
     "webfetch",
     "websearch",
+    "analyze_file",
+    "recall",
 ];
 
 /// Tools that reach outside the machine. They are granted only by a rule that names them (exactly
 /// or by a glob such as `web*`), never by a map's default or a bare `*`: an agent folder written
 /// before switchboard had these tools must not gain network access by upgrading.
 pub const NETWORK_TOOLS: &[&str] = &["webfetch", "websearch"];
+
+/// Tools that keep knowledge across sessions (`.switchboard/knowledge.db`). Like
+/// [`NETWORK_TOOLS`] they need a rule that names them, so existing agent folders are offered
+/// exactly the tools they were offered before these existed.
+pub const KNOWLEDGE_TOOLS: &[&str] = &["analyze_file", "recall"];
 
 /// Tool names other runtimes provide; accepted in grants (so their agent files load unchanged)
 /// but not provided here.
@@ -157,13 +164,14 @@ impl ToolGrants {
 
     /// Whether `tool` is granted. An exact rule beats a glob; among globs the longest (most
     /// specific) pattern wins, so `{"*": false, read: true}` means "only read".
-    /// [`NETWORK_TOOLS`] need a rule that names them.
+    /// [`NETWORK_TOOLS`] and [`KNOWLEDGE_TOOLS`] need a rule that names them.
     pub fn allows(&self, tool: &str) -> bool {
         let tool = canonical_tool_name(tool);
         if let Some(rule) = self.rules.iter().find(|r| r.pattern == tool) {
             return rule.allow;
         }
-        let network = NETWORK_TOOLS.contains(&tool.as_str());
+        let network =
+            NETWORK_TOOLS.contains(&tool.as_str()) || KNOWLEDGE_TOOLS.contains(&tool.as_str());
         self.rules
             .iter()
             .filter(|r| !(network && r.pattern == "*"))

@@ -16,6 +16,7 @@ mod agents;
 mod check;
 pub mod exit;
 mod graph;
+mod knowledge;
 mod lint;
 mod mcp;
 mod pipeline;
@@ -95,6 +96,8 @@ pub enum Command {
     Mcp(mcp::Args),
     /// Checkpoint-workflow runs: list, show, status, retry a step, abort
     Workflow(workflow::Args),
+    /// Analyse files into the knowledge store and search, show or clean what it holds
+    Knowledge(knowledge::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -133,6 +136,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Schema(args) => schema::run(&cli.global, args),
         Command::Mcp(args) => mcp::run(&cli.global, args),
         Command::Workflow(args) => workflow::run(&cli.global, args),
+        Command::Knowledge(args) => knowledge::run(&cli.global, args),
     }
 }
 

@@ -195,7 +195,10 @@ fn reachability(set: &AgentSet, out: &mut Vec<Problem>) {
             stack.extend(graph.get(n).into_iter().flatten().copied());
         }
     }
-    for a in set.iter().filter(|a| !a.disable) {
+    // The runtime itself runs the analyzer (for `analyze_file` and `switchboard knowledge
+    // analyze`): no delegation names it, and none has to.
+    let by_runtime = |name: &str| name == crate::knowledge::ANALYZER_AGENT;
+    for a in set.iter().filter(|a| !a.disable && !by_runtime(&a.name)) {
         if a.mode == crate::agent::Mode::Subagent && !called.contains(a.name.as_str()) {
             out.push(
                 Problem::new(

@@ -688,6 +688,16 @@ impl HopState {
                 pending.push(Pending::Done(message, written));
                 continue;
             }
+            if tool == "analyze_file" {
+                // Its chunks are child hops: give the slot back while they run.
+                self.permit = None;
+                let message = super::analyze::tool(&caller, shared.clone(), call, run_hop).await;
+                if self.req.depth > 0 {
+                    self.permit = shared.semaphore.clone().acquire_owned().await.ok();
+                }
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
             if let Some((message, record)) = caller.mcp(call).await {
                 self.ctx.emit(EventKind::McpCall(record));
                 pending.push(Pending::Done(message, None));

@@ -4,6 +4,7 @@
 //! Start here: [`session::Session::new`] then [`session::Session::run`]; or [`run`] for the
 //! common case of a project on disk.
 
+pub mod analyze;
 pub mod check;
 pub mod checkpoint;
 pub mod dispatch;

@@ -21,7 +21,16 @@ pub use crate::agent::gate::PLAN_TOOL;
 
 /// Built-in tools that read the project or the web. They stay closed until a plan passed even
 /// when no source names them, so a gate cannot be walked around by a tool the author forgot.
-const RETRIEVAL_TOOLS: &[&str] = &["read", "grep", "glob", "list", "webfetch", "websearch"];
+const RETRIEVAL_TOOLS: &[&str] = &[
+    "read",
+    "grep",
+    "glob",
+    "list",
+    "webfetch",
+    "websearch",
+    "analyze_file",
+    "recall",
+];
 
 /// Why a gated hop cannot start: its gate names a plan agent that is not there or owes no JSON.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

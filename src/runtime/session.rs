@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::analyze::{AnalyzeError, FileReport};
 use super::checkpoint::Checkpoint;
 use super::events::{timestamp, EventKind, EventLog};
 use super::handoff::{HopRequest, HopResult};
@@ -354,6 +355,44 @@ impl Session {
             checkpoint: result.checkpoint.clone(),
             run_folder,
         }
+    }
+
+    /// `switchboard knowledge analyze`: analyses `names` one after another, each chunk a hop of
+    /// the `file-analyzer` agent in this session (runtime/analyze.rs), and ends the session.
+    pub async fn analyse_files(
+        &self,
+        names: &[String],
+        focus: &str,
+        progress: &super::analyze::Progress,
+    ) -> (Vec<Result<FileReport, AnalyzeError>>, SessionOutcome) {
+        let out = super::analyze::analyse_files(
+            &self.shared,
+            &self.root_hop_id,
+            run_hop,
+            names,
+            focus,
+            progress,
+        )
+        .await;
+        let failed = out.iter().filter(|r| r.is_err()).count();
+        let result = HopResult {
+            hop_id: self.root_hop_id.clone(),
+            agent: self.agent.clone(),
+            message_id: String::new(),
+            status: if failed == 0 {
+                HopStatus::Completed
+            } else {
+                HopStatus::Failed
+            },
+            answer: format!("{} file(s) analysed, {failed} failed", out.len() - failed),
+            error: None,
+            usage: Usage::default(),
+            violations: Vec::new(),
+            written: Vec::new(),
+            reused: false,
+            checkpoint: None,
+        };
+        (out, self.complete(&result, None))
     }
 
     /// Ends the session after Ctrl-C (call it once the `run` future has been dropped): every hop

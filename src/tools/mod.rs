@@ -17,6 +17,7 @@ pub mod glob;
 pub mod grep;
 pub mod list;
 pub mod read;
+pub mod recall;
 pub mod webfetch;
 pub mod write;
 
@@ -114,6 +115,17 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             "Search the web; results are numbered `title`, URL and a snippet. Fetch a result \
              with `webfetch` before you cite it.",
             webfetch::search::spec_parameters(),
+        ),
+        "analyze_file" => (
+            "Read a whole text file once, with a dedicated analyzer, and keep what it learns \
+             (notes, entities, relations, each with the file's checksum, git commit and lines). \
+             Returns a short summary; an unchanged file is not analysed again.",
+            recall::analyze_parameters(),
+        ),
+        "recall" => (
+            "Recall knowledge stored by analyze_file: notes ranked by match, each with its file, \
+             lines, checksum and commit, marked STALE when the file changed since.",
+            recall::recall_parameters(),
         ),
         "task" => (
             "Delegate a task to a subagent and get its final answer back. Several task calls in one \
@@ -222,7 +234,8 @@ pub fn invoke(ctx: ToolContext<'_>, tool: &str, args: &Value) -> Result<ToolOutp
         "glob" => glob::run(ctx, args),
         "grep" => grep::run(ctx, args),
         "write" => write::run(ctx, args),
-        "task" | "webfetch" | "websearch" => Err(ToolError::Failed {
+        "recall" => recall::run(ctx, args),
+        "task" | "webfetch" | "websearch" | "analyze_file" => Err(ToolError::Failed {
             tool: tool.into(),
             message: format!("{tool} is run by the runtime, not inline"),
         }),

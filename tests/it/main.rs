@@ -17,6 +17,7 @@ mod event_log_compat;
 mod gate;
 mod json_cli;
 mod json_runtime;
+mod knowledge;
 mod lint_evidence;
 mod lint_rules;
 mod lint_watch;

@@ -13,6 +13,7 @@ pub mod bm25;
 pub mod checkpoint;
 pub mod envelope;
 pub mod extract;
+pub mod file_analysis;
 pub mod locator;
 pub mod parse;
 pub mod pipeline;
@@ -78,6 +79,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         role::Role::Validator => Turn::Answer(validator::verdict(&history)),
         role::Role::PipelineWorker => Turn::Answer(pipeline::answer(&history)),
         role::Role::Checkpoint => checkpoint::turn(request, &history),
+        role::Role::FileAnalyzer => file_analysis::turn(request),
     };
     let (content, tool_calls) = match turn {
         Turn::Calls(calls) => (String::new(), calls),

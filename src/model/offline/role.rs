@@ -34,6 +34,9 @@ pub enum Role {
     /// Has the `step` tool of a checkpoint workflow: reports the steps the runtime asks for
     /// (offline/checkpoint.rs).
     Checkpoint,
+    /// Owes a JSON file-analysis contract (agent/file-analyzer.md): extracts from the chunk
+    /// (offline/file_analysis.rs).
+    FileAnalyzer,
     /// Anything else: a plain answer saying the offline model cannot serve this agent and why.
     Plain,
 }
@@ -61,6 +64,9 @@ pub fn infer(request: &ModelRequest, history: &History) -> Role {
     }
     if super::checkpoint::applies(request) || history.did("wfstep") {
         return Role::Checkpoint;
+    }
+    if super::file_analysis::applies(request) {
+        return Role::FileAnalyzer;
     }
     if request.tools.is_empty() {
         if ["locate", "analyze", "write"]

@@ -1,0 +1,280 @@
+//! `analyze_file` inside the runtime: the file is prepared and split by `knowledge`, each chunk
+//! is a hop of the `file-analyzer` agent (so it gets the contract gate, repair turns, events and
+//! the semaphore like any subagent), and the checked answers are merged and stored.
+//!
+//! Used two ways: as a tool call inside a hop (chunks are child hops, run concurrently under
+//! `--max-parallel`), and by `switchboard knowledge analyze` (chunks are root hops of a session
+//! of their own, run one after another). The hop runner is passed in as a function so this file
+//! does not import `hop.rs`, which calls it.
+
+use chrono::Utc;
+use std::sync::Arc;
+
+use super::events::{timestamp, EventKind};
+use super::handoff::{HopRequest, HopResult, ParentLink};
+use super::shared::Shared;
+use super::status::HopStatus;
+use super::tool_calls::Caller;
+use crate::knowledge::analyze::{chunk_prompt, parse_answer, reused, summary};
+use crate::knowledge::provenance::GitProbe;
+use crate::knowledge::store::StoreOutcome;
+use crate::knowledge::{chunk, source, Extraction, KnowledgeError, Limits, Store, ANALYZER_AGENT};
+use crate::model::{BoxFuture, Message, ToolCall};
+use crate::tools::{self, ToolError};
+
+/// Runs one hop to its end (`hop::run_hop`).
+pub(crate) type HopRunner = fn(Arc<Shared>, HopRequest) -> BoxFuture<'static, HopResult>;
+
+/// Where the analyzer's hops hang in the session's tree.
+pub(crate) struct Placement {
+    pub parent: Option<ParentLink>,
+    pub depth: u32,
+    pub chain: Vec<String>,
+    /// Spawn every chunk at once (children wait on the semaphore) or run them in turn.
+    pub concurrent: bool,
+}
+
+/// Why a file could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error(transparent)]
+    Knowledge(#[from] KnowledgeError),
+    #[error(
+        "no `{ANALYZER_AGENT}` agent in this project; add agent/{ANALYZER_AGENT}.md (switchboard \
+         ships one in its agent/ folder) so analyze_file has an analyzer to run"
+    )]
+    NoAnalyzer,
+    #[error("cannot choose the analyzer's model: {0}")]
+    Model(String),
+    #[error("{chunk}: the analyzer did not give a usable answer ({why}); nothing was stored")]
+    Chunk { chunk: String, why: String },
+    #[error("analyze_file would exceed the delegation depth limit ({0}); analyse from a shallower agent")]
+    Depth(u32),
+}
+
+/// Told after each file of [`analyse_files`]: files done, files in all, and how it went.
+pub type Progress = dyn Fn(usize, usize, &Result<FileReport, AnalyzeError>) + Sync;
+
+/// One file's result.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    pub path: String,
+    /// The stored analysis was returned; nothing ran.
+    pub reused: bool,
+    pub chunks: usize,
+    pub outcome: Option<StoreOutcome>,
+    /// What the caller is told.
+    pub text: String,
+}
+
+/// Analyses `name` (or returns its stored analysis when path, checksum and focus match).
+pub(crate) async fn analyse(
+    shared: &Arc<Shared>,
+    run: HopRunner,
+    place: &Placement,
+    name: &str,
+    focus: &str,
+    probe: Option<&GitProbe>,
+) -> Result<FileReport, AnalyzeError> {
+    let limits = Limits::from_config(&shared.config);
+    let file = source::prepare(&shared.project, name, &limits, probe)?;
+    let mut store = Store::open(&shared.project)?;
+    if let Some(stored) = store.hit(&file.path, &file.checksum, focus)? {
+        return Ok(FileReport {
+            path: file.path,
+            reused: true,
+            chunks: 0,
+            outcome: None,
+            text: reused(&stored),
+        });
+    }
+    let agent = shared
+        .agents
+        .get(ANALYZER_AGENT)
+        .ok_or(AnalyzeError::NoAnalyzer)?;
+    if place.depth > shared.options.max_depth {
+        return Err(AnalyzeError::Depth(shared.options.max_depth));
+    }
+    let model = shared
+        .model_spec(agent, place.parent.as_ref().map(|p| p.model.as_str()))
+        .map_err(|e| AnalyzeError::Model(e.to_string()))?;
+    let chunks = chunk::split(&file.text, &file.path, chunk::budget(limits.context_tokens));
+    let requests: Vec<HopRequest> = chunks
+        .iter()
+        .map(|c| HopRequest {
+            agent: ANALYZER_AGENT.to_string(),
+            prompt: chunk_prompt(&file, c, focus),
+            description: c.label(&file.path),
+            parent: place.parent.clone(),
+            depth: place.depth,
+            chain: place.chain.clone(),
+            hop_id: None,
+        })
+        .collect();
+    let results = run_all(shared, run, requests, place.concurrent).await;
+    let mut parts = Vec::with_capacity(chunks.len());
+    for (c, result) in chunks.iter().zip(results) {
+        let label = c.label(&file.path);
+        let result = result.map_err(|why| AnalyzeError::Chunk {
+            chunk: label.clone(),
+            why,
+        })?;
+        if result.status != HopStatus::Completed {
+            return Err(AnalyzeError::Chunk {
+                chunk: label,
+                why: format!(
+                    "its hop ended {:?}{}",
+                    result.status,
+                    result
+                        .error
+                        .as_deref()
+                        .map_or(String::new(), |e| format!(": {e}"))
+                ),
+            });
+        }
+        let answer = parse_answer(&result.answer).map_err(|e| AnalyzeError::Chunk {
+            chunk: label,
+            why: format!("not the JSON the contract promises: {e}"),
+        })?;
+        parts.push((c.clone(), answer));
+    }
+    let extraction = Extraction::merge(&parts);
+    let analysed_at = timestamp(Utc::now());
+    let outcome = store.record(&file, focus, &model, &analysed_at, &extraction, "")?;
+    let text = summary(&file, focus, chunks.len(), &extraction, &outcome);
+    store.set_summary(outcome.source_id, &text)?;
+    Ok(FileReport {
+        path: file.path,
+        reused: false,
+        chunks: chunks.len(),
+        outcome: Some(outcome),
+        text,
+    })
+}
+
+/// Runs the chunk hops; results in request order. A spawned hop that panicked or was aborted is
+/// an `Err` with the reason.
+async fn run_all(
+    shared: &Arc<Shared>,
+    run: HopRunner,
+    requests: Vec<HopRequest>,
+    concurrent: bool,
+) -> Vec<Result<HopResult, String>> {
+    if !concurrent {
+        let mut out = Vec::with_capacity(requests.len());
+        for r in requests {
+            out.push(Ok(run(shared.clone(), r).await));
+        }
+        return out;
+    }
+    // Dropping the set (the caller timed out or was interrupted) aborts every chunk hop.
+    let mut set = tokio::task::JoinSet::new();
+    let total = requests.len();
+    for (i, r) in requests.into_iter().enumerate() {
+        let fut = run(shared.clone(), r);
+        set.spawn(async move { (i, fut.await) });
+    }
+    let mut out: Vec<Result<HopResult, String>> =
+        (0..total).map(|_| Err("not run".to_string())).collect();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, result)) => out[i] = Ok(result),
+            Err(e) => {
+                let why = format!("analyzer hop ended abnormally: {e}");
+                if let Some(slot) = out.iter_mut().find(|s| s.is_err()) {
+                    *slot = Err(why);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `analyze_file` tool call of `caller`: its grant, its arguments, the analysis; the tool
+/// message says what was learned or why nothing was.
+pub(crate) async fn tool(
+    caller: &Caller<'_>,
+    shared: Arc<Shared>,
+    call: &ToolCall,
+    run: HopRunner,
+) -> Message {
+    let result = async {
+        tools::check_grant(caller.agent, "analyze_file")?;
+        let path = tools::str_arg("analyze_file", &call.arguments, "path")?;
+        let focus = tools::opt_str(&call.arguments, "focus").unwrap_or("");
+        let mut chain = caller.request.chain.clone();
+        chain.push(caller.agent.name.clone());
+        let place = Placement {
+            parent: Some(ParentLink {
+                hop_id: caller.hop_id.to_string(),
+                agent: caller.agent.name.clone(),
+                model: caller.model_spec.to_string(),
+            }),
+            depth: caller.request.depth + 1,
+            chain,
+            concurrent: true,
+        };
+        let probe = GitProbe::open(shared.project.root());
+        analyse(&shared, run, &place, path, focus, probe.as_ref())
+            .await
+            .map_err(|e| tool_error(path, e))
+    }
+    .await;
+    match result {
+        Ok(report) => Message::tool(&call.id, report.text, false),
+        Err(e) => Message::tool(&call.id, e.to_string(), true),
+    }
+}
+
+fn tool_error(path: &str, e: AnalyzeError) -> ToolError {
+    match e {
+        AnalyzeError::Knowledge(KnowledgeError::Refused { reason, .. }) => ToolError::Refused {
+            tool: "analyze_file".into(),
+            path: path.into(),
+            reason,
+        },
+        other => ToolError::Failed {
+            tool: "analyze_file".into(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// `switchboard knowledge analyze`: every file of `names`, one after another, as root hops of
+/// the session whose state is `shared`, each reported to `progress` as it finishes. A file that
+/// fails does not stop the others. [`super::Session::analyse_files`] wraps this.
+pub(crate) async fn analyse_files(
+    shared: &Arc<Shared>,
+    root_hop_id: &str,
+    run: HopRunner,
+    names: &[String],
+    focus: &str,
+    progress: &Progress,
+) -> Vec<Result<FileReport, AnalyzeError>> {
+    shared.emit(
+        Some(root_hop_id),
+        None,
+        Some(ANALYZER_AGENT),
+        EventKind::SessionStarted {
+            prompt: format!("knowledge analyze {}", names.join(" ")),
+            model: shared.options.model.clone(),
+            max_parallel: shared.options.max_parallel,
+            max_depth: shared.options.max_depth,
+            resumed: false,
+        },
+    );
+    let place = Placement {
+        parent: None,
+        depth: 0,
+        chain: Vec::new(),
+        concurrent: false,
+    };
+    let probe = GitProbe::open(shared.project.root());
+    let mut out = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let r = analyse(shared, run, &place, name, focus, probe.as_ref()).await;
+        progress(i + 1, names.len(), &r);
+        out.push(r);
+    }
+    out
+}
