@@ -48,6 +48,10 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         tool: "recall".into(),
         message: e.to_string(),
     };
+    // No store yet: say so, rather than create an empty database as a side effect of a query.
+    if !ctx.project.root().join(crate::knowledge::DB_PATH).exists() {
+        return Ok(ToolOutput::text(render(query, &[])));
+    }
     let store = Store::open(ctx.project).map_err(failed)?;
     let notes = store
         .recall(query, path, opt_str(args, "kind"), limit)

@@ -190,10 +190,13 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
         errors: errors.clone(),
         note: (outcome.attempt == 0).then(|| "refused; not stored".to_string()),
     };
+    // The log line first, then the state: a process killed between the two leaves a logged
+    // attempt the state does not hold (the step is reported again on resume), never an accepted
+    // step with no line in the log.
+    state::append_log(call.project, call.run_id, &line)?;
     if outcome.attempt > 0 {
         state::save(call.project, &mut state)?;
     }
-    state::append_log(call.project, call.run_id, &line)?;
     Ok(Handled {
         text: outcome.reply.to_json(),
         is_error: false,

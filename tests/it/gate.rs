@@ -384,9 +384,13 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
     assert_eq!(status, SessionStatus::Completed);
     let p = plans(&events);
     assert_eq!(p[0].1, ["db"], "{p:?}");
+    // `db` opens nothing here: the knowledge store and the locator stay closed.
     assert_eq!(
         refusals(&events),
-        [("task".to_string(), Some("thoughts-locator".to_string()))]
+        [
+            ("recall".to_string(), None),
+            ("task".to_string(), Some("thoughts-locator".to_string()))
+        ]
     );
     // The report says why nothing was searched instead of claiming the documents are silent.
     let report = events

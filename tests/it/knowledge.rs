@@ -545,3 +545,82 @@ fn cli_stale_show_forget_gc_and_export() {
     let (_, out) = sb(&["gc"]);
     assert!(out.starts_with("deleted 1 superseded analyses"), "{out}");
 }
+
+/// The offline promise end to end: `knowledge analyze thoughts/` with the offline model,
+/// then the shipped researcher (offline too) recalls before it locates, and what it recalled is
+/// analysed like a located document. Without a store, recall says so and creates none.
+#[test]
+fn the_offline_researcher_recalls_what_knowledge_analyze_stored() {
+    use crate::support::fs::{copy_tree, sb};
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    copy_tree(
+        &repo.join("tests/fixtures/runtime/project/thoughts"),
+        &dir.path().join("thoughts"),
+    );
+    let run = |question: &str| {
+        let out = sb(dir.path())
+            .args(["run", "researcher", question, "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        read_log(Path::new(v["events"].as_str().unwrap())).unwrap()
+    };
+    let recall_output = |events: &[switchboard::runtime::Event]| {
+        events
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::ToolResult { tool, output, .. } if tool == "recall" => {
+                    Some(output.clone())
+                }
+                _ => None,
+            })
+            .expect("the researcher calls recall before it locates")
+    };
+    let question = "What did we decide about the event log?";
+    let before = recall_output(&run(question));
+    assert!(before.contains("No stored knowledge"), "{before}");
+    assert!(
+        !dir.path().join(".switchboard/knowledge.db").exists(),
+        "a query does not create the store"
+    );
+
+    let out = sb(dir.path())
+        .args(["knowledge", "analyze", "thoughts"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = run(question);
+    let recalled = recall_output(&events);
+    assert!(recalled.contains("note(s) for"), "{recalled}");
+    let first_doc = recalled
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("from "))
+        .and_then(|r| r.split(':').next())
+        .expect("each note names its file")
+        .to_string();
+    assert!(first_doc.starts_with("thoughts/"), "{recalled}");
+    // The recalled document is analysed (verified), like a located one.
+    let analysed: Vec<String> = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("thoughts-analyzer"))
+        .filter_map(|e| match &e.kind {
+            EventKind::HopStarted { prompt, .. } => Some(prompt.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        analysed.iter().any(|p| p.contains(&first_doc)),
+        "{first_doc} not among {analysed:?}"
+    );
+}

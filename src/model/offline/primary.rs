@@ -31,8 +31,20 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
             return turn;
         }
     }
+    // What the knowledge store already holds (`switchboard knowledge analyze`): a lead, asked for
+    // once before locating; its documents join the located ones and are verified the same way.
+    if has_tool(request, "recall") && !history.did("recall") && !history.did("locate") {
+        return Turn::Calls(vec![call(
+            "recall",
+            0,
+            "recall",
+            json!({ "query": question }),
+        )]);
+    }
     let can_task = has_tool(request, "task");
-    if !can_task || history.did("analyze") || (history.did("locate") && located(history).is_empty())
+    if !can_task
+        || history.did("analyze")
+        || (history.did("locate") && located(history).is_empty() && recalled(history).is_empty())
     {
         return write_turn(request, &wf, &question, history);
     }
@@ -41,7 +53,13 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         .filter(|p| p.ends_with(".md"))
         .collect();
     let to_analyze = if history.did("locate") {
-        located(history)
+        let mut paths = located(history);
+        for p in recalled(history) {
+            if !paths.contains(&p) {
+                paths.push(p);
+            }
+        }
+        paths
     } else if !named.is_empty() {
         named
     } else if let Some(locator) = &wf.locator {
@@ -162,6 +180,25 @@ pub fn located(history: &History) -> Vec<String> {
     for p in suggested.chain(listed) {
         if !paths.contains(&p) {
             paths.push(p);
+        }
+    }
+    paths
+}
+
+/// The documents (`.md`) the `recall` step's notes came from, best first, without repeats; none
+/// when the store held nothing or the call failed.
+pub fn recalled(history: &History) -> Vec<String> {
+    let Some(out) = history.step("recall").first().and_then(Exchange::ok) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<String> = Vec::new();
+    for line in out.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("from ") else {
+            continue;
+        };
+        let path = rest.split(':').next().unwrap_or("");
+        if path.ends_with(".md") && !paths.iter().any(|p| p == path) {
+            paths.push(path.to_string());
         }
     }
     paths
