@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 mod agents;
 mod check;
+mod eval;
 pub mod exit;
 mod graph;
 mod lint;
@@ -86,6 +87,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Serve agents as MCP tools over stdio (for Claude Code, opencode, …)
     Mcp(mcp::Args),
+    /// Run a suite of tasks on a model and report contract conformance per agent
+    Eval(eval::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -121,6 +124,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Graph(args) => graph::run(&cli.global, args),
         Command::Schema(args) => schema::run(&cli.global, args),
         Command::Mcp(args) => mcp::run(&cli.global, args),
+        Command::Eval(args) => eval::run(&cli.global, args),
     }
 }
 
