@@ -237,8 +237,9 @@ impl Loaded {
         })
     }
 
-    /// The sampler chain: the grammar first (so every later step only sees tokens the grammar
-    /// allows), then the usual truncation and temperature, or greedy at temperature 0.
+    /// The sampler chain: the grammar first (llama.cpp masks every token it does not admit),
+    /// then a mild repetition penalty (a model this small otherwise loops), then the usual
+    /// truncation and temperature, or greedy at temperature 0.
     fn sampler(&self, g: &Generate<'_>) -> Result<LlamaSampler, GenerateError> {
         let mut chain = Vec::new();
         if let Some(text) = g.grammar {
@@ -252,6 +253,13 @@ impl Loaded {
                 })?,
             );
         }
+        chain.push(LlamaSampler::penalties(
+            self.model.n_vocab(),
+            64,
+            REPEAT_PENALTY,
+            0.0,
+            0.0,
+        ));
         if g.temperature <= 0.0 {
             chain.push(LlamaSampler::greedy());
         } else {
@@ -264,6 +272,9 @@ impl Loaded {
         Ok(LlamaSampler::chain_simple(chain))
     }
 }
+
+/// Repetition penalty over the last 64 tokens.
+const REPEAT_PENALTY: f32 = 1.1;
 
 /// Where the first stop text begins in `bytes`, if one is there.
 fn stop_at(bytes: &[u8], stop: &[String]) -> Option<usize> {

@@ -107,6 +107,9 @@ fn class_char(c: char) -> String {
     }
 }
 
+/// How often `*`, `+` and `{m,}` may repeat in a translated pattern.
+pub const PATTERN_REPEAT_MAX: u32 = 40;
+
 /// Why a pattern is not translated (the caller falls back to any string and leaves the pattern
 /// to the checker).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,9 +177,19 @@ impl PatternReader {
 
     fn quantifier(&mut self) -> Result<String, Untranslatable> {
         let q = match self.peek() {
-            Some(c @ ('*' | '+' | '?')) => {
+            // Unbounded repetition is bounded, so a small model cannot run on inside one
+            // string until its token limit: the grammar admits a subset of the pattern.
+            Some('*') => {
                 self.pos += 1;
-                c.to_string()
+                format!("{{0,{PATTERN_REPEAT_MAX}}}")
+            }
+            Some('+') => {
+                self.pos += 1;
+                format!("{{1,{PATTERN_REPEAT_MAX}}}")
+            }
+            Some('?') => {
+                self.pos += 1;
+                "?".to_string()
             }
             Some('{') => {
                 let end = self.chars[self.pos..]
@@ -192,7 +205,13 @@ impl PatternReader {
                     return Err(Untranslatable(format!("quantifier `{{{body}}}`")));
                 }
                 self.pos += end + 1;
-                format!("{{{body}}}")
+                match body.split_once(',') {
+                    Some((lo, "")) => {
+                        let lo: u32 = lo.parse().unwrap_or(0);
+                        format!("{{{lo},{}}}", lo.max(PATTERN_REPEAT_MAX))
+                    }
+                    _ => format!("{{{body}}}"),
+                }
             }
             _ => return Ok(String::new()),
         };
@@ -352,15 +371,15 @@ mod tests {
     fn the_analyst_patterns_translate() {
         assert_eq!(
             pattern_to_gbnf("^[a-z][a-z0-9_]*$").unwrap(),
-            "[a-z] [a-z0-9_]*"
+            "[a-z] [a-z0-9_]{0,40}"
         );
         assert_eq!(
             pattern_to_gbnf("^[a-z][a-z0-9_]*_v[0-9]+(_[a-z]+)?$").unwrap(),
-            "[a-z] [a-z0-9_]* \"_\" \"v\" [0-9]+ (\"_\" [a-z]+)?"
+            "[a-z] [a-z0-9_]{0,40} \"_\" \"v\" [0-9]{1,40} (\"_\" [a-z]{1,40})?"
         );
         assert_eq!(
             pattern_to_gbnf(r"^\d{4}-(a|bc)\.x{2,}$").unwrap(),
-            "[0-9]{4} \"-\" (\"a\" | \"b\" \"c\") \".\" \"x\"{2,}"
+            "[0-9]{4} \"-\" (\"a\" | \"b\" \"c\") \".\" \"x\"{2,40}"
         );
     }
 
@@ -368,7 +387,7 @@ mod tests {
     fn negated_classes_keep_json_string_safe() {
         assert_eq!(
             pattern_to_gbnf("^[^ab]+$").unwrap(),
-            "[^ab\"\\\\\\x00-\\x1F]+"
+            "[^ab\"\\\\\\x00-\\x1F]{1,40}"
         );
     }
 

@@ -29,7 +29,12 @@ pub struct GrammarError {
 
 /// Longest free text the envelope's `<thinking>` may hold, in characters: a small model that
 /// rambles must still reach `<answer>` inside its token budget.
-pub const THINKING_MAX_CHARS: u32 = 400;
+pub const THINKING_MAX_CHARS: u32 = 240;
+/// Longest JSON string a schema without `maxLength` admits, in characters.
+pub const STRING_MAX_CHARS: u64 = 160;
+/// Longest `<answer>` text, in characters, so the envelope closes inside a small model's
+/// token budget; longer answers belong to a model that does not need a grammar to stay on track.
+pub const ANSWER_MAX_CHARS: u32 = 1500;
 
 /// The grammar for one request, or `None` when nothing constrains it (a primary agent's
 /// turn, which has no contract). `schema` is the JSON contract's schema, already loaded.
@@ -219,15 +224,13 @@ fn string_schema(g: &mut Gbnf, obj: &serde_json::Map<String, Value>, hint: &str)
         return g.rule(hint, format!("\"\\\"\" {body} \"\\\"\""));
     }
     let min = obj.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-    let max = obj.get("maxLength").and_then(Value::as_u64);
-    if min == 0 && max.is_none() {
-        return string_rule(g);
-    }
+    // Without a maxLength a small model may never close the string: bound it.
+    let max = obj
+        .get("maxLength")
+        .and_then(Value::as_u64)
+        .unwrap_or(STRING_MAX_CHARS.max(min));
     string_rule(g);
-    let reps = match max {
-        Some(max) => format!("{{{min},{}}}", max.max(min)),
-        None => format!("{{{min},}}"),
-    };
+    let reps = format!("{{{min},{}}}", max.max(min));
     g.rule(hint, format!("\"\\\"\" char{reps} \"\\\"\""))
 }
 
@@ -433,7 +436,10 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
         "thinking-text",
         format!("[^< \\t\\n] [^<]{{0,{THINKING_MAX_CHARS}}}"),
     );
-    let answer = g.rule("answer-text", "[^< \\t\\n] [^<]*");
+    let answer = g.rule(
+        "answer-text",
+        format!("[^< \\t\\n] [^<]{{0,{ANSWER_MAX_CHARS}}}"),
+    );
     g.rule(
         "envelope",
         format!(
@@ -508,13 +514,13 @@ mod tests {
         // The optional `note` may be left out; the required ones may not.
         assert!(root.contains("( \",\" ws \"\\\"note\\\"\""), "{root}");
         assert_eq!(rule(&g, "track"), r#""\"FAST\"" | "\"QUALITY\"""#);
-        assert_eq!(rule(&g, "intent"), r#""\"" [a-z] [a-z0-9_]* "\"""#);
+        assert_eq!(rule(&g, "intent"), r#""\"" [a-z] [a-z0-9_]{0,40} "\"""#);
         // Two unique values from a two-value enum: at most two items.
         assert!(rule(&g, "required-sources").contains("{0,1}"), "{g}");
         // maxItems 1: the comma-separated tail never repeats; minLength 5 on the items.
         let q = rule(&g, "missing-info-questions");
         assert!(!q.contains("\",\""), "{q}");
-        assert!(g.contains("char{5,}"), "{g}");
+        assert!(g.contains("char{5,160}"), "{g}");
     }
 
     #[test]
@@ -546,7 +552,7 @@ mod tests {
     #[test]
     fn untranslatable_patterns_fall_back_to_any_string() {
         let g = json_schema(&json!({"type": "string", "pattern": "a(?=b)"})).unwrap();
-        assert!(rule(&g, "root").contains("string"), "{g}");
+        assert!(rule(&g, "root").contains("char{0,160}"), "{g}");
     }
 
     #[test]
