@@ -302,6 +302,7 @@ mod tests {
                 description: String::new(),
                 prompt: String::new(),
                 occurrence: 0,
+                started_at: String::new(),
             },
         )
     }
