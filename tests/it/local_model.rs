@@ -12,7 +12,6 @@ use switchboard::contract::{check, CheckContext, Contract, FileCache};
 use switchboard::model::{
     Message, ModelError, ModelRequest, ProviderContext, Registry, ResponseContract,
 };
-use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{EventKind, RunOptions, Session};
 
