@@ -4,6 +4,8 @@
 #   Chromium        Debian's package, for the trace page test (scripts/install-chromium.sh)
 #   .cache/npm/     the reference MCP server @modelcontextprotocol/server-everything (stdio, HTTP)
 #   .cache/venv/    the Python MCP SDK (`mcp`), a second, independent client for `switchboard mcp`
+#   cmake, libclang Debian's packages, to build llama.cpp for `--features local`
+#   .cache/models/  the GGUF test model of the `local` provider (scripts/fetch-test-model.sh)
 # .cache/ is git-ignored. Idempotent: what is installed already is kept. Fails loudly when an
 # install fails, so a missing dependency is never a quietly skipped test.
 set -euo pipefail
@@ -25,4 +27,6 @@ if [ ! -x .cache/venv/bin/python ] || ! .cache/venv/bin/python -c 'import mcp' 2
   python3 -m venv .cache/venv
   .cache/venv/bin/pip install --quiet --disable-pip-version-check "mcp==$PY_MCP_VERSION"
 fi
+bash scripts/install-local-build-deps.sh
+bash scripts/fetch-test-model.sh
 echo "== test dependencies ready in .cache/"

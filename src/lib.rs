@@ -6,6 +6,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod contract;
+pub mod eval;
 pub mod knowledge;
 pub mod lint;
 pub mod markdown;

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 mod agents;
 mod check;
+mod eval;
 pub mod exit;
 mod graph;
 mod knowledge;
@@ -98,6 +99,8 @@ pub enum Command {
     Workflow(workflow::Args),
     /// Analyse files into the knowledge store and search, show or clean what it holds
     Knowledge(knowledge::Args),
+    /// Run a suite of tasks on a model and report contract conformance per agent
+    Eval(eval::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -137,6 +140,7 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Mcp(args) => mcp::run(&cli.global, args),
         Command::Workflow(args) => workflow::run(&cli.global, args),
         Command::Knowledge(args) => knowledge::run(&cli.global, args),
+        Command::Eval(args) => eval::run(&cli.global, args),
     }
 }
 

@@ -187,6 +187,12 @@ fn render_strings(
     })
 }
 
+/// The schema a `schema:` path names, read from the project (JSON or YAML by extension), for
+/// code that needs the schema itself rather than a validator (the local provider's grammar).
+pub fn read_schema(project: &Project, name: &str) -> Result<Value, SchemaError> {
+    read_schema_file(project, name).map(|(v, _)| v)
+}
+
 /// Reads a schema file (JSON or YAML by extension) inside the project.
 fn read_schema_file(
     project: &Project,

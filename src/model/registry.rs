@@ -185,6 +185,8 @@ impl Registry {
                 Ok(Arc::new(super::offline::OfflineModel::new()) as Arc<dyn Model>)
             }),
         );
+        // GGUF models in-process (feature `local`; without it the factory says how to enable it).
+        r.register("local", Arc::new(super::local::factory));
         // HTTP providers: `openai` and `anthropic`, plus every `[providers.NAME]` that names a
         // `protocol` (e.g. `[providers.ollama] protocol = "openai"`).
         let mut http_names = vec!["openai".to_string(), "anthropic".to_string()];

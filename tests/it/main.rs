@@ -22,6 +22,7 @@ mod lint_evidence;
 mod lint_rules;
 mod lint_watch;
 mod loader;
+mod local_model;
 mod mcp;
 mod offline_foreign;
 mod offline_quality;

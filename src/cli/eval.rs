@@ -1,0 +1,109 @@
+//! `switchboard eval SUITE --model M [--runs N] [--json]`: runs a suite of tasks and prints,
+//! per agent, the share of answers conformant first time, after repairs, through the fallback,
+//! and failed; delegations made of those expected; tokens and time (see `crate::eval`).
+
+use miette::IntoDiagnostic;
+use std::path::PathBuf;
+
+use super::Code;
+use crate::eval::{load_suite, run_suite, AgentScore, EvalContext, EvalReport};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The suite: a YAML file of tasks (agent, prompt, expect), e.g. evals/agents.yaml
+    pub suite: PathBuf,
+    /// Model for every hop, as provider/model (e.g. local/.cache/models/smollm2-135m-instruct.gguf)
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: String,
+    /// How many times to run every task
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub runs: u32,
+    /// Print one JSON object (model, runs, per-agent counts, errors)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
+    let ctx = super::run::context(global)?;
+    let suite = load_suite(&args.suite, &ctx.agents).into_diagnostic()?;
+    // Build the model once up front, so a bad name is one error rather than one per session.
+    ctx.models.get(&args.model).into_diagnostic()?;
+    let eval = EvalContext {
+        project: ctx.project,
+        agents: ctx.agents,
+        config: ctx.config,
+        models: ctx.models,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .into_diagnostic()?;
+    let quiet = args.json;
+    let progress = move |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let report = runtime.block_on(run_suite(
+        &eval,
+        &suite,
+        &args.model,
+        args.runs.max(1),
+        &progress,
+    ));
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).into_diagnostic()?;
+        println!("{text}");
+    } else {
+        print_table(&report);
+    }
+    Ok(if report.errors.is_empty() {
+        Code::Clean
+    } else {
+        Code::Findings
+    })
+}
+
+fn print_table(report: &EvalReport) {
+    println!("model {} · {} run(s)", report.model, report.runs);
+    println!(
+        "{:<24} {:>5} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
+        "agent", "hops", "first", "repaired", "fallback", "failed", "delegated", "tokens", "tok/s"
+    );
+    let total = report.total();
+    for (agent, s) in report
+        .agents
+        .iter()
+        .chain(std::iter::once((&"all".to_string(), &total)))
+    {
+        println!("{:<24} {}", agent, row(s));
+    }
+    for e in &report.errors {
+        println!("error: {e}");
+    }
+}
+
+fn row(s: &AgentScore) -> String {
+    let pct = |n: u64| format!("{:.0}%", 100.0 * s.share(n));
+    let delegated = if s.delegations_expected == 0 {
+        "-".to_string()
+    } else {
+        format!("{}/{}", s.delegations_made, s.delegations_expected)
+    };
+    let rate = if s.seconds > 0.0 {
+        format!("{:.1}", s.output_tokens as f64 / s.seconds)
+    } else {
+        "-".into()
+    };
+    format!(
+        "{:>5} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
+        s.hops,
+        pct(s.first_time),
+        pct(s.after_repairs),
+        pct(s.fallback),
+        pct(s.failed),
+        delegated,
+        s.input_tokens + s.output_tokens,
+        rate
+    )
+}

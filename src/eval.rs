@@ -1,0 +1,362 @@
+//! `switchboard eval`: runs a suite of tasks on one model and measures, per agent, how often its
+//! answers met their contract first time, after repairs, through the fallback, or not at all;
+//! whether the delegations the suite expects were made; tokens and time.
+//!
+//! A suite is YAML (evals/*.yaml):
+//!
+//! ```yaml
+//! tasks:
+//!   - agent: analyst
+//!     prompt: How do we rotate the billing service's API keys?
+//!   - agent: researcher
+//!     prompt: Where is the retry policy decided?
+//!     expect: {delegates: [codebase-locator]}
+//! ```
+//!
+//! Each task runs as its own session, `runs` times; the counts come from the sessions' event
+//! logs (`contract.outcome`, `hop.started`), the same records `switchboard stats` reads.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::agent::AgentSet;
+use crate::config::Config;
+use crate::model::Registry;
+use crate::project::Project;
+use crate::runtime::events::read_log;
+use crate::runtime::stats::{tally, StatsFilter};
+use crate::runtime::{Event, EventKind, RunOptions, Session};
+
+/// A suite as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    pub tasks: Vec<Task>,
+}
+
+/// One task: the primary agent, its prompt, what should happen.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    pub agent: String,
+    pub prompt: String,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// What a task expects besides conformant answers.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Agents the primary should delegate to (each at least once per run).
+    #[serde(default)]
+    pub delegates: Vec<String>,
+}
+
+/// Why a suite cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("cannot read suite `{path}`: {reason}")]
+    Read { path: String, reason: String },
+    #[error("suite `{path}`: {reason}")]
+    Parse { path: String, reason: String },
+    #[error("suite `{path}`, task {index}: no agent `{agent}` in this project (`switchboard agents` lists them)")]
+    UnknownAgent {
+        path: String,
+        index: usize,
+        agent: String,
+    },
+    #[error("suite `{path}` has no tasks")]
+    Empty { path: String },
+}
+
+/// Reads and checks a suite against the project's agents.
+pub fn load_suite(path: &Path, agents: &AgentSet) -> Result<Suite, EvalError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::Read {
+        path: name.clone(),
+        reason: e.to_string(),
+    })?;
+    let suite: Suite = serde_saphyr::from_str(&text).map_err(|e| EvalError::Parse {
+        path: name.clone(),
+        reason: e.to_string(),
+    })?;
+    if suite.tasks.is_empty() {
+        return Err(EvalError::Empty { path: name });
+    }
+    for (i, task) in suite.tasks.iter().enumerate() {
+        for agent in std::iter::once(&task.agent).chain(&task.expect.delegates) {
+            if agents.get(agent).is_none() {
+                return Err(EvalError::UnknownAgent {
+                    path: name.clone(),
+                    index: i + 1,
+                    agent: agent.clone(),
+                });
+            }
+        }
+    }
+    Ok(suite)
+}
+
+/// One agent's figures over the whole suite.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentScore {
+    /// Answers checked against the agent's contract.
+    pub hops: u64,
+    pub first_time: u64,
+    pub after_repairs: u64,
+    pub fallback: u64,
+    /// Failed or handed up marked non-conformant.
+    pub failed: u64,
+    /// Delegations the suite expected of this agent, and how many were made.
+    pub delegations_expected: u64,
+    pub delegations_made: u64,
+    /// Sessions this agent was the primary of, with their tokens and seconds.
+    pub sessions: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub seconds: f64,
+}
+
+impl AgentScore {
+    /// `part` as a share of the hops, 0 when there were none.
+    pub fn share(&self, part: u64) -> f64 {
+        if self.hops == 0 {
+            0.0
+        } else {
+            part as f64 / self.hops as f64
+        }
+    }
+}
+
+/// The suite's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EvalReport {
+    pub model: String,
+    pub runs: u32,
+    pub agents: BTreeMap<String, AgentScore>,
+    /// Sessions that could not start (the model could not be built, …), with the reason.
+    pub errors: Vec<String>,
+}
+
+impl EvalReport {
+    /// All agents together.
+    pub fn total(&self) -> AgentScore {
+        let mut t = AgentScore::default();
+        for s in self.agents.values() {
+            t.hops += s.hops;
+            t.first_time += s.first_time;
+            t.after_repairs += s.after_repairs;
+            t.fallback += s.fallback;
+            t.failed += s.failed;
+            t.delegations_expected += s.delegations_expected;
+            t.delegations_made += s.delegations_made;
+            t.sessions += s.sessions;
+            t.input_tokens += s.input_tokens;
+            t.output_tokens += s.output_tokens;
+            t.seconds += s.seconds;
+        }
+        t
+    }
+
+    /// Adds one session's events, the task it ran and what it cost.
+    pub fn add_session(&mut self, task: &Task, events: &[Event], usage: (u64, u64), seconds: f64) {
+        for (agent, c) in tally(events, &StatsFilter::default()) {
+            let s = self.agents.entry(agent).or_default();
+            s.hops += c.total();
+            s.first_time += c.valid_first_pass;
+            s.after_repairs += c.repaired.values().sum::<u64>();
+            s.fallback += c.fallback.values().sum::<u64>();
+            s.failed += c.failed + c.non_conformant;
+        }
+        let s = self.agents.entry(task.agent.clone()).or_default();
+        s.sessions += 1;
+        s.input_tokens += usage.0;
+        s.output_tokens += usage.1;
+        s.seconds += seconds;
+        s.delegations_expected += task.expect.delegates.len() as u64;
+        s.delegations_made += task
+            .expect
+            .delegates
+            .iter()
+            .filter(|want| {
+                events.iter().any(|e| {
+                    matches!(e.kind, EventKind::HopStarted { depth, .. } if depth > 0)
+                        && e.agent.as_deref() == Some(want.as_str())
+                })
+            })
+            .count() as u64;
+    }
+}
+
+/// What a suite run needs from the project.
+pub struct EvalContext {
+    pub project: Project,
+    pub agents: Arc<AgentSet>,
+    pub config: Config,
+    pub models: Arc<Registry>,
+}
+
+/// Runs every task `runs` times on `model`, one session at a time; `progress` hears about
+/// each session as it ends (the CLI prints it; the library does not).
+pub async fn run_suite(
+    ctx: &EvalContext,
+    suite: &Suite,
+    model: &str,
+    runs: u32,
+    progress: &(dyn Fn(&str) + Sync),
+) -> EvalReport {
+    let mut report = EvalReport {
+        model: model.to_string(),
+        runs,
+        ..EvalReport::default()
+    };
+    for run in 1..=runs {
+        for task in &suite.tasks {
+            let options = RunOptions {
+                model: Some(model.to_string()),
+                ..RunOptions::default()
+            };
+            let started = Instant::now();
+            // Subagents run as the root hop with their contract enforced, as `switchboard mcp`
+            // serves them: a suite can measure every agent directly.
+            let session = match Session::for_agent(
+                ctx.project.clone(),
+                ctx.agents.clone(),
+                ctx.config.clone(),
+                ctx.models.clone(),
+                options,
+                &task.agent,
+                &task.prompt,
+            ) {
+                Ok(s) => s,
+                Err(e) => {
+                    report.errors.push(format!("{}: {e}", task.agent));
+                    continue;
+                }
+            };
+            let outcome = session.run().await;
+            let seconds = started.elapsed().as_secs_f64();
+            let events = read_log(&outcome.events).unwrap_or_default();
+            if let Some(e) = &outcome.error {
+                report
+                    .errors
+                    .push(format!("{} (run {run}): {e}", task.agent));
+            }
+            report.add_session(
+                task,
+                &events,
+                (outcome.usage.input_tokens, outcome.usage.output_tokens),
+                seconds,
+            );
+            progress(&format!(
+                "run {run}/{runs} {}: {:?} in {seconds:.1}s",
+                task.agent, outcome.status
+            ));
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(agent: &str, kind: EventKind) -> Event {
+        Event {
+            timestamp: "2026-11-23T00:00:00Z".into(),
+            session_id: "s".into(),
+            correlation_id: "c".into(),
+            hop_id: Some("h".into()),
+            parent_hop_id: None,
+            agent: Some(agent.into()),
+            kind,
+        }
+    }
+
+    fn outcome(agent: &str, outcome: &str, repairs: u32) -> Event {
+        event(
+            agent,
+            EventKind::ContractOutcome {
+                contract: "c".into(),
+                outcome: outcome.into(),
+                repairs,
+                reason: (outcome == "fallback").then(|| "schema".into()),
+                sanitized: 0,
+                question: false,
+            },
+        )
+    }
+
+    fn started(agent: &str, depth: u32) -> Event {
+        event(
+            agent,
+            EventKind::HopStarted {
+                depth,
+                attempt: 0,
+                message_id: "m".into(),
+                model: "x".into(),
+                description: String::new(),
+                prompt: String::new(),
+                occurrence: 0,
+                started_at: String::new(),
+            },
+        )
+    }
+
+    #[test]
+    fn sessions_add_up_per_agent() {
+        let task = Task {
+            agent: "researcher".into(),
+            prompt: "p".into(),
+            expect: Expect {
+                delegates: vec!["locator".into(), "analyzer".into()],
+            },
+        };
+        let mut r = EvalReport::default();
+        let events = vec![
+            started("researcher", 0),
+            started("locator", 1),
+            outcome("locator", "valid", 0),
+            outcome("locator", "repaired", 1),
+            outcome("researcher", "fallback", 2),
+            outcome("researcher", "failed", 2),
+            outcome("researcher", "non_conformant", 2),
+        ];
+        r.add_session(&task, &events, (100, 20), 1.5);
+        let loc = &r.agents["locator"];
+        assert_eq!((loc.hops, loc.first_time, loc.after_repairs), (2, 1, 1));
+        assert_eq!(loc.share(loc.first_time), 0.5);
+        let res = &r.agents["researcher"];
+        assert_eq!((res.hops, res.fallback, res.failed), (3, 1, 2));
+        assert_eq!((res.delegations_expected, res.delegations_made), (2, 1));
+        assert_eq!(
+            (res.input_tokens, res.output_tokens, res.sessions),
+            (100, 20, 1)
+        );
+        let t = r.total();
+        assert_eq!((t.hops, t.first_time), (5, 1));
+        assert_eq!(AgentScore::default().share(0), 0.0);
+    }
+
+    #[test]
+    fn suites_name_their_mistakes() {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = AgentSet::default();
+        let path = dir.path().join("s.yaml");
+        let e = load_suite(&path, &agents).unwrap_err().to_string();
+        assert!(e.contains("cannot read suite"), "{e}");
+        std::fs::write(&path, "tasks:\n  - agent: a\n    promt: x\n").unwrap();
+        let e = load_suite(&path, &agents).unwrap_err().to_string();
+        assert!(e.contains("promt"), "{e}");
+        std::fs::write(&path, "tasks: []\n").unwrap();
+        let e = load_suite(&path, &agents).unwrap_err().to_string();
+        assert!(e.contains("no tasks"), "{e}");
+        std::fs::write(&path, "tasks:\n  - agent: ghost\n    prompt: x\n").unwrap();
+        let e = load_suite(&path, &agents).unwrap_err().to_string();
+        assert!(e.contains("task 1") && e.contains("`ghost`"), "{e}");
+    }
+}

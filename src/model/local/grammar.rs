@@ -1,0 +1,634 @@
+//! Grammars derived from an agent's contract, so a local model can only produce the right shape.
+//!
+//! The `local` provider decodes under the grammar [`for_request`] returns: for a `format: json`
+//! contract, a grammar of its JSON Schema ([`json_schema`]); for an envelope contract, the
+//! envelope's shape with the ids the runtime allocated for the hop ([`envelope`]); and, when the
+//! agent may delegate, the textual `task(...)` call as an alternative ([`task_call`]). Nothing is
+//! written by hand per agent.
+//!
+//! What a grammar cannot express is left to the contract checker and the repair loop, as for
+//! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`,
+//! `$ref`, patterns that are not anchored or use lookaround, that a cited file exists, that an
+//! excerpt equals the cited lines.
+
+use serde_json::Value;
+
+use super::gbnf::{lit, pattern_to_gbnf, Gbnf};
+use crate::contract::{ContractFormat, FieldKind, FieldRule};
+use crate::model::textual::TASK_TOOL;
+use crate::model::{ModelRequest, ResponseContract};
+
+/// A schema the grammar builder refuses (nothing could match it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("JSON Schema at `{pointer}`: {reason}")]
+pub struct GrammarError {
+    /// JSON pointer into the schema (`/properties/track`), `` for the root.
+    pub pointer: String,
+    pub reason: String,
+}
+
+/// Longest free text the envelope's `<thinking>` may hold, in characters: a small model that
+/// rambles must still reach `<answer>` inside its token budget.
+pub const THINKING_MAX_CHARS: u32 = 240;
+/// Longest JSON string a schema without `maxLength` admits, in characters.
+pub const STRING_MAX_CHARS: u64 = 160;
+/// Longest `<answer>` text, in characters, so the envelope closes inside a small model's
+/// token budget; longer answers belong to a model that does not need a grammar to stay on track.
+pub const ANSWER_MAX_CHARS: u32 = 1500;
+
+/// The grammar for one request, or `None` when nothing constrains it (a primary agent's
+/// turn, which has no contract). `schema` is the JSON contract's schema, already loaded.
+pub fn for_request(
+    request: &ModelRequest,
+    schema: Option<&Value>,
+) -> Result<Option<String>, GrammarError> {
+    let Some(contract) = &request.response_contract else {
+        return Ok(None);
+    };
+    let mut g = Gbnf::new();
+    let answer = match contract.contract.format {
+        ContractFormat::Json => {
+            let schema = schema.ok_or_else(|| GrammarError {
+                pointer: String::new(),
+                reason: "the JSON contract's schema was not loaded".into(),
+            })?;
+            json_rules(&mut g, schema)?
+        }
+        ContractFormat::Envelope => envelope_rules(&mut g, contract),
+    };
+    let root = if request.tools.iter().any(|t| t.name == TASK_TOOL) {
+        let call = task_call_rules(&mut g);
+        format!("{answer} | {call}")
+    } else {
+        answer
+    };
+    g.rule("root", root);
+    Ok(Some(g.render()))
+}
+
+/// A grammar whose root is one JSON value matching `schema` (see the module doc for what is
+/// left to the checker).
+pub fn json_schema(schema: &Value) -> Result<String, GrammarError> {
+    let mut g = Gbnf::new();
+    let value = json_rules(&mut g, schema)?;
+    g.rule("root", value);
+    Ok(g.render())
+}
+
+/// A grammar whose root is the envelope for `contract`.
+pub fn envelope(contract: &ResponseContract) -> String {
+    let mut g = Gbnf::new();
+    let body = envelope_rules(&mut g, contract);
+    g.rule("root", body);
+    g.render()
+}
+
+/// A grammar whose root is one textual `task(...)` call in a code block.
+pub fn task_call() -> String {
+    let mut g = Gbnf::new();
+    let body = task_call_rules(&mut g);
+    g.rule("root", body);
+    g.render()
+}
+
+fn json_rules(g: &mut Gbnf, schema: &Value) -> Result<String, GrammarError> {
+    g.rule("ws", "[ \\t\\n]{0,4}");
+    let value = schema_rule(g, schema, "")?;
+    Ok(format!("ws {value} ws"))
+}
+
+/// The generic JSON rules, added once.
+fn any_value(g: &mut Gbnf) -> String {
+    let string = string_rule(g);
+    let number = number_rule(g);
+    g.rule(
+        "value",
+        format!("object | array | {string} | {number} | \"true\" | \"false\" | \"null\""),
+    );
+    g.rule(
+        "object",
+        format!("\"{{\" ws ( {string} ws \":\" ws value ws ( \",\" ws {string} ws \":\" ws value ws )* )? \"}}\""),
+    );
+    g.rule(
+        "array",
+        "\"[\" ws ( value ws ( \",\" ws value ws )* )? \"]\"",
+    );
+    "value".into()
+}
+
+fn string_rule(g: &mut Gbnf) -> String {
+    g.rule(
+        "char",
+        "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )",
+    );
+    g.rule("string", "\"\\\"\" char* \"\\\"\"")
+}
+
+fn number_rule(g: &mut Gbnf) -> String {
+    g.rule(
+        "number",
+        "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?",
+    )
+}
+
+fn integer_rule(g: &mut Gbnf) -> String {
+    g.rule("integer", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )")
+}
+
+/// A rule for `schema` at `pointer`; returns the expression to use (a rule name or an inline
+/// alternative).
+fn schema_rule(g: &mut Gbnf, schema: &Value, pointer: &str) -> Result<String, GrammarError> {
+    let err = |reason: String| GrammarError {
+        pointer: pointer.to_string(),
+        reason,
+    };
+    let obj = match schema {
+        Value::Bool(true) => return Ok(any_value(g)),
+        Value::Bool(false) => return Err(err("`false` admits no value".into())),
+        Value::Object(o) => o,
+        _ => return Err(err("a schema must be an object or a boolean".into())),
+    };
+    let hint = pointer.rsplit('/').next().unwrap_or("value");
+    let hint = if hint.is_empty() { "value" } else { hint };
+    if let Some(c) = obj.get("const") {
+        return Ok(lit(&c.to_string()));
+    }
+    if let Some(e) = obj.get("enum") {
+        let items = e
+            .as_array()
+            .ok_or_else(|| err("`enum` must be an array".into()))?;
+        if items.is_empty() {
+            return Err(err("an empty `enum` admits no value".into()));
+        }
+        let alts: Vec<String> = items.iter().map(|v| lit(&v.to_string())).collect();
+        return Ok(g.rule(hint, alts.join(" | ")));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(list) = obj.get(key) {
+            let list = list
+                .as_array()
+                .filter(|l| !l.is_empty())
+                .ok_or_else(|| err(format!("`{key}` must be a non-empty array")))?;
+            let alts = list
+                .iter()
+                .enumerate()
+                .map(|(i, s)| schema_rule(g, s, &format!("{pointer}/{key}/{i}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(g.rule(hint, alts.join(" | ")));
+        }
+    }
+    let types: Vec<&str> = match obj.get("type") {
+        None => {
+            // No type: infer it from the keywords, else any value.
+            if obj.contains_key("properties") || obj.contains_key("required") {
+                vec!["object"]
+            } else if obj.contains_key("items") {
+                vec!["array"]
+            } else {
+                return Ok(any_value(g));
+            }
+        }
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        Some(_) => return Err(err("`type` must be a string or an array of strings".into())),
+    };
+    if types.is_empty() {
+        return Err(err("`type` lists no type".into()));
+    }
+    let mut alts = Vec::new();
+    for t in types {
+        alts.push(match t {
+            "string" => string_schema(g, obj, hint),
+            "integer" => integer_rule(g),
+            "number" => number_rule(g),
+            "boolean" => "( \"true\" | \"false\" )".into(),
+            "null" => "\"null\"".into(),
+            "array" => array_schema(g, obj, pointer, hint)?,
+            "object" => object_schema(g, obj, pointer, hint)?,
+            other => return Err(err(format!("unknown type `{other}`"))),
+        });
+    }
+    Ok(if alts.len() == 1 {
+        alts.remove(0)
+    } else {
+        g.rule(hint, alts.join(" | "))
+    })
+}
+
+fn string_schema(g: &mut Gbnf, obj: &serde_json::Map<String, Value>, hint: &str) -> String {
+    if let Some(body) = obj
+        .get("pattern")
+        .and_then(Value::as_str)
+        .and_then(|p| pattern_to_gbnf(p).ok())
+    {
+        return g.rule(hint, format!("\"\\\"\" {body} \"\\\"\""));
+    }
+    let min = obj.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+    // Without a maxLength a small model may never close the string: bound it.
+    let max = obj
+        .get("maxLength")
+        .and_then(Value::as_u64)
+        .unwrap_or(STRING_MAX_CHARS.max(min));
+    string_rule(g);
+    let reps = format!("{{{min},{}}}", max.max(min));
+    g.rule(hint, format!("\"\\\"\" char{reps} \"\\\"\""))
+}
+
+fn array_schema(
+    g: &mut Gbnf,
+    obj: &serde_json::Map<String, Value>,
+    pointer: &str,
+    hint: &str,
+) -> Result<String, GrammarError> {
+    let item = match obj.get("items") {
+        Some(items) => schema_rule(g, items, &format!("{pointer}/items"))?,
+        None => any_value(g),
+    };
+    let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+    let mut max = obj.get("maxItems").and_then(Value::as_u64);
+    // Unique items drawn from an enum: no more items than the enum has values.
+    if obj.get("uniqueItems") == Some(&Value::Bool(true)) {
+        if let Some(n) = obj
+            .get("items")
+            .and_then(|i| i.get("enum"))
+            .and_then(Value::as_array)
+            .map(|e| e.len() as u64)
+        {
+            max = Some(max.map_or(n, |m| m.min(n)));
+        }
+    }
+    if let Some(max) = max {
+        if max < min {
+            return Err(GrammarError {
+                pointer: pointer.to_string(),
+                reason: format!("maxItems {max} is less than minItems {min}"),
+            });
+        }
+        if max == 0 {
+            return Ok(g.rule(hint, "\"[\" ws \"]\""));
+        }
+    }
+    let more = format!("( \",\" ws {item} ws )");
+    let rest = match (min.saturating_sub(1), max.map(|m| m - 1)) {
+        (0, None) => format!("{more}*"),
+        (lo, None) => format!("{more}{{{lo},}}"),
+        (0, Some(0)) => String::new(),
+        (lo, Some(hi)) => format!("{more}{{{lo},{hi}}}"),
+    };
+    let body = if min == 0 {
+        format!("\"[\" ws ( {item} ws {rest} )? \"]\"")
+    } else {
+        format!("\"[\" ws {item} ws {rest} \"]\"")
+    };
+    Ok(g.rule(hint, body))
+}
+
+fn object_schema(
+    g: &mut Gbnf,
+    obj: &serde_json::Map<String, Value>,
+    pointer: &str,
+    hint: &str,
+) -> Result<String, GrammarError> {
+    let props = obj.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = props.filter(|p| !p.is_empty()) else {
+        if required.is_empty() {
+            any_value(g);
+            return Ok("object".into());
+        }
+        // Required keys without declared shapes: each with any value.
+        any_value(g);
+        let members: Vec<String> = required
+            .iter()
+            .map(|k| format!("{} ws \":\" ws value", lit(&Value::from(*k).to_string())))
+            .collect();
+        return Ok(g.rule(
+            hint,
+            format!("\"{{\" ws {} ws \"}}\"", members.join(" ws \",\" ws ")),
+        ));
+    };
+    // Required keys in the order `required` lists them, then the optional ones in the order
+    // `properties` has them; each optional key may be left out.
+    let mut parts: Vec<(String, bool)> = Vec::new();
+    for key in &required {
+        let sub = props.get(*key).cloned().unwrap_or(Value::Bool(true));
+        let value = schema_rule(g, &sub, &format!("{pointer}/properties/{key}"))?;
+        parts.push((
+            format!(
+                "{} ws \":\" ws {value}",
+                lit(&Value::from(*key).to_string())
+            ),
+            true,
+        ));
+    }
+    for (key, sub) in props {
+        if required.contains(&key.as_str()) {
+            continue;
+        }
+        let value = schema_rule(g, sub, &format!("{pointer}/properties/{key}"))?;
+        parts.push((
+            format!(
+                "{} ws \":\" ws {value}",
+                lit(&Value::from(key.as_str()).to_string())
+            ),
+            false,
+        ));
+    }
+    let mut body = String::from("\"{\" ws ");
+    let mut first = true;
+    for (member, is_required) in &parts {
+        let sep = if first { "" } else { "\",\" ws " };
+        if *is_required {
+            body.push_str(&format!("{sep}{member} ws "));
+            first = false;
+        } else {
+            // An optional member after nothing required needs its comma only when one follows.
+            body.push_str(&format!("( {sep}{member} ws )? "));
+        }
+    }
+    if required.is_empty() && parts.len() > 1 {
+        // Optional members only: the separators above assumed a member before each; keep it
+        // simple and admit any subset in order, each introduced by a comma after the first.
+        let alts: Vec<String> = parts.iter().map(|(m, _)| format!("{m} ws")).collect();
+        let member = g.rule(&format!("{hint}-member"), alts.join(" | "));
+        return Ok(g.rule(
+            hint,
+            format!("\"{{\" ws ( {member} ( \",\" ws {member} )* )? \"}}\""),
+        ));
+    }
+    body.push_str("\"}\"");
+    Ok(g.rule(hint, body))
+}
+
+/// The envelope: the frontmatter with the hop's ids (literally: the runtime allocated them)
+/// and the contract's fields, one `<thinking>`, one `<answer>`.
+fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
+    let c = &rc.contract;
+    let date = g.rule(
+        "date",
+        "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )",
+    );
+    let time = g.rule(
+        "time",
+        "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9]",
+    );
+    let message_id = if rc.message_id.is_empty() {
+        let prefix = c
+            .message_id_prefix
+            .as_deref()
+            .map(lit)
+            .unwrap_or_else(|| "[a-z] [a-z0-9-]*".into());
+        g.rule(
+            "message-id",
+            format!("{prefix} \"-\" {date} \"-\" [0-9]{{3,6}}"),
+        )
+    } else {
+        lit(&rc.message_id)
+    };
+    let correlation = if rc.correlation_id.is_empty() {
+        g.rule("correlation-id", "[A-Za-z0-9._:-]{1,64}")
+    } else {
+        lit(&rc.correlation_id)
+    };
+    let timestamp = if rc.timestamp.is_empty() {
+        g.rule("timestamp", format!("{date} \"T\" {time} \"Z\""))
+    } else {
+        lit(&rc.timestamp)
+    };
+    let message_type = if c.message_types.is_empty() {
+        g.rule("message-type", "[A-Z] [A-Z0-9]* ( \"_\" [A-Z0-9]+ ){0,6}")
+    } else {
+        let alts: Vec<String> = c.message_types.iter().map(|t| lit(t)).collect();
+        g.rule("message-type", alts.join(" | "))
+    };
+    let mut front = format!(
+        "\"---\\n\" \"message_id: \" {message_id} \"\\n\" \"correlation_id: \" {correlation} \
+         \"\\n\" \"timestamp: \" {timestamp} \"\\n\" \"message_type: \" {message_type} \"\\n\""
+    );
+    for (key, rule) in &c.fields {
+        let value = match rule {
+            FieldRule::OneOf { one_of } => {
+                let alts: Vec<String> = one_of.iter().map(|v| lit(v)).collect();
+                g.rule(&format!("field-{key}"), alts.join(" | "))
+            }
+            FieldRule::Kind(FieldKind::Date) => date.clone(),
+            FieldRule::Kind(FieldKind::Timestamp) => {
+                g.rule("timestamp-any", format!("{date} \"T\" {time} \"Z\""))
+            }
+            // A relative path; that it exists is the checker's business.
+            FieldRule::Kind(FieldKind::Path) => {
+                g.rule("path", "[A-Za-z0-9_] [A-Za-z0-9_./-]{0,120}")
+            }
+            // A plain YAML scalar that reads back as the text written.
+            FieldRule::Kind(FieldKind::String) => {
+                g.rule("plain", "[A-Za-z0-9] [A-Za-z0-9 ._/-]{0,80}")
+            }
+        };
+        front.push_str(&format!(" {} {value} \"\\n\"", lit(&format!("{key}: "))));
+    }
+    front.push_str(" \"---\\n\"");
+    let frontmatter = g.rule("frontmatter", front);
+    let thinking = g.rule(
+        "thinking-text",
+        format!("[^< \\t\\n] [^<]{{0,{THINKING_MAX_CHARS}}}"),
+    );
+    let answer = g.rule(
+        "answer-text",
+        format!("[^< \\t\\n] [^<]{{0,{ANSWER_MAX_CHARS}}}"),
+    );
+    g.rule(
+        "envelope",
+        format!(
+            "{frontmatter} \"\\n<thinking>\\n\" {thinking} \"\\n\"? \"</thinking>\\n\\n<answer>\\n\" \
+             {answer} \"\\n\"? \"</answer>\\n\""
+        ),
+    )
+}
+
+/// The textual delegation [`crate::model::textual`] parses: one call in a code block.
+fn task_call_rules(g: &mut Gbnf) -> String {
+    string_rule(g);
+    let text = g.rule("call-text", "\"\\\"\" char{1,400} \"\\\"\"");
+    let name = g.rule("subagent-name", "\"\\\"\" [a-z] [a-z0-9_-]{0,63} \"\\\"\"");
+    g.rule(
+        "task-call",
+        format!(
+            "\"```\\ntask({{ subagent_type: \" {name} \", description: \" {text} \", prompt: \" \
+             {text} \" }})\\n```\\n\""
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Contract;
+    use serde_json::json;
+
+    fn rc(contract: Contract) -> ResponseContract {
+        ResponseContract {
+            contract,
+            message_id: "analyzer-2026-11-23-001".into(),
+            correlation_id: "corr-1".into(),
+            timestamp: "2026-11-23T12:00:00Z".into(),
+        }
+    }
+
+    fn rule<'a>(grammar: &'a str, name: &str) -> &'a str {
+        let prefix = format!("{name} ::= ");
+        grammar
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no rule {name} in\n{grammar}"))
+    }
+
+    #[test]
+    fn the_analyst_schema_becomes_an_object_with_required_keys_in_order() {
+        let schema = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["intent", "track", "required_sources", "missing_info_questions"],
+            "properties": {
+                "intent": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                "track": {"enum": ["FAST", "QUALITY"]},
+                "required_sources": {"type": "array", "uniqueItems": true,
+                    "items": {"enum": ["db", "doc"]}},
+                "missing_info_questions": {"type": "array", "maxItems": 1,
+                    "items": {"type": "string", "minLength": 5}},
+                "note": {"type": "string"}
+            },
+            "allOf": [{"if": {"properties": {"track": {"const": "FAST"}}},
+                       "then": {"properties": {"missing_info_questions": {"maxItems": 0}}}}]
+        });
+        let g = json_schema(&schema).unwrap();
+        let root = rule(&g, "value");
+        let i = root.find("intent").unwrap();
+        let t = root.find("track").unwrap();
+        let s = root.find("required_sources").unwrap();
+        let n = root.find("note").unwrap();
+        assert!(i < t && t < s && s < n, "{root}");
+        // The optional `note` may be left out; the required ones may not.
+        assert!(root.contains("( \",\" ws \"\\\"note\\\"\""), "{root}");
+        assert_eq!(rule(&g, "track"), r#""\"FAST\"" | "\"QUALITY\"""#);
+        assert_eq!(rule(&g, "intent"), r#""\"" [a-z] [a-z0-9_]{0,40} "\"""#);
+        // Two unique values from a two-value enum: at most two items.
+        assert!(rule(&g, "required-sources").contains("{0,1}"), "{g}");
+        // maxItems 1: the comma-separated tail never repeats; minLength 5 on the items.
+        let q = rule(&g, "missing-info-questions");
+        assert!(!q.contains("\",\""), "{q}");
+        assert!(g.contains("char{5,160}"), "{g}");
+    }
+
+    #[test]
+    fn the_shipped_analyst_contract_compiles() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("agent/analyst.md"),
+        )
+        .unwrap();
+        let (front, _) = text[4..].split_once("\n---\n").unwrap();
+        let front: Value = serde_saphyr::from_str(front).unwrap();
+        let g = json_schema(&front["contract"]["schema"]).unwrap();
+        for want in [
+            "STATUS_METRIC",
+            "neo4j",
+            "\"v\" [0-9]",
+            "expected_output_schema",
+        ] {
+            assert!(g.contains(want), "{want} missing in\n{g}");
+        }
+    }
+
+    #[test]
+    fn schemas_that_admit_nothing_are_refused_with_their_place() {
+        let e = json_schema(&json!({"properties": {"a": {"enum": []}}, "required": ["a"]}))
+            .unwrap_err();
+        assert_eq!(e.pointer, "/properties/a");
+        assert!(e.to_string().contains("empty `enum`"), "{e}");
+        let e = json_schema(&json!({"type": "array", "minItems": 3, "maxItems": 1})).unwrap_err();
+        assert!(e.reason.contains("maxItems 1"), "{e}");
+        let e = json_schema(&json!({"type": "tuple"})).unwrap_err();
+        assert!(e.reason.contains("unknown type `tuple`"), "{e}");
+    }
+
+    #[test]
+    fn untranslatable_patterns_fall_back_to_any_string() {
+        let g = json_schema(&json!({"type": "string", "pattern": "a(?=b)"})).unwrap();
+        assert!(rule(&g, "value").contains("char{0,160}"), "{g}");
+    }
+
+    #[test]
+    fn the_envelope_pins_the_hops_ids_and_the_contracts_fields() {
+        let g = envelope(&rc(Contract::document_analysis()));
+        let front = rule(&g, "frontmatter");
+        assert!(front.contains(r#""analyzer-2026-11-23-001""#), "{front}");
+        assert!(front.contains(r#""corr-1""#), "{front}");
+        assert!(front.contains(r#""2026-11-23T12:00:00Z""#), "{front}");
+        for key in ["source_document: ", "document_date: ", "reliability: "] {
+            assert!(front.contains(key), "{key} in {front}");
+        }
+        assert_eq!(rule(&g, "message-type"), r#""DOCUMENT_ANALYSIS_RESPONSE""#);
+        assert_eq!(
+            rule(&g, "field-reliability"),
+            r#""High" | "Medium" | "Low""#
+        );
+        let env = rule(&g, "envelope");
+        assert_eq!(env.matches("<thinking>").count(), 1);
+        assert_eq!(env.matches("<answer>").count(), 1);
+        assert!(env.find("<thinking>") < env.find("<answer>"));
+    }
+
+    #[test]
+    fn without_allocated_ids_the_envelope_uses_the_id_patterns() {
+        let mut r = rc(Contract::document_analysis());
+        r.message_id.clear();
+        r.correlation_id.clear();
+        r.timestamp.clear();
+        let g = envelope(&r);
+        assert!(
+            rule(&g, "message-id").starts_with(r#""thoughts" "-" date"#),
+            "{g}"
+        );
+        assert!(
+            rule(&g, "correlation-id").contains("[A-Za-z0-9._:-]"),
+            "{g}"
+        );
+    }
+
+    #[test]
+    fn a_request_that_may_delegate_admits_the_task_call() {
+        let mut request = ModelRequest {
+            model: "m".into(),
+            agent: "a".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            response_contract: Some(rc(Contract::envelope())),
+        };
+        let without = for_request(&request, None).unwrap().unwrap();
+        assert_eq!(rule(&without, "root"), "envelope");
+        request.tools.push(crate::model::ToolSpec {
+            name: TASK_TOOL.into(),
+            description: String::new(),
+            parameters: json!({}),
+        });
+        let with = for_request(&request, None).unwrap().unwrap();
+        assert_eq!(rule(&with, "root"), "envelope | task-call");
+        assert!(
+            rule(&with, "task-call").contains("task({ subagent_type: "),
+            "{with}"
+        );
+        // The call the grammar admits is one textual.rs reads.
+        let call = "```\ntask({ subagent_type: \"finder\", description: \"find\", prompt: \"find x\" })\n```\n";
+        let calls = crate::model::textual::parse_task_calls(call);
+        assert_eq!(calls[0].arguments["subagent_type"], "finder");
+        request.response_contract = None;
+        assert_eq!(for_request(&request, None).unwrap(), None);
+    }
+}

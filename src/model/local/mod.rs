@@ -1,0 +1,297 @@
+//! The `local` provider: a GGUF model run in-process by llama.cpp, decoding under a grammar
+//! derived from the agent's contract (docs/local-model.md).
+//!
+//! `--model local/PATH.gguf` (a path inside the project, or absolute) or `--model local/NAME`
+//! with `NAME = "PATH.gguf"` under `[providers.local.models]` in switchboard.toml. The model
+//! file is loaded once per process and shared by every hop. The prompt is laid out with the
+//! model's own chat template (`template.rs`); the answer's shape is forced by a grammar
+//! (`grammar.rs`, written with `gbnf.rs`) and decoded by llama.cpp's grammar sampler
+//! (`engine.rs`, only in builds with the cargo feature `local`). Delegation is textual: the
+//! grammar admits a `task(...)` call, which `textual.rs` reads back as a tool call.
+//!
+//! The grammar and template code is plain Rust and always compiled (so its tests run in every
+//! build); only the engine needs llama.cpp.
+
+pub mod gbnf;
+pub mod grammar;
+pub mod template;
+
+#[cfg(feature = "local")]
+mod engine;
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::registry::{ProviderContext, RegistryError};
+use super::Model;
+
+/// The provider's name, the part before `/` in `local/…`.
+pub const PROVIDER: &str = "local";
+
+/// Output limit when neither the agent nor `[providers.local]` sets one.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+/// Context window when `[providers.local] context` does not set one (capped at the model's
+/// training context).
+pub const DEFAULT_CONTEXT: u32 = 4096;
+
+/// `[providers.local]` in switchboard.toml.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSettings {
+    /// Model names for `local/NAME`: `NAME = "path/to/model.gguf"`.
+    #[serde(default)]
+    pub models: BTreeMap<String, String>,
+    /// Context window in tokens (prompt plus answer).
+    pub context: Option<u32>,
+    /// CPU threads; the machine's available parallelism when absent.
+    pub threads: Option<u32>,
+    /// Output limit when the agent sets none.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature when the agent sets none; 0 is greedy.
+    pub temperature: Option<f64>,
+    /// Sampling seed, so runs repeat.
+    pub seed: Option<u32>,
+    /// Texts that end the answer where they first appear (not included).
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// Decode under the contract's grammar (default true). `false` is for comparison only.
+    pub grammar: Option<bool>,
+}
+
+impl LocalSettings {
+    /// Reads `[providers.local]` from the provider tables.
+    pub fn from_context(ctx: &ProviderContext) -> Result<Self, String> {
+        match ctx.providers.get(PROVIDER) {
+            None => Ok(Self::default()),
+            Some(table) => table.clone().try_into::<LocalSettings>().map_err(|e| {
+                format!(
+                    "[providers.{PROVIDER}] in switchboard.toml: {}",
+                    e.message()
+                )
+            }),
+        }
+    }
+}
+
+/// Why a local model cannot be used. Every message names the file and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocalError {
+    #[error(
+        "model file `{0}` does not exist; give a path to a .gguf file (inside the project or \
+         absolute), or a name from [providers.local.models]; the test model is fetched with \
+         `bash scripts/fetch-test-model.sh`"
+    )]
+    Missing(PathBuf),
+    #[error("model file `{path}` cannot be read: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error(
+        "`{0}` is not a GGUF file (it does not start with the GGUF magic bytes); the local \
+         provider loads llama.cpp's GGUF format: convert the model or download its .gguf"
+    )]
+    NotGguf(PathBuf),
+    #[error(
+        "llama.cpp could not load `{0}`: the file is truncated or corrupt, or its architecture \
+         is one this llama.cpp does not support; download the .gguf again or pick another model"
+    )]
+    Load(PathBuf),
+    #[error("`{path}`: {reason}")]
+    Engine { path: PathBuf, reason: String },
+}
+
+/// Where `local/NAME` points: a configured name, else a path (relative to the project root
+/// unless absolute).
+pub fn resolve_path(root: &Path, settings: &LocalSettings, name: &str) -> PathBuf {
+    let named = settings
+        .models
+        .get(name)
+        .map(String::as_str)
+        .unwrap_or(name);
+    let path = PathBuf::from(named);
+    if path.is_absolute() {
+        path
+    } else {
+        root.join(path)
+    }
+}
+
+/// Checks that `path` is a readable GGUF file before llama.cpp sees it: llama.cpp's own errors
+/// go to its log, not to us, so the common mistakes are named here.
+pub fn check_file(path: &Path) -> Result<(), LocalError> {
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LocalError::Missing(path.to_path_buf()))
+        }
+        Err(e) => {
+            return Err(LocalError::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })
+        }
+    };
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(LocalError::Unreadable {
+            path: path.to_path_buf(),
+            reason: "it is a directory".into(),
+        });
+    }
+    let mut magic = [0u8; 4];
+    match file.read_exact(&mut magic) {
+        Ok(()) if &magic == b"GGUF" => Ok(()),
+        Ok(()) => Err(LocalError::NotGguf(path.to_path_buf())),
+        Err(_) => Err(LocalError::NotGguf(path.to_path_buf())),
+    }
+}
+
+/// The registry's factory for `local/NAME`.
+pub fn factory(ctx: &ProviderContext, name: &str) -> Result<Arc<dyn Model>, RegistryError> {
+    let spec = format!("{PROVIDER}/{name}");
+    let build = |reason: String| RegistryError::Build {
+        spec: spec.clone(),
+        reason,
+    };
+    if !cfg!(feature = "local") {
+        return Err(build(NOT_BUILT.to_string()));
+    }
+    let settings = LocalSettings::from_context(ctx).map_err(build)?;
+    let path = resolve_path(&ctx.project_root, &settings, name);
+    check_file(&path).map_err(|e| build(e.to_string()))?;
+    build_model(ctx, path, settings).map_err(build)
+}
+
+#[cfg(feature = "local")]
+fn build_model(
+    ctx: &ProviderContext,
+    path: PathBuf,
+    settings: LocalSettings,
+) -> Result<Arc<dyn Model>, String> {
+    Ok(Arc::new(engine::LocalModel::new(
+        path,
+        settings,
+        ctx.project_root.clone(),
+    )))
+}
+
+#[cfg(not(feature = "local"))]
+fn build_model(
+    _ctx: &ProviderContext,
+    _path: PathBuf,
+    _settings: LocalSettings,
+) -> Result<Arc<dyn Model>, String> {
+    Err(NOT_BUILT.to_string())
+}
+
+/// What a build without the feature says when asked for a local model.
+pub const NOT_BUILT: &str = "this switchboard was built without the `local` feature, which runs \
+     GGUF models in-process; rebuild with `cargo build --release --features local` (it builds \
+     llama.cpp, which needs cmake and libclang: `bash scripts/install-local-build-deps.sh`); see \
+     docs/local-model.md";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(root: &Path, toml_text: &str) -> ProviderContext {
+        let table: toml::Table = toml::from_str(toml_text).unwrap();
+        let providers = table
+            .get("providers")
+            .and_then(|p| p.as_table())
+            .map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.clone(), v.as_table().unwrap().clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ProviderContext {
+            project_root: root.to_path_buf(),
+            providers,
+            stream: None,
+        }
+    }
+
+    #[test]
+    fn names_resolve_through_the_config_and_paths_against_the_root() {
+        let root = Path::new("/proj");
+        let s: LocalSettings = toml::from_str("models = { smol = \"m/smol.gguf\" }").unwrap();
+        assert_eq!(
+            resolve_path(root, &s, "smol"),
+            Path::new("/proj/m/smol.gguf")
+        );
+        assert_eq!(
+            resolve_path(root, &s, "x/y.gguf"),
+            Path::new("/proj/x/y.gguf")
+        );
+        assert_eq!(
+            resolve_path(root, &s, "/abs/y.gguf"),
+            Path::new("/abs/y.gguf")
+        );
+    }
+
+    #[test]
+    fn bad_files_are_named_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = |name: &str| check_file(&dir.path().join(name)).unwrap_err().to_string();
+        let e = check("nope.gguf");
+        assert!(
+            e.contains("nope.gguf") && e.contains("does not exist"),
+            "{e}"
+        );
+        assert!(e.contains("fetch-test-model.sh"), "{e}");
+        std::fs::write(dir.path().join("bad.gguf"), "not a model").unwrap();
+        let e = check("bad.gguf");
+        assert!(
+            e.contains("bad.gguf") && e.contains("not a GGUF file"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("empty.gguf"), "").unwrap();
+        assert!(check("empty.gguf").contains("not a GGUF file"));
+        assert!(check(".").contains("directory"));
+        std::fs::write(dir.path().join("ok.gguf"), b"GGUF\x03\0\0\0").unwrap();
+        assert_eq!(check_file(&dir.path().join("ok.gguf")), Ok(()));
+    }
+
+    #[cfg(feature = "local")]
+    #[test]
+    fn the_factory_reports_bad_files_and_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = factory(&ctx(dir.path(), ""), "nope.gguf")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("local/nope.gguf") && e.contains("does not exist"),
+            "{e}"
+        );
+        let c = ctx(dir.path(), "[providers.local]\ncontxt = 10\n");
+        let e = factory(&c, "x.gguf").err().unwrap().to_string();
+        assert!(
+            e.contains("[providers.local]") && e.contains("contxt"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_settings_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path(), "[providers.local]\ncontxt = 10\n");
+        let e = LocalSettings::from_context(&c).unwrap_err();
+        assert!(
+            e.contains("[providers.local]") && e.contains("contxt"),
+            "{e}"
+        );
+    }
+
+    #[cfg(not(feature = "local"))]
+    #[test]
+    fn without_the_feature_local_models_say_how_to_enable_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = factory(&ctx(dir.path(), ""), "m.gguf")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--features local"), "{e}");
+    }
+}

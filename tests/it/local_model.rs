@@ -1,0 +1,258 @@
+//! The `local` provider against a real model: SmolLM2-135M-Instruct (GGUF, fetched by
+//! `bash scripts/fetch-test-model.sh` into .cache/models/). A missing model fails these tests:
+//! it is never a quiet skip.
+#![cfg(feature = "local")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::contract::{check, CheckContext, Contract, FileCache};
+use switchboard::model::{
+    Message, ModelError, ModelRequest, ProviderContext, Registry, ResponseContract,
+};
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{EventKind, RunOptions, Session};
+
+use crate::support::scripted;
+
+const MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/.cache/models/smollm2-135m-instruct.gguf"
+);
+
+fn model_path() -> PathBuf {
+    let path = PathBuf::from(MODEL);
+    assert!(
+        path.is_file(),
+        "the test model {MODEL} is missing: run `bash scripts/fetch-test-model.sh`"
+    );
+    path
+}
+
+fn context(root: &Path, local: &str) -> ProviderContext {
+    let mut providers = std::collections::BTreeMap::new();
+    providers.insert("local".to_string(), toml::from_str(local).unwrap());
+    ProviderContext {
+        project_root: root.to_path_buf(),
+        providers,
+        stream: None,
+    }
+}
+
+/// What the runtime's prompt says about the envelope, in short.
+const ENVELOPE_SYSTEM: &str = "You are `reader`. Reply with YAML frontmatter (message_id, \
+    correlation_id, timestamp, message_type) between `---` lines, then one short <thinking> \
+    block with your reasoning and one <answer> block with the answer in one sentence.";
+
+fn request(contract: Option<ResponseContract>, system: &str, prompt: &str) -> ModelRequest {
+    ModelRequest {
+        model: String::new(),
+        agent: "tester".into(),
+        system: system.into(),
+        messages: vec![Message::user(prompt)],
+        tools: Vec::new(),
+        temperature: Some(0.0),
+        top_p: None,
+        max_tokens: Some(700),
+        response_contract: contract,
+    }
+}
+
+#[tokio::test]
+async fn the_shipped_analyst_plans_under_its_json_grammar() {
+    let model = model_path();
+    let (dir, project) = scripted::project_with_analyst();
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let spec = format!("local/{}", model.display());
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let options = RunOptions {
+        model: Some(spec),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        Config::default(),
+        Arc::new(registry),
+        options,
+        "analyst",
+        "How do we rotate the API keys of the billing service?",
+    )
+    .unwrap();
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).unwrap();
+    // Every answer has the schema's shape: it parses, has every required key, and each value
+    // has its type, enum and pattern. What the grammar leaves to the checker (the conditional
+    // rules under `allOf`, `uniqueItems`) may still be repaired or fall back.
+    let mut checked = 0;
+    for e in &events {
+        if let EventKind::ContractChecked { violations, .. } = &e.kind {
+            checked += 1;
+            for v in violations {
+                let left_to_checker = v.code == "json/conflict"
+                    || v.help.as_deref().is_some_and(|h| h.contains("uniqueItems"));
+                assert!(left_to_checker, "a shape violation under grammar: {v:#?}");
+            }
+        }
+    }
+    assert!(checked >= 1, "{events:#?}");
+    let outcomes: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ContractOutcome { outcome, .. } => Some(outcome.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{events:#?}");
+    assert!(
+        ["valid", "repaired", "fallback"].contains(&outcomes[0].as_str()),
+        "{outcomes:?}\n{events:#?}"
+    );
+    let plan: serde_json::Value = serde_json::from_str(outcome.answer.trim()).unwrap();
+    for key in ["intent", "request_type", "track", "required_sources"] {
+        assert!(plan.get(key).is_some(), "{key} missing in {plan}");
+    }
+}
+
+#[tokio::test]
+async fn an_envelope_answer_under_grammar_has_the_envelope_shape() {
+    let model = model_path();
+    let (dir, project) = scripted::project();
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let contract = ResponseContract {
+        contract: Contract::envelope(),
+        message_id: "reader-2026-11-23-001".into(),
+        correlation_id: "local-test-1".into(),
+        timestamp: "2026-11-23T12:00:00Z".into(),
+    };
+    let started = std::time::Instant::now();
+    let response = m
+        .complete(&request(
+            Some(contract.clone()),
+            ENVELOPE_SYSTEM,
+            "What is a README file for? Answer in one sentence.",
+        ))
+        .await
+        .unwrap();
+    eprintln!(
+        "envelope under grammar: {:?}, {:?} tokens\n{}",
+        started.elapsed(),
+        response.usage,
+        response.content
+    );
+    assert!(
+        !response.truncated,
+        "cut off after {:?}:\n{}",
+        started.elapsed(),
+        response.content
+    );
+    assert!(response.usage.input_tokens > 0 && response.usage.output_tokens > 0);
+    let files = FileCache::default();
+    let ctx = CheckContext::new(&project, &files)
+        .with_correlation_id(&contract.correlation_id)
+        .with_message_id(&contract.message_id);
+    let report = check(&response.content, &contract.contract, &ctx);
+    assert!(
+        report.violations.is_empty(),
+        "{:#?}\n{}",
+        report.violations,
+        response.content
+    );
+}
+
+#[tokio::test]
+async fn without_grammar_the_same_request_is_decoded_freely() {
+    // The comparison the grammar is for: the same request, decoded without it, is not held to
+    // the envelope (SmolLM2 does not write one from the prompt alone).
+    let model = model_path();
+    let (dir, project) = scripted::project();
+    let registry = Registry::with_builtins(context(dir.path(), "grammar = false\nseed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let contract = ResponseContract {
+        contract: Contract::envelope(),
+        message_id: "reader-2026-11-23-001".into(),
+        correlation_id: "local-test-1".into(),
+        timestamp: "2026-11-23T12:00:00Z".into(),
+    };
+    let started = std::time::Instant::now();
+    let response = m
+        .complete(&request(
+            Some(contract.clone()),
+            ENVELOPE_SYSTEM,
+            "What is a README file for? Answer in one sentence.",
+        ))
+        .await
+        .unwrap();
+    eprintln!(
+        "without grammar: {:?}, {:?} tokens\n{}",
+        started.elapsed(),
+        response.usage,
+        response.content
+    );
+    let files = FileCache::default();
+    let ctx = CheckContext::new(&project, &files);
+    let report = check(&response.content, &contract.contract, &ctx);
+    assert!(!report.violations.is_empty(), "{}", response.content);
+}
+
+#[tokio::test]
+async fn missing_and_corrupt_model_files_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::with_builtins(context(dir.path(), ""));
+    let e = registry
+        .get("local/models/nope.gguf")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("models/nope.gguf") && e.contains("does not exist"),
+        "{e}"
+    );
+    // GGUF magic, then garbage: llama.cpp refuses it and we say so, naming the file.
+    let bad = dir.path().join("bad.gguf");
+    let mut bytes = b"GGUF".to_vec();
+    bytes.extend(std::iter::repeat_n(0xAB_u8, 4096));
+    std::fs::write(&bad, bytes).unwrap();
+    let (m, _) = registry.get("local/bad.gguf").unwrap();
+    let e = m
+        .complete(&request(None, "", "hi"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad.gguf") && e.contains("could not load"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_larger_than_the_context_is_an_overflow_naming_the_file() {
+    let model = model_path();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::with_builtins(context(dir.path(), "context = 64"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let long = "Tell me about the weather. ".repeat(40);
+    let e = m.complete(&request(None, "", &long)).await.unwrap_err();
+    assert!(matches!(e, ModelError::ContextOverflow { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("smollm2-135m-instruct.gguf") && text.contains("[providers.local] context"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_model_is_configured_by_name() {
+    let model = model_path();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::with_builtins(context(
+        dir.path(),
+        &format!("[models]\nsmol = {:?}\n", model.display().to_string()),
+    ));
+    let (m, name) = registry.get("local/smol").unwrap();
+    assert_eq!((m.provider(), name.as_str()), ("local", "smol"));
+}
