@@ -6,6 +6,7 @@
 //! Checks select values with JSON pointers whose segments may be `*` (every item of an array or
 //! object): `/steps/*/files/*`. A pointer may name another step's result: `scope:/primary/*`.
 
+use super::file_inside;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -117,7 +118,7 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
             Check::FilesExist(pointers) => {
                 for path in subject.strings(pointers) {
                     if let Err(e) = file_inside(subject.project, &path) {
-                        errors.push(e);
+                        errors.push(e.to_string());
                     }
                 }
             }
@@ -182,22 +183,6 @@ fn normal(path: &str) -> String {
     path.trim().trim_start_matches("./").to_string()
 }
 
-/// `path` names an existing file inside the root (canonicalized: `..` and symlinks cannot lead
-/// out, and the hidden folders are refused).
-pub fn file_inside(project: &Project, path: &str) -> Result<std::path::PathBuf, String> {
-    let resolved = project
-        .resolve(path)
-        .map_err(|e| format!("scope file `{path}`: {e}"))?;
-    project
-        .refuse_hidden(path, &resolved)
-        .map_err(|e| format!("scope file `{path}`: {e}"))?;
-    if resolved.is_file() {
-        Ok(resolved)
-    } else {
-        Err(format!("scope file `{path}` is not a file"))
-    }
-}
-
 /// One evidence item: the excerpt is exactly the cited lines (trailing blanks aside).
 fn evidence(project: &Project, item: &Value) -> Result<(), String> {
     let path = item["path"].as_str().unwrap_or("");
@@ -212,7 +197,7 @@ fn evidence(project: &Project, item: &Value) -> Result<(), String> {
             "evidence `{path}:{start}-{end}`: cite 1 to 6 lines, `start` ≤ `end`, 1-based"
         ));
     }
-    let file = file_inside(project, path)?;
+    let file = file_inside(project, path).map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(&file).map_err(|e| format!("evidence `{path}`: {e}"))?;
     let actual: Vec<&str> = text
         .lines()

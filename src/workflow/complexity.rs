@@ -38,7 +38,7 @@ pub fn measure(project: &Project, files: &[String]) -> Result<Complexity, String
             continue;
         }
         seen.push(f);
-        let path = super::check::file_inside(project, f)?;
+        let path = super::file_inside(project, f).map_err(|e| e.to_string())?;
         let text = std::fs::read(&path).map_err(|e| format!("`{f}`: {e}"))?;
         lines += text.iter().filter(|b| **b == b'\n').count();
         let folder = f.rsplit_once('/').map_or(".", |(d, _)| d).to_string();

@@ -137,3 +137,37 @@ pub fn for_agent(
     })?;
     Some(find(project, &name))
 }
+
+/// Why a file the workflow names (a scope file, cited evidence) cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeFileError {
+    /// Outside the root, a link that leads out, or in a hidden folder.
+    #[error("scope file `{path}`: {reason}")]
+    Refused { path: String, reason: String },
+    #[error("scope file `{path}` is not a file")]
+    NotAFile { path: String },
+}
+
+/// `path` names an existing file inside the root (canonicalized: `..` and symlinks cannot lead
+/// out, and the hidden folders are refused). Here, not in `check.rs`, because both the checks and
+/// the complexity score ask it.
+pub(crate) fn file_inside(
+    project: &crate::project::Project,
+    path: &str,
+) -> Result<std::path::PathBuf, ScopeFileError> {
+    let refused = |e: &dyn std::fmt::Display| ScopeFileError::Refused {
+        path: path.to_string(),
+        reason: e.to_string(),
+    };
+    let resolved = project.resolve(path).map_err(|e| refused(&e))?;
+    project
+        .refuse_hidden(path, &resolved)
+        .map_err(|e| refused(&e))?;
+    if resolved.is_file() {
+        Ok(resolved)
+    } else {
+        Err(ScopeFileError::NotAFile {
+            path: path.to_string(),
+        })
+    }
+}
