@@ -186,7 +186,7 @@ impl Registry {
             }),
         );
         // GGUF models in-process (feature `local`; without it the factory says how to enable it).
-        r.register("local", Arc::new(super::local::factory));
+        r.register("local", Arc::new(local_factory));
         // HTTP providers: `openai` and `anthropic`, plus every `[providers.NAME]` that names a
         // `protocol` (e.g. `[providers.ollama] protocol = "openai"`).
         let mut http_names = vec!["openai".to_string(), "anthropic".to_string()];
@@ -270,6 +270,16 @@ impl Registry {
         }
         Ok((model, name.to_string()))
     }
+}
+
+/// The `local` provider's factory: `local/NAME` built by `model::local`, its error said with the
+/// model's full name.
+fn local_factory(ctx: &ProviderContext, name: &str) -> Result<Arc<dyn Model>, RegistryError> {
+    let table = ctx.providers.get(super::local::PROVIDER);
+    super::local::build(&ctx.project_root, table, name).map_err(|e| RegistryError::Build {
+        spec: format!("{}/{name}", super::local::PROVIDER),
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::registry::{ProviderContext, RegistryError};
 use super::Model;
 
 /// The provider's name, the part before `/` in `local/…`.
@@ -61,16 +60,14 @@ pub struct LocalSettings {
 }
 
 impl LocalSettings {
-    /// Reads `[providers.local]` from the provider tables.
-    pub fn from_context(ctx: &ProviderContext) -> Result<Self, String> {
-        match ctx.providers.get(PROVIDER) {
+    /// Reads `[providers.local]` (`None` when switchboard.toml has none).
+    pub fn from_table(table: Option<&toml::Table>) -> Result<Self, LocalError> {
+        match table {
             None => Ok(Self::default()),
-            Some(table) => table.clone().try_into::<LocalSettings>().map_err(|e| {
-                format!(
-                    "[providers.{PROVIDER}] in switchboard.toml: {}",
-                    e.message()
-                )
-            }),
+            Some(table) => table
+                .clone()
+                .try_into::<LocalSettings>()
+                .map_err(|e| LocalError::Settings(e.message().to_string())),
         }
     }
 }
@@ -98,6 +95,10 @@ pub enum LocalError {
     Load(PathBuf),
     #[error("`{path}`: {reason}")]
     Engine { path: PathBuf, reason: String },
+    #[error("[providers.{PROVIDER}] in switchboard.toml: {0}")]
+    Settings(String),
+    #[error("{NOT_BUILT}")]
+    NotBuilt,
 }
 
 /// Where `local/NAME` points: a configured name, else a path (relative to the project root
@@ -146,42 +147,43 @@ pub fn check_file(path: &Path) -> Result<(), LocalError> {
     }
 }
 
-/// The registry's factory for `local/NAME`.
-pub fn factory(ctx: &ProviderContext, name: &str) -> Result<Arc<dyn Model>, RegistryError> {
-    let spec = format!("{PROVIDER}/{name}");
-    let build = |reason: String| RegistryError::Build {
-        spec: spec.clone(),
-        reason,
-    };
+/// The model `local/NAME` names: settings from `[providers.local]` (`table`), the file checked,
+/// then loaded (once per process). The registry wraps this as the `local` provider's factory;
+/// this module does not know the registry, which imports it.
+pub fn build(
+    project_root: &Path,
+    table: Option<&toml::Table>,
+    name: &str,
+) -> Result<Arc<dyn Model>, LocalError> {
     if !cfg!(feature = "local") {
-        return Err(build(NOT_BUILT.to_string()));
+        return Err(LocalError::NotBuilt);
     }
-    let settings = LocalSettings::from_context(ctx).map_err(build)?;
-    let path = resolve_path(&ctx.project_root, &settings, name);
-    check_file(&path).map_err(|e| build(e.to_string()))?;
-    build_model(ctx, path, settings).map_err(build)
+    let settings = LocalSettings::from_table(table)?;
+    let path = resolve_path(project_root, &settings, name);
+    check_file(&path)?;
+    build_model(project_root, path, settings)
 }
 
 #[cfg(feature = "local")]
 fn build_model(
-    ctx: &ProviderContext,
+    project_root: &Path,
     path: PathBuf,
     settings: LocalSettings,
-) -> Result<Arc<dyn Model>, String> {
+) -> Result<Arc<dyn Model>, LocalError> {
     Ok(Arc::new(engine::LocalModel::new(
         path,
         settings,
-        ctx.project_root.clone(),
+        project_root.to_path_buf(),
     )))
 }
 
 #[cfg(not(feature = "local"))]
 fn build_model(
-    _ctx: &ProviderContext,
+    _project_root: &Path,
     _path: PathBuf,
     _settings: LocalSettings,
-) -> Result<Arc<dyn Model>, String> {
-    Err(NOT_BUILT.to_string())
+) -> Result<Arc<dyn Model>, LocalError> {
+    Err(LocalError::NotBuilt)
 }
 
 /// What a build without the feature says when asked for a local model.
@@ -194,22 +196,14 @@ pub const NOT_BUILT: &str = "this switchboard was built without the `local` feat
 mod tests {
     use super::*;
 
-    fn ctx(root: &Path, toml_text: &str) -> ProviderContext {
+    /// `[providers.local]` of a switchboard.toml text.
+    fn table(toml_text: &str) -> Option<toml::Table> {
         let table: toml::Table = toml::from_str(toml_text).unwrap();
-        let providers = table
+        table
             .get("providers")
-            .and_then(|p| p.as_table())
-            .map(|t| {
-                t.iter()
-                    .map(|(k, v)| (k.clone(), v.as_table().unwrap().clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        ProviderContext {
-            project_root: root.to_path_buf(),
-            providers,
-            stream: None,
-        }
+            .and_then(|p| p.get(PROVIDER))
+            .and_then(|t| t.as_table())
+            .cloned()
     }
 
     #[test]
@@ -255,18 +249,21 @@ mod tests {
 
     #[cfg(feature = "local")]
     #[test]
-    fn the_factory_reports_bad_files_and_settings() {
+    fn building_reports_bad_files_and_settings() {
         let dir = tempfile::tempdir().unwrap();
-        let e = factory(&ctx(dir.path(), ""), "nope.gguf")
+        let e = build(dir.path(), table("").as_ref(), "nope.gguf")
             .err()
             .unwrap()
             .to_string();
         assert!(
-            e.contains("local/nope.gguf") && e.contains("does not exist"),
+            e.contains("nope.gguf") && e.contains("does not exist"),
             "{e}"
         );
-        let c = ctx(dir.path(), "[providers.local]\ncontxt = 10\n");
-        let e = factory(&c, "x.gguf").err().unwrap().to_string();
+        let t = table("[providers.local]\ncontxt = 10\n");
+        let e = build(dir.path(), t.as_ref(), "x.gguf")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("[providers.local]") && e.contains("contxt"),
             "{e}"
@@ -275,9 +272,10 @@ mod tests {
 
     #[test]
     fn unknown_settings_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path(), "[providers.local]\ncontxt = 10\n");
-        let e = LocalSettings::from_context(&c).unwrap_err();
+        let t = table("[providers.local]\ncontxt = 10\n");
+        let e = LocalSettings::from_table(t.as_ref())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("[providers.local]") && e.contains("contxt"),
             "{e}"
@@ -288,10 +286,7 @@ mod tests {
     #[test]
     fn without_the_feature_local_models_say_how_to_enable_it() {
         let dir = tempfile::tempdir().unwrap();
-        let e = factory(&ctx(dir.path(), ""), "m.gguf")
-            .err()
-            .unwrap()
-            .to_string();
+        let e = build(dir.path(), None, "m.gguf").err().unwrap().to_string();
         assert!(e.contains("--features local"), "{e}");
     }
 }
