@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests in `tests/it/` (the benches include single files
 //! of this folder with `#[path]`).
 
+pub mod clock;
 pub mod fs;
 pub mod mock;
 pub mod scripted;
