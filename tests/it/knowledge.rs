@@ -551,7 +551,7 @@ fn cli_stale_show_forget_gc_and_export() {
 /// analysed like a located document. Without a store, recall says so and creates none.
 #[test]
 fn the_offline_researcher_recalls_what_knowledge_analyze_stored() {
-    use crate::support::fs::{copy_tree, sb};
+    use crate::support::fs::{copy_tree, json_out, sb};
     let dir = tempfile::tempdir().unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     copy_tree(&repo.join("agent"), &dir.path().join("agent"));
@@ -560,16 +560,7 @@ fn the_offline_researcher_recalls_what_knowledge_analyze_stored() {
         &dir.path().join("thoughts"),
     );
     let run = |question: &str| {
-        let out = sb(dir.path())
-            .args(["run", "researcher", question, "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = json_out(sb(dir.path()).args(["run", "researcher", question, "--json"]));
         read_log(Path::new(v["events"].as_str().unwrap())).unwrap()
     };
     let recall_output = |events: &[switchboard::runtime::Event]| {

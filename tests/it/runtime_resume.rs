@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use switchboard::runtime::events::read_log;
@@ -26,18 +26,7 @@ fn project() -> tempfile::TempDir {
     dir
 }
 
-/// The stdout of a command that must have succeeded (its stderr shown if not), as JSON.
-#[track_caller]
-fn success_json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-use crate::support::fs::sb;
+use crate::support::fs::{sb, success_json};
 
 #[test]
 fn run_json_prints_one_object_and_trace_shows_the_tree() {

@@ -120,12 +120,7 @@ fn run_session(root: &Path, otel: &str) -> (Output, String, Vec<Event>) {
         .arg(format!("--otel={otel}"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::fs::success_json(&out);
     assert_eq!(v["status"], "completed");
     let events = read_log(Path::new(v["events"].as_str().unwrap())).unwrap();
     (out, v["session_id"].as_str().unwrap().to_string(), events)

@@ -123,12 +123,7 @@ fn the_trace_page_shows_one_bar_per_hop_where_the_hop_ran() {
         .args(["--model", "scripted/research.yaml"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::fs::success_json(&out);
     let session = v["session_id"].as_str().unwrap();
 
     let page = dir.path().join("trace.html");

@@ -4,14 +4,15 @@
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use switchboard::project::Project;
+
+use crate::support::fs::{json_out, sb};
 use switchboard::workflow::{self, command::check_command, state, tool, StepStatus};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
 /// A small Rust project with the shipped planner, its workflow and the agents it may call.
 fn project() -> tempfile::TempDir {
@@ -371,23 +372,6 @@ fn the_document_is_rendered_from_the_template_and_its_evidence_holds() {
     assert!(problems.is_empty(), "{problems:#?}");
     assert_eq!(run.state().status, workflow::RunStatus::Done);
     assert_eq!(run.step("plan", good("plan"))["action"], "STOP");
-}
-
-fn sb(root: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--root").arg(root).env("NO_COLOR", "1");
-    c
-}
-
-fn json_out(c: &mut Command) -> Value {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

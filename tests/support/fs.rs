@@ -23,3 +23,22 @@ pub fn sb(root: &Path) -> std::process::Command {
     c.arg("--root").arg(root).env("NO_COLOR", "1");
     c
 }
+
+/// The stdout of a command that must have succeeded, as JSON (its stderr and stdout shown if
+/// it did not).
+#[track_caller]
+pub fn success_json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs `cmd`, which must succeed, and reads its stdout as JSON.
+#[track_caller]
+pub fn json_out(cmd: &mut std::process::Command) -> serde_json::Value {
+    success_json(&cmd.output().unwrap())
+}
