@@ -19,18 +19,17 @@ use crate::project::Project;
 
 pub use crate::agent::gate::PLAN_TOOL;
 
-/// Built-in tools that read the project or the web. They stay closed until a plan passed even
-/// when no source names them, so a gate cannot be walked around by a tool the author forgot.
-const RETRIEVAL_TOOLS: &[&str] = &[
-    "read",
-    "grep",
-    "glob",
-    "list",
-    "webfetch",
-    "websearch",
-    "analyze_file",
-    "recall",
-];
+/// Built-in tools that change nothing and fetch nothing: everything else built in reads the
+/// project, the knowledge store or the web. They stay open before a plan.
+const NOT_RETRIEVAL: &[&str] = &["write", "task"];
+
+/// Whether a built-in tool reads something. Derived from the built-in list, so a reading tool
+/// added later is closed before a plan without anyone remembering to list it here; the built-in
+/// retrieval tools stay closed until a plan passes even when no source names them, so a gate
+/// cannot be walked around by a tool the author forgot.
+fn is_retrieval_tool(name: &str) -> bool {
+    crate::agent::grants::BUILTIN_TOOLS.contains(&name) && !NOT_RETRIEVAL.contains(&name)
+}
 
 /// Why a gated hop cannot start: its gate names a plan agent that is not there or owes no JSON.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -189,7 +188,7 @@ impl PlanGate {
         };
         let retrieval = tool == "task"
             || mcp
-            || RETRIEVAL_TOOLS.contains(&name)
+            || is_retrieval_tool(name)
             || self.gate.gated_names().any(|n| n == name);
         if !retrieval {
             return Admission::Open;
@@ -396,6 +395,28 @@ mod tests {
         ));
         let why = g.submit("not json", &project).unwrap_err().to_string();
         assert!(why.contains("does not pass contract"), "{why}");
+    }
+
+    #[test]
+    fn every_built_in_tool_but_write_and_task_is_retrieval() {
+        let retrieval: Vec<&str> = crate::agent::grants::BUILTIN_TOOLS
+            .iter()
+            .copied()
+            .filter(|t| is_retrieval_tool(t))
+            .collect();
+        assert_eq!(
+            retrieval,
+            [
+                "read",
+                "list",
+                "glob",
+                "grep",
+                "webfetch",
+                "websearch",
+                "analyze_file",
+                "recall"
+            ]
+        );
     }
 
     #[test]
