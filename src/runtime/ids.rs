@@ -102,24 +102,39 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    #[test]
-    fn ids_are_unique_under_threads_and_restart_per_day() {
-        let dir = tempfile::tempdir().unwrap();
-        let now = Utc::now();
-        let handles: Vec<_> = (0..8)
+    /// `threads` threads, each with the allocator `ids_for` gives it, allocate `each` ids for
+    /// `thoughts` at `now`, all starting together; every id, in no particular order.
+    fn allocate_in_threads(
+        threads: usize,
+        each: usize,
+        now: chrono::DateTime<Utc>,
+        ids_for: impl Fn() -> MessageIds,
+    ) -> Vec<String> {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+        let handles: Vec<_> = (0..threads)
             .map(|_| {
-                let ids = MessageIds::for_project(dir.path());
+                let ids = ids_for();
+                let barrier = barrier.clone();
                 std::thread::spawn(move || {
-                    (0..50)
+                    barrier.wait();
+                    (0..each)
                         .map(|_| ids.allocate("thoughts", now).unwrap())
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
-        let all: Vec<String> = handles
+        handles
             .into_iter()
             .flat_map(|h| h.join().unwrap())
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn ids_are_unique_under_threads_and_restart_per_day() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        // An allocator of its own per thread: only the file lock keeps them apart.
+        let all = allocate_in_threads(8, 50, now, || MessageIds::for_project(dir.path()));
         let unique: HashSet<_> = all.iter().collect();
         assert_eq!(unique.len(), 400);
         let day = now.format("%Y-%m-%d");
@@ -141,23 +156,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let ids = MessageIds::for_project(dir.path());
             let now = Utc::now();
-            let barrier = std::sync::Arc::new(std::sync::Barrier::new(32));
-            let handles: Vec<_> = (0..32)
-                .map(|_| {
-                    let ids = ids.clone();
-                    let barrier = barrier.clone();
-                    std::thread::spawn(move || {
-                        barrier.wait();
-                        (0..40)
-                            .map(|_| ids.allocate("thoughts", now).unwrap())
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            let all: Vec<String> = handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect();
+            let all = allocate_in_threads(32, 40, now, || ids.clone());
             let unique: HashSet<_> = all.iter().collect();
             assert_eq!(unique.len(), 32 * 40, "round {round}: duplicates");
             let day = now.format("%Y-%m-%d");
@@ -176,21 +175,7 @@ mod tests {
             return;
         };
         let ids = MessageIds::for_project(Path::new(&dir));
-        let now = Utc::now();
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                let ids = ids.clone();
-                std::thread::spawn(move || {
-                    (0..25)
-                        .map(|_| ids.allocate("thoughts", now).unwrap())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        let all: Vec<String> = handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect();
+        let all = allocate_in_threads(4, 25, Utc::now(), || ids.clone());
         let out = Path::new(&dir).join(format!("out-{}", std::process::id()));
         std::fs::write(out, all.join("\n")).unwrap();
     }
