@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
+use switchboard::model::{ProviderContext, Registry};
 use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::resume::plan_from_log;
@@ -19,33 +19,10 @@ fn project() -> (tempfile::TempDir, Project) {
     scripted::project_with_analyst()
 }
 
-fn registry(script: &str) -> Arc<Registry> {
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
-    Arc::new(registry)
-}
+use scripted::registry;
 
 async fn run_analyst(project: &Project, script: &str, task: &str) -> (SessionOutcome, Vec<Event>) {
-    let agents = Arc::new(load(project, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..RunOptions::default()
-    };
-    let session = Session::new(
-        project.clone(),
-        agents,
-        Config::default(),
-        registry(script),
-        options,
-        "analyst",
-        task,
-    )
-    .unwrap();
-    let outcome = session.run().await;
-    let events = read_log(&outcome.events).unwrap();
-    (outcome, events)
+    scripted::run_agent(project, Config::default(), script, "analyst", task).await
 }
 
 fn outcomes(events: &[Event]) -> Vec<(String, u32, Option<String>, bool)> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::support::mock::{answer, call, Mock, Proto, Reply};
 use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
+use switchboard::model::{ProviderContext, Registry};
 use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::{
@@ -39,12 +39,7 @@ fn project(lead_budget: &str, worker_budget: &str) -> (tempfile::TempDir, Projec
     (dir, p)
 }
 
-fn registry(script: &str) -> Arc<Registry> {
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
-    Arc::new(registry)
-}
+use crate::support::scripted::registry;
 
 /// Runs `root` (any mode) on `prompt` with `script`; returns the outcome and its log.
 async fn session(

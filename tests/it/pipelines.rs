@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
 use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
 use switchboard::runtime::pipeline::{self, Pipeline};
@@ -40,9 +39,6 @@ fn project() -> (tempfile::TempDir, Project) {
 async fn run(p: &Project, script: &str) -> (SessionOutcome, Vec<Event>) {
     let agents = Arc::new(load(p, &LoadOptions::default()));
     let spec = Pipeline::load(p, "p.yaml", &agents).unwrap();
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
     let options = RunOptions {
         model: Some("scripted/test".into()),
         correlation_id: Some("corr-p".into()),
@@ -53,7 +49,7 @@ async fn run(p: &Project, script: &str) -> (SessionOutcome, Vec<Event>) {
         p.clone(),
         agents,
         Config::default(),
-        Arc::new(registry),
+        crate::support::scripted::registry(script),
         options,
         "pipeline:t",
         "go",

@@ -3,14 +3,12 @@
 //! BLOCKED. And the shipped pair (thoughts-analyzer + evidence-validator) on the offline model.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use switchboard::agent::{load, LoadOptions};
 use switchboard::config::Config;
-use switchboard::model::{Model, ProviderContext, Registry, ScriptedModel};
 use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
-use switchboard::runtime::{Event, EventKind, Outcome, RunOptions, Session, SessionOutcome};
+use switchboard::runtime::{Event, EventKind, Outcome, RunOptions, SessionOutcome};
 
 const LEAD: &str = "---\nname: lead\ndescription: \"Delegates to worker.\"\nmode: primary\ntools: {task: true}\n---\nYou are {{ agent }}.\n";
 const WORKER: &str = "---\nname: worker\ndescription: \"Answers in an envelope.\"\nmode: subagent\ntools: {read: true}\nvalidator: checker\ncontract:\n  extends: envelope\n  message_types: [WORKER_RESPONSE]\n  message_id_prefix: worker\n  max_repairs: 2\n---\nYou are {{ agent }}.\n";
@@ -57,28 +55,7 @@ async fn run(
         "agents:\n  lead:\n    - turns:\n        - tool_calls: [{{name: task, arguments: {{subagent_type: worker, description: w, prompt: go}}}}]\n        - content: lead done\n  worker:\n    - turns:\n{worker}  checker:\n{}",
         verdicts(checker)
     );
-    let agents = Arc::new(load(p, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(&script).unwrap());
-    registry.insert("scripted/test", model);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..RunOptions::default()
-    };
-    let s = Session::new(
-        p.clone(),
-        agents,
-        Config::default(),
-        Arc::new(registry),
-        options,
-        "lead",
-        "x",
-    )
-    .unwrap();
-    let outcome = s.run().await;
-    let events = read_log(&outcome.events).unwrap();
-    (outcome, events)
+    crate::support::scripted::run_agent(p, Config::default(), &script, "lead", "x").await
 }
 
 fn verdict_events(events: &[Event]) -> Vec<(String, u32)> {

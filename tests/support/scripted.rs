@@ -66,6 +66,14 @@ pub async fn run_with(
     (outcome, events)
 }
 
+/// The built-in providers plus `script` (a scripted model's YAML) as `scripted/test`.
+pub fn registry(script: &str) -> Arc<Registry> {
+    let registry = Registry::with_builtins(ProviderContext::default());
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
+    registry.insert("scripted/test", model);
+    Arc::new(registry)
+}
+
 /// Runs `agent` on `task` in `project` with `config`, the model being `script` (a scripted
 /// model's YAML); returns the outcome and its event log.
 pub async fn run_agent(
@@ -77,9 +85,6 @@ pub async fn run_agent(
 ) -> (SessionOutcome, Vec<Event>) {
     let agents = Arc::new(load(project, &LoadOptions::default()));
     assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext::default());
-    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_yaml(script).unwrap());
-    registry.insert("scripted/test", model);
     let options = RunOptions {
         model: Some("scripted/test".into()),
         ..RunOptions::default()
@@ -88,7 +93,7 @@ pub async fn run_agent(
         project.clone(),
         agents,
         config,
-        Arc::new(registry),
+        registry(script),
         options,
         agent,
         task,
