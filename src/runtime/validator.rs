@@ -59,27 +59,40 @@ pub fn verdict_schema() -> serde_json::Value {
     })
 }
 
+/// Why a validator's answer gives no usable verdict. The hop loop quotes it in the worker's
+/// BLOCKED reason, so each message says what was wrong with the answer.
+#[derive(Debug, thiserror::Error)]
+pub enum VerdictError {
+    #[error("its answer holds no JSON object")]
+    NoObject,
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The built-in verdict schema did not compile (a defect of ours, not the validator's).
+    #[error(transparent)]
+    Schema(#[from] crate::contract::schema::SchemaError),
+    #[error("the verdict breaks its schema: {}", .0.join("; "))]
+    BreaksSchema(Vec<String>),
+    #[error("{0}")]
+    Shape(#[source] serde_json::Error),
+}
+
 /// Reads a verdict out of the validator's answer (a JSON object, possibly with prose around).
-pub fn parse_verdict(text: &str, project: &Project) -> Result<Verdict, String> {
+pub fn parse_verdict(text: &str, project: &Project) -> Result<Verdict, VerdictError> {
     let (start, end) = match (text.find('{'), text.rfind('}')) {
         (Some(s), Some(e)) if s < e => (s, e),
-        _ => return Err("its answer holds no JSON object".into()),
+        _ => return Err(VerdictError::NoObject),
     };
     let value: serde_json::Value =
-        serde_json::from_str(&text[start..=end]).map_err(|e| format!("not JSON: {e}"))?;
-    let validator =
-        compile(&SchemaSource::Inline(verdict_schema()), project).map_err(|e| e.to_string())?;
+        serde_json::from_str(&text[start..=end]).map_err(VerdictError::NotJson)?;
+    let validator = compile(&SchemaSource::Inline(verdict_schema()), project)?;
     let problems: Vec<String> = validator
         .iter_errors(&value)
         .map(|e| e.to_string())
         .collect();
     if !problems.is_empty() {
-        return Err(format!(
-            "the verdict breaks its schema: {}",
-            problems.join("; ")
-        ));
+        return Err(VerdictError::BreaksSchema(problems));
     }
-    serde_json::from_value(value).map_err(|e| e.to_string())
+    serde_json::from_value(value).map_err(VerdictError::Shape)
 }
 
 /// The validator's hop: a child of the worker's, on the worker's task and answer.

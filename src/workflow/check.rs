@@ -159,7 +159,7 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
                             serde_json::to_value(c).unwrap_or(Value::Null),
                         );
                     }
-                    Err(e) => errors.push(e),
+                    Err(e) => errors.push(e.to_string()),
                 }
             }
             Check::Evidence(pointer) => {
@@ -170,7 +170,7 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
                 };
                 for item in root.map(|r| select(r, ptr)).unwrap_or_default() {
                     if let Err(e) = evidence(subject.project, item) {
-                        errors.push(e);
+                        errors.push(e.to_string());
                     }
                 }
             }
@@ -183,22 +183,52 @@ fn normal(path: &str) -> String {
     path.trim().trim_start_matches("./").to_string()
 }
 
+/// Why one evidence item does not hold (the step check reports it to the model).
+#[derive(Debug, thiserror::Error)]
+enum EvidenceError {
+    #[error("evidence for `{0}` needs numeric `start` and `end` lines")]
+    NoLines(String),
+    #[error("evidence `{path}:{start}-{end}`: cite 1 to 6 lines, `start` ≤ `end`, 1-based")]
+    Range { path: String, start: u64, end: u64 },
+    #[error(transparent)]
+    Scope(#[from] super::ScopeFileError),
+    #[error("evidence `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "evidence `{path}:{start}-{end}`: the excerpt does not match the file; lines there \
+         now: {actual:?}"
+    )]
+    Mismatch {
+        path: String,
+        start: u64,
+        end: u64,
+        actual: String,
+    },
+}
+
 /// One evidence item: the excerpt is exactly the cited lines (trailing blanks aside).
-fn evidence(project: &Project, item: &Value) -> Result<(), String> {
+fn evidence(project: &Project, item: &Value) -> Result<(), EvidenceError> {
     let path = item["path"].as_str().unwrap_or("");
     let (Some(start), Some(end)) = (item["start"].as_u64(), item["end"].as_u64()) else {
-        return Err(format!(
-            "evidence for `{path}` needs numeric `start` and `end` lines"
-        ));
+        return Err(EvidenceError::NoLines(path.to_string()));
     };
     let excerpt = item["excerpt"].as_str().unwrap_or("");
     if start == 0 || end < start || end - start >= 6 {
-        return Err(format!(
-            "evidence `{path}:{start}-{end}`: cite 1 to 6 lines, `start` ≤ `end`, 1-based"
-        ));
+        return Err(EvidenceError::Range {
+            path: path.to_string(),
+            start,
+            end,
+        });
     }
-    let file = file_inside(project, path).map_err(|e| e.to_string())?;
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("evidence `{path}`: {e}"))?;
+    let file = file_inside(project, path)?;
+    let text = std::fs::read_to_string(&file).map_err(|source| EvidenceError::Read {
+        path: path.to_string(),
+        source,
+    })?;
     let actual: Vec<&str> = text
         .lines()
         .skip(start as usize - 1)
@@ -209,11 +239,12 @@ fn evidence(project: &Project, item: &Value) -> Result<(), String> {
     if actual == quoted {
         Ok(())
     } else {
-        Err(format!(
-            "evidence `{path}:{start}-{end}`: the excerpt does not match the file; lines there \
-             now: {:?}",
-            actual.join("\n")
-        ))
+        Err(EvidenceError::Mismatch {
+            path: path.to_string(),
+            start,
+            end,
+            actual: actual.join("\n"),
+        })
     }
 }
 

@@ -10,7 +10,60 @@
 
 use std::path::Path;
 
-use crate::project::Project;
+use crate::project::{PathError, Project};
+
+/// Why one piece of a verification command is refused. The text is what the model (or the
+/// workflow's author) reads, so each says what to do instead.
+#[derive(Debug, thiserror::Error)]
+enum Unsafe {
+    #[error(
+        "command substitution (`$(…)`, backquotes, `<(…)`) runs commands the check cannot \
+         see; write the command out"
+    )]
+    Substitution,
+    #[error("unbalanced quotes")]
+    UnbalancedQuotes,
+    #[error("no program to run")]
+    NoProgram,
+    #[error("the program `{0}` is a variable; name the program itself")]
+    Variable(String),
+    #[error("`{program}` {why}; a verification command only reads or tests")]
+    Program { program: String, why: &'static str },
+    #[error(
+        "`git {0}` may change the repository or the working tree (reset, clean, push, \
+         checkout, …); use a reading subcommand such as `git status` or `git diff`"
+    )]
+    GitWrites(String),
+    #[error("`git` without a subcommand")]
+    GitBare,
+    #[error("`cargo {0}` changes files or publishes; use `cargo test` or `cargo check`")]
+    CargoWrites(String),
+    #[error("`cargo fmt` rewrites sources; use `cargo fmt --check`")]
+    CargoFmt,
+    #[error("`{program} {sub}` changes or publishes packages")]
+    PackageWrites { program: String, sub: String },
+    #[error("`{0} -i` edits files in place")]
+    InPlace(String),
+    #[error(
+        "`find` with `-delete` or `-exec` changes files or runs commands the check cannot see"
+    )]
+    FindRuns,
+    #[error("`{0} --force` overrides safety checks")]
+    Force(String),
+    #[error("`{0}` is not a file")]
+    NotAFile(String),
+    #[error("the program `{program}`: {source}")]
+    Path {
+        program: String,
+        #[source]
+        source: PathError,
+    },
+    #[error(
+        "the program `{0}` is not installed (not found on PATH); name a program of the \
+         project's toolchain"
+    )]
+    NotInstalled(String),
+}
 
 /// Programs refused whatever their arguments: they delete, move, overwrite, change owners or
 /// rights, escalate, or run another command the check cannot see.
@@ -122,7 +175,7 @@ pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>
 }
 
 /// Judges one simple command's words.
-fn check_words(words: &[String], project: &Project) -> Result<(), String> {
+fn check_words(words: &[String], project: &Project) -> Result<(), Unsafe> {
     let mut i = 0;
     loop {
         // Leading assignments (`RUST_LOG=debug cargo test`).
@@ -130,12 +183,10 @@ fn check_words(words: &[String], project: &Project) -> Result<(), String> {
             i += 1;
         }
         let Some(program) = words.get(i) else {
-            return Err("no program to run".into());
+            return Err(Unsafe::NoProgram);
         };
         if program.starts_with('$') {
-            return Err(format!(
-                "the program `{program}` is a variable; name the program itself"
-            ));
+            return Err(Unsafe::Variable(program.clone()));
         }
         let base = program.rsplit('/').next().unwrap_or(program);
         if WRAPPERS.contains(&base) {
@@ -154,9 +205,10 @@ fn check_words(words: &[String], project: &Project) -> Result<(), String> {
             .iter()
             .find(|(p, _)| *p == base || (base.starts_with("mkfs") && *p == "mkfs"))
         {
-            return Err(format!(
-                "`{base}` {why}; a verification command only reads or tests"
-            ));
+            return Err(Unsafe::Program {
+                program: base.to_string(),
+                why,
+            });
         }
         subcommand_rules(base, args)?;
         return exists(program, project);
@@ -175,7 +227,7 @@ fn is_assignment(word: &str) -> bool {
 }
 
 /// Rules for programs that both read and write, by subcommand or flag.
-fn subcommand_rules(program: &str, args: &[String]) -> Result<(), String> {
+fn subcommand_rules(program: &str, args: &[String]) -> Result<(), Unsafe> {
     let first = args
         .iter()
         .find(|a| !a.starts_with('-'))
@@ -187,26 +239,22 @@ fn subcommand_rules(program: &str, args: &[String]) -> Result<(), String> {
     match program {
         "git" => match first {
             Some(sub) if GIT_READS.contains(&sub) => Ok(()),
-            Some(sub) => Err(format!(
-                "`git {sub}` may change the repository or the working tree (reset, clean, push, \
-                 checkout, …); use a reading subcommand such as `git status` or `git diff`"
-            )),
-            None => Err("`git` without a subcommand".into()),
+            Some(sub) => Err(Unsafe::GitWrites(sub.to_string())),
+            None => Err(Unsafe::GitBare),
         },
         "cargo" => match first {
             Some(sub @ ("clean" | "install" | "uninstall" | "publish" | "yank" | "fix")) => {
-                Err(format!(
-                    "`cargo {sub}` changes files or publishes; use `cargo test` or `cargo check`"
-                ))
+                Err(Unsafe::CargoWrites(sub.to_string()))
             }
-            Some("fmt") if !has("--check") => {
-                Err("`cargo fmt` rewrites sources; use `cargo fmt --check`".into())
-            }
+            Some("fmt") if !has("--check") => Err(Unsafe::CargoFmt),
             _ => Ok(()),
         },
         "npm" | "pnpm" | "yarn" => match first {
             Some(sub @ ("publish" | "unpublish" | "uninstall" | "remove" | "rm" | "prune")) => {
-                Err(format!("`{program} {sub}` changes or publishes packages"))
+                Err(Unsafe::PackageWrites {
+                    program: program.to_string(),
+                    sub: sub.to_string(),
+                })
             }
             _ => Ok(()),
         },
@@ -217,25 +265,27 @@ fn subcommand_rules(program: &str, args: &[String]) -> Result<(), String> {
                     || (a.starts_with("-i") && program == "sed")
             }) =>
         {
-            Err(format!("`{program} -i` edits files in place"))
+            Err(Unsafe::InPlace(program.to_string()))
         }
-        "find" if has("-delete") || has("-exec") || has("-execdir") || has("-ok") => Err(
-            "`find` with `-delete` or `-exec` changes files or runs commands the check cannot see"
-                .into(),
-        ),
-        _ if has("--force") => Err(format!("`{program} --force` overrides safety checks")),
+        "find" if has("-delete") || has("-exec") || has("-execdir") || has("-ok") => {
+            Err(Unsafe::FindRuns)
+        }
+        _ if has("--force") => Err(Unsafe::Force(program.to_string())),
         _ => Ok(()),
     }
 }
 
 /// Whether `program` can be found: a path inside the project, or a name on `PATH`.
-fn exists(program: &str, project: &Project) -> Result<(), String> {
+fn exists(program: &str, project: &Project) -> Result<(), Unsafe> {
     if program.contains('/') {
         let rel = program.strip_prefix("./").unwrap_or(program);
         return match project.resolve(rel) {
             Ok(p) if p.is_file() => Ok(()),
-            Ok(_) => Err(format!("`{program}` is not a file")),
-            Err(e) => Err(format!("the program `{program}`: {e}")),
+            Ok(_) => Err(Unsafe::NotAFile(program.to_string())),
+            Err(source) => Err(Unsafe::Path {
+                program: program.to_string(),
+                source,
+            }),
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -243,10 +293,7 @@ fn exists(program: &str, project: &Project) -> Result<(), String> {
     if found {
         Ok(())
     } else {
-        Err(format!(
-            "the program `{program}` is not installed (not found on PATH); name a program of \
-             the project's toolchain"
-        ))
+        Err(Unsafe::NotInstalled(program.to_string()))
     }
 }
 
@@ -265,7 +312,7 @@ struct Scan {
 }
 
 /// Splits `command` at unquoted `;`, `&&`, `||`, `|`, `&` and newlines, and notes redirections.
-fn scan(command: &str) -> Result<Scan, String> {
+fn scan(command: &str) -> Result<Scan, Unsafe> {
     let mut out = Scan::default();
     let mut piece = String::new();
     let chars: Vec<char> = command.chars().collect();
@@ -291,11 +338,7 @@ fn scan(command: &str) -> Result<Scan, String> {
             continue;
         }
         if c == '`' || (c == '$' && next == Some('(')) || (c == '<' && next == Some('(')) {
-            return Err(
-                "command substitution (`$(…)`, backquotes, `<(…)`) runs commands the check cannot \
-                 see; write the command out"
-                    .into(),
-            );
+            return Err(Unsafe::Substitution);
         }
         if double {
             if c == '"' {
@@ -357,7 +400,7 @@ fn scan(command: &str) -> Result<Scan, String> {
         i += 1;
     }
     if single || double {
-        return Err("unbalanced quotes".into());
+        return Err(Unsafe::UnbalancedQuotes);
     }
     out.pieces.push(piece);
     Ok(out)
@@ -421,6 +464,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = Project::open(dir.path()).unwrap();
         let words: Vec<String> = ["timeout", "60", "rm", "x"].map(String::from).to_vec();
-        assert!(check_words(&words, &p).unwrap_err().contains("deletes"));
+        assert!(check_words(&words, &p)
+            .unwrap_err()
+            .to_string()
+            .contains("deletes"));
     }
 }

@@ -21,14 +21,29 @@ pub struct Complexity {
     pub repo_files: usize,
 }
 
+/// Why the change could not be measured (the step check reports it to the model).
+#[derive(Debug, thiserror::Error)]
+pub enum ComplexityError {
+    #[error("the complexity needs the scope's files, and the scope names none")]
+    NoFiles,
+    #[error(transparent)]
+    Scope(#[from] super::ScopeFileError),
+    #[error("`{file}`: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Measures the change to `files` (project-relative; each must exist inside the root).
 ///
 /// score = 2 per file + 1 per 250 lines they hold + 1 per folder beyond the first
 ///         + 1 when the repository has over 200 files, + 1 more over 2,000.
 /// Levels: under 6 low, under 12 medium, else high.
-pub fn measure(project: &Project, files: &[String]) -> Result<Complexity, String> {
+pub fn measure(project: &Project, files: &[String]) -> Result<Complexity, ComplexityError> {
     if files.is_empty() {
-        return Err("the complexity needs the scope's files, and the scope names none".into());
+        return Err(ComplexityError::NoFiles);
     }
     let mut lines = 0usize;
     let mut folders: Vec<String> = Vec::new();
@@ -38,8 +53,11 @@ pub fn measure(project: &Project, files: &[String]) -> Result<Complexity, String
             continue;
         }
         seen.push(f);
-        let path = super::file_inside(project, f).map_err(|e| e.to_string())?;
-        let text = std::fs::read(&path).map_err(|e| format!("`{f}`: {e}"))?;
+        let path = super::file_inside(project, f)?;
+        let text = std::fs::read(&path).map_err(|source| ComplexityError::Read {
+            file: f.clone(),
+            source,
+        })?;
         lines += text.iter().filter(|b| **b == b'\n').count();
         let folder = f.rsplit_once('/').map_or(".", |(d, _)| d).to_string();
         if !folders.contains(&folder) {

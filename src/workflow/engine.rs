@@ -269,18 +269,31 @@ fn question(step: &super::Step, result: &Value) -> String {
     }
 }
 
+/// Why `workflow retry` cannot reopen a step.
+#[derive(Debug, thiserror::Error)]
+pub enum RetryError {
+    #[error("`{step}` is not a step of workflow `{workflow}`; its steps are: {}", .steps.join(", "))]
+    UnknownStep {
+        step: String,
+        workflow: String,
+        steps: Vec<String>,
+    },
+    #[error("run `{0}` was aborted; start a new run")]
+    Aborted(String),
+}
+
 /// Resets `step` and every step after it that depends on it, keeping their history: the next
 /// report of `step` is taken as new. Reopens a stopped or finished run.
-pub fn retry(wf: &Workflow, state: &mut State, step: &str) -> Result<(), String> {
+pub fn retry(wf: &Workflow, state: &mut State, step: &str) -> Result<(), RetryError> {
     if wf.step(step).is_none() {
-        return Err(format!(
-            "`{step}` is not a step of workflow `{}`; its steps are: {}",
-            wf.name,
-            wf.names().join(", ")
-        ));
+        return Err(RetryError::UnknownStep {
+            step: step.to_string(),
+            workflow: wf.name.clone(),
+            steps: wf.names().iter().map(|n| n.to_string()).collect(),
+        });
     }
     if state.status == RunStatus::Aborted {
-        return Err(format!("run `{}` was aborted; start a new run", state.id));
+        return Err(RetryError::Aborted(state.id.clone()));
     }
     let mut names = vec![step];
     names.extend(wf.dependents(step));
@@ -343,17 +356,26 @@ pub fn template_vars(state: &State) -> Value {
 /// Variables the runtime gives every template besides the step results.
 pub const RUN_VARIABLES: &[&str] = &["task", "workflow_id", "agent", "correlation_id", "today"];
 
+/// Which of the workflow's two templates failed to render, and minijinja's reason.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("the output path template: {0}")]
+    Path(#[source] minijinja::Error),
+    #[error("the document template: {0}")]
+    Document(#[source] minijinja::Error),
+}
+
 /// Renders the document: its project-relative path and its text.
-pub fn render(wf: &Workflow, state: &State) -> Result<(String, String), String> {
+pub fn render(wf: &Workflow, state: &State) -> Result<(String, String), RenderError> {
     let vars = template_vars(state);
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let path = env
         .render_str(&wf.output.path, minijinja::value::Serde(&vars))
-        .map_err(|e| format!("the output path template: {e}"))?;
+        .map_err(RenderError::Path)?;
     let mut text = env
         .render_str(&wf.output.template, minijinja::value::Serde(&vars))
-        .map_err(|e| format!("the document template: {e}"))?;
+        .map_err(RenderError::Document)?;
     if !text.ends_with('\n') {
         text.push('\n');
     }

@@ -212,7 +212,7 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
 /// Renders the document, checks its evidence, writes it and closes the run; the document's
 /// project-relative path, or why it could not be written.
 pub fn finish(project: &Project, wf: &Workflow, state: &mut State) -> Result<String, Vec<String>> {
-    let (path, text) = engine::render(wf, state).map_err(|e| vec![e])?;
+    let (path, text) = engine::render(wf, state).map_err(|e| vec![e.to_string()])?;
     let files = crate::contract::FileCache::new();
     let ctx = crate::contract::CheckContext::new(project, &files);
     let check = crate::contract::verify_document(&text, &ctx);

@@ -38,25 +38,41 @@ fn task(pipeline: &Pipeline, worker: &str, input: &str) -> String {
     )
 }
 
+/// Why a worker's answer delivers no events. Its text goes into the `pipeline.event` problems
+/// and the worker's BLOCKED reason.
+#[derive(Debug, thiserror::Error)]
+enum EmitError {
+    #[error("the answer holds no JSON object")]
+    NoObject,
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("no `events` list in the answer")]
+    NoEvents,
+    #[error("events[{0}] has no `type`")]
+    NoType(usize),
+    /// Events that the pipeline's declarations refuse (type not allowed, data off its schema).
+    #[error("{}", .0.join("; "))]
+    Refused(Vec<String>),
+}
+
 /// The events in a worker's answer, or why there are none.
-fn events_of(answer: &str) -> Result<Vec<(String, Value)>, String> {
+fn events_of(answer: &str) -> Result<Vec<(String, Value)>, EmitError> {
     let (start, end) = match (answer.find('{'), answer.rfind('}')) {
         (Some(s), Some(e)) if s < e => (s, e),
-        _ => return Err("the answer holds no JSON object".into()),
+        _ => return Err(EmitError::NoObject),
     };
-    let v: Value =
-        serde_json::from_str(&answer[start..=end]).map_err(|e| format!("not JSON: {e}"))?;
+    let v: Value = serde_json::from_str(&answer[start..=end]).map_err(EmitError::NotJson)?;
     let list = v
         .get("events")
         .and_then(Value::as_array)
-        .ok_or("no `events` list in the answer")?;
+        .ok_or(EmitError::NoEvents)?;
     list.iter()
         .enumerate()
         .map(|(i, e)| {
             let ty = e
                 .get("type")
                 .and_then(Value::as_str)
-                .ok_or(format!("events[{i}] has no `type`"))?;
+                .ok_or(EmitError::NoType(i))?;
             Ok((
                 ty.to_string(),
                 e.get("data").cloned().unwrap_or(Value::Null),
@@ -150,7 +166,7 @@ pub async fn run(session: &Session, pipeline: &Pipeline, input: &str) -> Session
             if problems.is_empty() {
                 Ok(events)
             } else {
-                Err(problems.join("; "))
+                Err(EmitError::Refused(problems))
             }
         });
         let hop_emit = |kind: EventKind| {
@@ -159,6 +175,7 @@ pub async fn run(session: &Session, pipeline: &Pipeline, input: &str) -> Session
         let events = match emitted {
             Ok(events) => events,
             Err(problems) => {
+                let problems = problems.to_string();
                 // Tier 3: nothing this worker said is delivered.
                 hop_emit(EventKind::PipelineEvent {
                     event_type: String::new(),
@@ -328,15 +345,17 @@ mod tests {
         assert_eq!(ok[0].1["k"], 1);
         assert_eq!(events_of("{\"events\": []}").unwrap().len(), 0);
         assert_eq!(
-            events_of("nothing").unwrap_err(),
+            events_of("nothing").unwrap_err().to_string(),
             "the answer holds no JSON object"
         );
         assert_eq!(
-            events_of("{\"x\": 1}").unwrap_err(),
+            events_of("{\"x\": 1}").unwrap_err().to_string(),
             "no `events` list in the answer"
         );
         assert_eq!(
-            events_of("{\"events\": [{\"data\": 1}]}").unwrap_err(),
+            events_of("{\"events\": [{\"data\": 1}]}")
+                .unwrap_err()
+                .to_string(),
             "events[0] has no `type`"
         );
     }
