@@ -55,59 +55,25 @@ struct Case {
 }
 
 fn manifest(dir: &str) -> Vec<Case> {
-    let text = std::fs::read_to_string(corpus().join(dir).join("MANIFEST")).unwrap();
-    let mut cases = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (head, expect) = match line.split_once("->") {
-            Some((h, e)) => (h, e.split_whitespace().map(str::to_string).collect()),
-            None => (line, BTreeSet::new()),
-        };
-        let mut words = head.split_whitespace();
-        let mut case = Case {
-            file: words.next().unwrap().to_string(),
-            expect,
-            ..Case::default()
-        };
-        for opt in words {
-            let (k, v) = opt.split_once('=').expect("option is key=value");
-            match k {
-                "contract" => case.contract = Some(v.to_string()),
-                "correlation-id" => case.correlation_id = Some(v.to_string()),
-                "message-id" => case.message_id = Some(v.to_string()),
-                other => panic!("unknown MANIFEST option {other}"),
+    crate::support::manifest::read(&corpus().join(dir), ".md")
+        .into_iter()
+        .map(|line| {
+            let mut case = Case {
+                file: line.file,
+                expect: line.expect,
+                ..Case::default()
+            };
+            for (k, v) in line.options {
+                match k.as_str() {
+                    "contract" => case.contract = Some(v),
+                    "correlation-id" => case.correlation_id = Some(v),
+                    "message-id" => case.message_id = Some(v),
+                    other => panic!("unknown MANIFEST option {other}"),
+                }
             }
-        }
-        for code in &case.expect {
-            assert!(
-                Rule::from_code(code).is_some(),
-                "{}: unknown rule code {code}",
-                case.file
-            );
-        }
-        cases.push(case);
-    }
-    // Every file is listed, every listed file exists.
-    let mut on_disk: BTreeSet<String> = std::fs::read_dir(corpus().join(dir))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".md"))
-        .collect();
-    for case in &cases {
-        assert!(
-            on_disk.remove(&case.file),
-            "{dir}/MANIFEST lists {} twice or it does not exist",
-            case.file
-        );
-    }
-    assert!(
-        on_disk.is_empty(),
-        "{dir}/MANIFEST does not list {on_disk:?}"
-    );
-    cases
+            case
+        })
+        .collect()
 }
 
 fn contract_for(case: &Case, env: &Envelope) -> Contract {

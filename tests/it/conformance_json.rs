@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use switchboard::contract::{check_json_detailed, Contract, ContractDecl, Rule};
+use switchboard::contract::{check_json_detailed, Contract, ContractDecl};
 use switchboard::project::Project;
 
 use crate::support::fs as support_fs;
@@ -55,50 +55,25 @@ struct Case {
 }
 
 fn manifest() -> Vec<Case> {
-    let dir = corpus().join("json");
-    let text = std::fs::read_to_string(dir.join("MANIFEST")).unwrap();
-    let mut cases = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (head, expect) = match line.split_once("->") {
-            Some((h, e)) => (h, e.split_whitespace().map(str::to_string).collect()),
-            None => (line, BTreeSet::new()),
-        };
-        let mut words = head.split_whitespace();
-        let mut case = Case {
-            file: words.next().unwrap().to_string(),
-            contract: "analyst".into(),
-            fallback: None,
-            expect,
-        };
-        for opt in words {
-            match opt.split_once('=').expect("option is key=value") {
-                ("contract", v) => case.contract = v.to_string(),
-                ("fallback", v) => case.fallback = Some(v.to_string()),
-                (k, _) => panic!("unknown MANIFEST option {k}"),
+    crate::support::manifest::read(&corpus().join("json"), ".json")
+        .into_iter()
+        .map(|line| {
+            let mut case = Case {
+                file: line.file,
+                contract: "analyst".into(),
+                fallback: None,
+                expect: line.expect,
+            };
+            for (k, v) in line.options {
+                match k.as_str() {
+                    "contract" => case.contract = v,
+                    "fallback" => case.fallback = Some(v),
+                    other => panic!("unknown MANIFEST option {other}"),
+                }
             }
-        }
-        for code in &case.expect {
-            assert!(Rule::from_code(code).is_some(), "unknown code {code}");
-        }
-        cases.push(case);
-    }
-    let mut on_disk: BTreeSet<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
-        .collect();
-    for case in &cases {
-        assert!(
-            on_disk.remove(&case.file),
-            "MANIFEST lists {} twice or it is missing",
-            case.file
-        );
-    }
-    assert!(on_disk.is_empty(), "MANIFEST does not list {on_disk:?}");
-    cases
+            case
+        })
+        .collect()
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn project(lead_budget: &str, worker_budget: &str) -> (tempfile::TempDir, Projec
     (dir, p)
 }
 
-use crate::support::scripted::registry;
+use crate::support::scripted::{registry, run_agent};
 
 /// Runs `root` (any mode) on `prompt` with `script`; returns the outcome and its log.
 async fn session(
@@ -48,25 +48,7 @@ async fn session(
     script: &str,
     prompt: &str,
 ) -> (SessionOutcome, Vec<Event>) {
-    let agents = Arc::new(load(project, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let options = RunOptions {
-        model: Some("scripted/test".into()),
-        ..RunOptions::default()
-    };
-    let s = Session::for_agent(
-        project.clone(),
-        agents,
-        Config::default(),
-        registry(script),
-        options,
-        root,
-        prompt,
-    )
-    .unwrap();
-    let outcome = s.run().await;
-    let events = read_log(&outcome.events).unwrap();
-    (outcome, events)
+    run_agent(project, Config::default(), script, root, prompt).await
 }
 
 /// Resumes `session_id` with `script`.

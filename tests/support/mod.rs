@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod fs;
+pub mod manifest;
 pub mod mock;
 pub mod scripted;
 pub mod synth;

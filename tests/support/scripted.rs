@@ -75,7 +75,8 @@ pub fn registry(script: &str) -> Arc<Registry> {
 }
 
 /// Runs `agent` on `task` in `project` with `config`, the model being `script` (a scripted
-/// model's YAML); returns the outcome and its event log.
+/// model's YAML); returns the outcome and its event log. `agent` may be of any mode: a subagent
+/// runs as the root hop with its contract enforced (`Session::for_agent`).
 pub async fn run_agent(
     project: &Project,
     config: Config,
@@ -89,7 +90,7 @@ pub async fn run_agent(
         model: Some("scripted/test".into()),
         ..RunOptions::default()
     };
-    let session = Session::new(
+    let session = Session::for_agent(
         project.clone(),
         agents,
         config,
