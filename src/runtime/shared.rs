@@ -40,10 +40,16 @@ pub(crate) struct HopCtx {
     pub hop_id: String,
     pub parent_hop_id: Option<String>,
     pub agent: String,
+    /// Where the hop's steps are kept (`journal.rs`): the local runtime or a durable backend.
+    pub journal: super::journal::Journal,
 }
 
 impl HopCtx {
+    /// Logs `kind` for this hop; held back while a durable hop replays steps it logged before.
     pub fn emit(&self, kind: EventKind) {
+        if self.journal.replaying() {
+            return;
+        }
         self.shared.emit(
             Some(&self.hop_id),
             self.parent_hop_id.as_deref(),
