@@ -39,6 +39,10 @@ pub struct Args {
     /// otlp_endpoint`, else to http://127.0.0.1:4318
     #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub otel: Option<String>,
+    /// Run the session as a durable workflow on a Restate server (restate://HOST:PORT, its
+    /// ingress) whose workers serve this project; needs the `restate` feature (docs/restate.md)
+    #[arg(long, value_name = "restate://HOST:PORT")]
+    pub on: Option<String>,
 }
 
 /// What every session command needs: the project, its agents, its config and the models.
@@ -74,6 +78,9 @@ pub(crate) fn context(global: &super::Global) -> miette::Result<Context> {
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
+    if let Some(on) = args.on.clone() {
+        return super::remote::run(global, args, &on);
+    }
     let ctx = context(global)?;
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
     let telemetry = start_telemetry("--otel", args.otel.as_deref(), &ctx.config)?;

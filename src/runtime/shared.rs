@@ -180,6 +180,17 @@ impl Shared {
         });
     }
 
+    /// Sets the session's totals (a durable backend counts them from the log: its hops ran on
+    /// several workers, each with a `Shared` of its own).
+    pub fn set_totals(&self, usage: Usage, written: Vec<String>) {
+        if let Ok(mut u) = self.usage.lock() {
+            *u = usage;
+        }
+        if let Ok(mut w) = self.written.lock() {
+            *w = written;
+        }
+    }
+
     pub fn add_usage(&self, u: Usage) {
         if let Ok(mut total) = self.usage.lock() {
             total.input_tokens += u.input_tokens;
