@@ -21,6 +21,7 @@ pub fn ingress_url(address: &str) -> Result<String, RestateError> {
 }
 
 fn http() -> reqwest::Client {
+    crate::model::client::install_crypto_provider();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))
         .build()
