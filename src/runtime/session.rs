@@ -212,6 +212,7 @@ impl Session {
 
     /// A session whose shared state `shared` a durable backend opened for ids it was given
     /// (`src/restate/`): the same session, started and ended by the backend.
+    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
     pub(crate) fn attach(
         shared: Arc<Shared>,
         agent: &str,

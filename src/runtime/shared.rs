@@ -182,6 +182,7 @@ impl Shared {
 
     /// Sets the session's totals (a durable backend counts them from the log: its hops ran on
     /// several workers, each with a `Shared` of its own).
+    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
     pub fn set_totals(&self, usage: Usage, written: Vec<String>) {
         if let Ok(mut u) = self.usage.lock() {
             *u = usage;

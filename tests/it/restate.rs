@@ -47,13 +47,22 @@ fn assert_hops_once(events: &[Event], outcome: &serde_json::Value) -> HashMap<St
     let mut message_ids = HashSet::new();
     for e in events {
         assert_eq!(e.session_id, outcome["session_id"].as_str().unwrap());
-        assert_eq!(e.correlation_id, outcome["correlation_id"].as_str().unwrap());
+        assert_eq!(
+            e.correlation_id,
+            outcome["correlation_id"].as_str().unwrap()
+        );
         let hop = e.hop_id.clone().unwrap_or_default();
         match &e.kind {
             EventKind::HopStarted { message_id, .. } => {
                 let agent = e.agent.clone().unwrap_or_default();
-                assert!(started.insert(hop.clone(), agent).is_none(), "hop {hop} started twice");
-                assert!(message_ids.insert(message_id.clone()), "message id {message_id} twice");
+                assert!(
+                    started.insert(hop.clone(), agent).is_none(),
+                    "hop {hop} started twice"
+                );
+                assert!(
+                    message_ids.insert(message_id.clone()),
+                    "message id {message_id} twice"
+                );
             }
             EventKind::HopCompleted { .. } | EventKind::HopFailed { .. } => {
                 assert!(ended.insert(hop.clone()), "hop {hop} ended twice");
@@ -62,7 +71,11 @@ fn assert_hops_once(events: &[Event], outcome: &serde_json::Value) -> HashMap<St
         }
     }
     let agents: HashSet<&str> = started.values().map(String::as_str).collect();
-    assert_eq!(agents, HashSet::from(["lead", "fast", "slow"]), "{started:?}");
+    assert_eq!(
+        agents,
+        HashSet::from(["lead", "fast", "slow"]),
+        "{started:?}"
+    );
     assert_eq!(started.len(), 3, "no hop lost or added: {started:?}");
     assert_eq!(ended.len(), 3, "every hop ended once");
     let sessions_done = events
@@ -88,7 +101,9 @@ async fn a_worker_killed_mid_delegation_is_replaced_without_repeating_finished_m
     let run = submit(dir.path(), &server);
     // Both children started in parallel; `fast` answered, `slow` is still thinking.
     assert!(
-        wait_for(Duration::from_secs(30), || model.count("slow") == 1 && model.count("fast") == 1).await,
+        wait_for(Duration::from_secs(30), || model.count("slow") == 1
+            && model.count("fast") == 1)
+        .await,
         "the delegation never got under way: {:?}\n{}",
         model.counts(),
         server.log()

@@ -71,8 +71,14 @@ impl Server {
             .arg("--base-dir")
             .arg(self.data.path())
             .env("RESTATE_LISTEN_MODE", "tcp")
-            .env("RESTATE_INGRESS__BIND_ADDRESS", format!("127.0.0.1:{}", self.ingress))
-            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{}", self.admin))
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{}", self.ingress),
+            )
+            .env(
+                "RESTATE_ADMIN__BIND_ADDRESS",
+                format!("127.0.0.1:{}", self.admin),
+            )
             .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{}", self.node))
             .env(
                 "RESTATE_ADVERTISED_ADDRESS",
@@ -95,9 +101,8 @@ impl Server {
 
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let ready = |port: u16, path: &str| {
-            http_get(port, path).is_some_and(|(status, _)| status == 200)
-        };
+        let ready =
+            |port: u16, path: &str| http_get(port, path).is_some_and(|(status, _)| status == 200);
         while Instant::now() < deadline {
             if ready(self.admin, "/health") && ready(self.ingress, "/restate/health") {
                 return;
@@ -149,7 +154,11 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     )
     .ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
     let status = text.split_whitespace().nth(1)?.parse().ok()?;
@@ -173,7 +182,10 @@ impl Worker {
         let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         std::io::BufRead::read_line(&mut out, &mut line).expect("worker output");
-        assert!(line.contains("registered"), "worker did not register: {line:?}");
+        assert!(
+            line.contains("registered"),
+            "worker did not register: {line:?}"
+        );
         Worker(child)
     }
 
@@ -295,8 +307,16 @@ impl Model {
             "lead:1" => answer(
                 "",
                 vec![
-                    call("c1", "task", json!({"subagent_type": "fast", "description": "f", "prompt": "go fast"})),
-                    call("c2", "task", json!({"subagent_type": "slow", "description": "s", "prompt": "go slow"})),
+                    call(
+                        "c1",
+                        "task",
+                        json!({"subagent_type": "fast", "description": "f", "prompt": "go fast"}),
+                    ),
+                    call(
+                        "c2",
+                        "task",
+                        json!({"subagent_type": "slow", "description": "s", "prompt": "go slow"}),
+                    ),
                 ],
             ),
             "lead:2" => answer(&format!("lead heard: {}", tool_outputs.join(" | ")), vec![]),
@@ -306,7 +326,10 @@ impl Model {
         let (content_type, text) = if stream {
             ("text/event-stream", answer_sse(&reply, Proto::OpenAi))
         } else {
-            ("application/json", answer_json(&reply, Proto::OpenAi).to_string())
+            (
+                "application/json",
+                answer_json(&reply, Proto::OpenAi).to_string(),
+            )
         };
         Response::builder()
             .header("content-type", content_type)
