@@ -44,6 +44,53 @@ pub(crate) fn builtin(shared: &Shared, agent: &Agent, call: &ToolCall) -> Done {
     }
 }
 
+/// Runs `webfetch`/`websearch`, the tools that wait on the network; the record of a fetch
+/// (when one was tried) is for the caller to log. Owned-friendly arguments: a durable journal
+/// runs it as a step.
+pub(crate) async fn web(
+    shared: &Shared,
+    agent: &Agent,
+    call: &ToolCall,
+    tool: &str,
+) -> (Message, Option<crate::tools::webfetch::FetchRecord>) {
+    let ctx = ToolContext {
+        project: &shared.project,
+        agent,
+    };
+    let (result, record) = match shared.web() {
+        Ok(web) => web.invoke(ctx, tool, &call.arguments).await,
+        Err(e) => (
+            Err(ToolError::Failed {
+                tool: tool.to_string(),
+                message: e.to_string(),
+            }),
+            None,
+        ),
+    };
+    let message = match result {
+        Ok(out) => Message::tool(&call.id, out.text, false),
+        Err(e) => Message::tool(&call.id, e.to_string(), true),
+    };
+    (message, record)
+}
+
+/// Runs a call of one of the session's MCP tools (`server_tool`); the record is for the caller
+/// to log. `None` when `name` is not an MCP tool of this session.
+pub(crate) async fn mcp(
+    shared: &Shared,
+    agent: &Agent,
+    call: &ToolCall,
+) -> Option<(Message, crate::mcp::CallRecord)> {
+    let mcp = shared.mcp.get()?;
+    let (server, tool) = mcp.resolve(&call.name)?;
+    let (result, record) = mcp.call(agent, &server, &tool, &call.arguments).await;
+    let message = match result {
+        Ok(text) => Message::tool(&call.id, text, false),
+        Err(e) => Message::tool(&call.id, format!("`{}`: {e}", call.name), true),
+    };
+    Some((message, record))
+}
+
 /// The hop making the calls: who it is and where it sits in the call chain.
 pub(crate) struct Caller<'a> {
     pub shared: &'a Shared,
@@ -57,47 +104,6 @@ pub(crate) struct Caller<'a> {
 }
 
 impl Caller<'_> {
-    /// Runs `webfetch`/`websearch`, the tools that wait on the network; the record of a fetch
-    /// (when one was tried) is for the caller to log.
-    pub async fn web(
-        &self,
-        call: &ToolCall,
-        tool: &str,
-    ) -> (Message, Option<crate::tools::webfetch::FetchRecord>) {
-        let ctx = ToolContext {
-            project: &self.shared.project,
-            agent: self.agent,
-        };
-        let (result, record) = match self.shared.web() {
-            Ok(web) => web.invoke(ctx, tool, &call.arguments).await,
-            Err(e) => (
-                Err(ToolError::Failed {
-                    tool: tool.to_string(),
-                    message: e.to_string(),
-                }),
-                None,
-            ),
-        };
-        let message = match result {
-            Ok(out) => Message::tool(&call.id, out.text, false),
-            Err(e) => Message::tool(&call.id, e.to_string(), true),
-        };
-        (message, record)
-    }
-
-    /// Runs a call of one of the session's MCP tools (`server_tool`); the record is for the
-    /// caller to log. `None` when `name` is not an MCP tool of this session.
-    pub async fn mcp(&self, call: &ToolCall) -> Option<(Message, crate::mcp::CallRecord)> {
-        let mcp = self.shared.mcp.get()?;
-        let (server, tool) = mcp.resolve(&call.name)?;
-        let (result, record) = mcp.call(self.agent, &server, &tool, &call.arguments).await;
-        let message = match result {
-            Ok(text) => Message::tool(&call.id, text, false),
-            Err(e) => Message::tool(&call.id, format!("`{}`: {e}", call.name), true),
-        };
-        Some((message, record))
-    }
-
     /// Runs a `step` call of the agent's checkpoint workflow (src/workflow/tool.rs): the reply,
     /// the document written by the last step, and the event to log. `None` when the agent runs
     /// no workflow.

@@ -11,7 +11,7 @@ use super::super::journal::Child;
 use super::super::plan_gate::{self, Admission, PLAN_TOOL};
 use super::super::shared::HopCtx;
 use super::super::status::HopStatus;
-use super::super::tool_calls::{builtin, cut, Caller, Done};
+use super::super::tool_calls::{builtin, cut, mcp, web, Caller, Done};
 use super::{run_hop, HopState, LOGGED_OUTPUT};
 use crate::model::notice::{self, Notice, NoticeObserver};
 use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
@@ -131,7 +131,21 @@ impl HopState {
                 }
             }
             if tool == "webfetch" || tool == "websearch" {
-                let (message, record) = caller.web(call, &tool).await;
+                // A step: a replay does not fetch again.
+                let work = {
+                    let (shared, agent) = (shared.clone(), self.agent.clone());
+                    let (call, tool) = (call.clone(), tool.clone());
+                    async move { web(&shared, &agent, &call, &tool).await }
+                };
+                let (message, record) = match self
+                    .ctx
+                    .journal
+                    .step(&format!("tool:{}", call.id), work)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(e) => (Message::tool(&call.id, e.to_string(), true), None),
+                };
                 if let Some(record) = record {
                     self.ctx.emit(EventKind::WebFetch(record));
                 }
@@ -154,7 +168,33 @@ impl HopState {
                 pending.push(Pending::Done(message, None));
                 continue;
             }
-            if let Some((message, record)) = caller.mcp(call).await {
+            let is_mcp = shared
+                .mcp
+                .get()
+                .is_some_and(|m| m.resolve(&call.name).is_some());
+            let mcp_done = if is_mcp {
+                // A step: a replay does not call the MCP server again.
+                let work = {
+                    let (shared, agent, call) = (shared.clone(), self.agent.clone(), call.clone());
+                    async move { mcp(&shared, &agent, &call).await }
+                };
+                match self
+                    .ctx
+                    .journal
+                    .step(&format!("tool:{}", call.id), work)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(e) => {
+                        let message = Message::tool(&call.id, e.to_string(), true);
+                        pending.push(Pending::Done(message, None));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            if let Some((message, record)) = mcp_done {
                 self.ctx.emit(EventKind::McpCall(record));
                 pending.push(Pending::Done(message, None));
                 continue;
