@@ -108,9 +108,12 @@ async fn local(root: &Path) -> (Duration, Vec<SessionOutcome>) {
 async fn on_restate(root: &Path, workers: usize) -> (Duration, Vec<SessionOutcome>) {
     let server = durable::Server::start();
     let port = durable::free_port();
-    let _workers: Vec<_> = (0..workers)
+    let workers: Vec<_> = (0..workers)
         .map(|_| durable::Worker::start(root, &server, port))
         .collect();
+    let cpu = |pid: u32| durable::cpu_time(pid).as_millis();
+    let server_before = server.pid().map_or(0, cpu);
+    let workers_before: Vec<u128> = workers.iter().map(|w| cpu(w.pid())).collect();
     let ingress = client::ingress_url(&server.on()).expect("ingress");
     let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT));
     let clock = Instant::now();
@@ -141,7 +144,18 @@ async fn on_restate(root: &Path, workers: usize) -> (Duration, Vec<SessionOutcom
     for t in tasks {
         outcomes.push(t.await.expect("session task"));
     }
-    (clock.elapsed(), outcomes)
+    let elapsed = clock.elapsed();
+    // Where the CPU went: the server, and each worker (how evenly the work spread).
+    let worker_cpu: Vec<u128> = workers
+        .iter()
+        .zip(workers_before)
+        .map(|(w, before)| cpu(w.pid()) - before)
+        .collect();
+    println!(
+        "  cpu ms: restate-server {}, workers {worker_cpu:?}",
+        server.pid().map_or(0, cpu) - server_before
+    );
+    (elapsed, outcomes)
 }
 
 fn main() {

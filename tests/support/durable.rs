@@ -116,6 +116,10 @@ impl Server {
         std::fs::read_to_string(self.data.path().join("server.log")).unwrap_or_default()
     }
 
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn admin_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.admin)
     }
@@ -187,6 +191,10 @@ impl Worker {
             "worker did not register: {line:?}"
         );
         Worker(child)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
     }
 
     /// SIGKILL: the worker dies in the middle of whatever it does.
@@ -336,6 +344,22 @@ impl Model {
             .body(text.into())
             .expect("response")
     }
+}
+
+/// CPU time (user + system) process `pid` used so far, from /proc (0 when it cannot be read).
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at state, field 3.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15, i.e. 11 and 12 after the state field; 100 ticks/s.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 /// Polls `f` until it holds or `limit` passes; false when it never held.
