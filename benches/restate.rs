@@ -10,7 +10,6 @@
 //! overhead per leaf hop (its duration minus its model time) as p50 and p99.
 
 #[path = "../tests/support/mock.rs"]
-#[allow(dead_code)]
 mod mock;
 
 #[path = "../tests/support/durable.rs"]
@@ -23,7 +22,7 @@ use switchboard::agent::LoadOptions;
 use switchboard::project::Project;
 use switchboard::restate::{client, SessionSpec};
 use switchboard::runtime::events::read_log;
-use switchboard::runtime::{EventKind, RunOptions, SessionOutcome};
+use switchboard::runtime::{EventKind, RunOptions, SessionOutcome, SessionStatus};
 
 /// Sessions in flight at once, and in all, per measurement.
 const CONCURRENT: usize = 16;
@@ -64,7 +63,7 @@ fn leaf_overheads(outcomes: &[SessionOutcome]) -> Vec<f64> {
 fn report(label: &str, elapsed: Duration, outcomes: &[SessionOutcome]) {
     let done = outcomes
         .iter()
-        .filter(|o| o.status.to_string() == "completed")
+        .filter(|o| o.status == SessionStatus::Completed)
         .count();
     let per_minute = done as f64 / elapsed.as_secs_f64() * 60.0;
     let over = leaf_overheads(outcomes);
