@@ -22,6 +22,12 @@ pub fn run(global: &super::Global, args: super::run::Args, on: &str) -> miette::
     use crate::runtime::session::SESSIONS_DIR;
     use crate::runtime::{RunOptions, RuntimeError};
 
+    if args.otel.is_some() {
+        return Err(miette::miette!(
+            help = "export the session afterwards with `switchboard trace ID --otlp`",
+            "--otel is not supported with --on yet"
+        ));
+    }
     let ingress = client::ingress_url(on).map_err(|e| miette::miette!("--on: {e}"))?;
     let ctx = super::run::context(global)?;
     // The same refusals as a local run, before anything is submitted.

@@ -248,6 +248,10 @@ async fn serve_steps(
                 let _ = reply.send(value.map_err(|e| JournalError(e.to_string())));
             }
             Op::Call { req } => {
+                // The `tool.call` events before a delegation reach the disk before it starts.
+                if !replaying.load(Ordering::SeqCst) {
+                    shared.log.flush();
+                }
                 let call = HopCall {
                     session: session.clone(),
                     req,

@@ -38,6 +38,21 @@ async fn finish(child: std::process::Child) -> serde_json::Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
+/// Whether the project's (one) session log has `agent`'s `hop.completed`.
+fn hop_completed(root: &Path, agent: &str) -> bool {
+    let Ok(dirs) = std::fs::read_dir(root.join(".switchboard/sessions")) else {
+        return false;
+    };
+    dirs.flatten().any(|d| {
+        read_log(&d.path().join("events.jsonl")).is_ok_and(|events| {
+            events.iter().any(|e| {
+                e.agent.as_deref() == Some(agent)
+                    && matches!(e.kind, EventKind::HopCompleted { .. })
+            })
+        })
+    })
+}
+
 const ANSWER: &str = "lead heard: fast says hello | slow says hello";
 
 /// The log's hops: each hop id started once and ended once, in one tree under the root.
@@ -108,8 +123,17 @@ async fn a_worker_killed_mid_delegation_is_replaced_without_repeating_finished_m
         model.counts(),
         server.log()
     );
-    // Let `fast`'s finished turn reach the journal, then kill the worker mid-delegation.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // `fast`'s hop ended (its model turn is journaled: the loop goes on only once Restate has
+    // it) while `slow` still waits for its answer: kill the worker mid-delegation.
+    assert!(
+        wait_for(Duration::from_secs(20), || hop_completed(
+            dir.path(),
+            "fast"
+        ))
+        .await,
+        "`fast` never ended"
+    );
+    assert_eq!(model.count("slow"), 1, "{:?}", model.counts());
     first.kill9();
     let _second = Worker::start(dir.path(), &server, port);
     let outcome = finish(run).await;
