@@ -182,12 +182,22 @@ async fn a_session_survives_a_restart_of_the_restate_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ids_are_the_local_runtimes_kinds_and_a_bad_address_says_how_to_write_one() {
+async fn ids_are_the_local_runtimes_kinds_delegations_run_in_parallel_and_a_bad_address_says_how_to_write_one(
+) {
     let model = Model::start().await;
+    // Both children take a second: only calls started together overlap at the model.
+    model.set_delay("fast", Duration::from_secs(1));
+    model.set_delay("slow", Duration::from_secs(1));
     let dir = project(model.addr());
     let server = Server::start();
     let _worker = Worker::start(dir.path(), &server, free_port());
     let outcome = finish(submit(dir.path(), &server)).await;
+    assert_eq!(outcome["answer"], ANSWER);
+    assert_eq!(
+        model.most_at_once(),
+        2,
+        "the two delegations did not run in parallel"
+    );
     let events = events_of(&outcome);
     let hops = assert_hops_once(&events, &outcome);
     // Children link to the root hop, whose id `session.started` announced.

@@ -248,6 +248,8 @@ pub struct Model {
     pub addr: Option<SocketAddr>,
     counts: Arc<Mutex<HashMap<String, usize>>>,
     delays: Arc<Mutex<HashMap<String, Duration>>>,
+    /// Requests being answered right now, and the most there ever were at once.
+    in_flight: Arc<Mutex<(usize, usize)>>,
 }
 
 impl Model {
@@ -281,6 +283,11 @@ impl Model {
         self.counts.lock().unwrap().get(key).copied().unwrap_or(0)
     }
 
+    /// The most requests the model was answering at one time.
+    pub fn most_at_once(&self) -> usize {
+        self.in_flight.lock().unwrap().1
+    }
+
     pub fn counts(&self) -> HashMap<String, usize> {
         self.counts.lock().unwrap().clone()
     }
@@ -308,9 +315,15 @@ impl Model {
         };
         *self.counts.lock().unwrap().entry(key.clone()).or_insert(0) += 1;
         let delay = self.delays.lock().unwrap().get(role).copied();
+        {
+            let mut f = self.in_flight.lock().unwrap();
+            f.0 += 1;
+            f.1 = f.1.max(f.0);
+        }
         if let Some(d) = delay {
             tokio::time::sleep(d).await;
         }
+        self.in_flight.lock().unwrap().0 -= 1;
         let reply = match key.as_str() {
             "lead:1" => answer(
                 "",
