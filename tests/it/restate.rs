@@ -146,6 +146,18 @@ async fn a_worker_killed_mid_delegation_is_replaced_without_repeating_finished_m
     assert_eq!(model.count("lead:2"), 1, "{:?}", model.counts());
     let events = events_of(&outcome);
     assert_hops_once(&events, &outcome);
+    // The replayed hops' events were held back: each model turn is logged once.
+    let mut turns = HashSet::new();
+    for e in &events {
+        if let EventKind::ModelResponse { step, .. } = &e.kind {
+            let turn = (e.hop_id.clone(), *step);
+            assert!(
+                turns.insert(turn.clone()),
+                "model.response logged twice: {turn:?}"
+            );
+        }
+    }
+    assert_eq!(turns.len(), 4, "lead's two turns, fast's and slow's");
     // The CLI a user knows reads the same log.
     let trace = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .current_dir(dir.path())
