@@ -134,7 +134,11 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Render(args) => render::run(&cli.global, args),
         Command::Check(args) => check::run(&cli.global, args),
         Command::Lint(args) => lint::run(&cli.global, args),
-        Command::Run(args) => run::run(&cli.global, args),
+        // `--on restate://…`: the session runs on a Restate server (feature `restate`).
+        Command::Run(args) => match args.on.clone() {
+            Some(on) => remote::run(&cli.global, args, &on),
+            None => run::run(&cli.global, args),
+        },
         Command::Sessions(args) => sessions::run(&cli.global, args),
         Command::Trace(args) => trace::run(&cli.global, args),
         Command::Stats(args) => stats::run(&cli.global, args),

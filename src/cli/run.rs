@@ -78,9 +78,6 @@ pub(crate) fn context(global: &super::Global) -> miette::Result<Context> {
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
-    if let Some(on) = args.on.clone() {
-        return super::remote::run(global, args, &on);
-    }
     let ctx = context(global)?;
     let view = (!args.json).then(|| View::new(std::io::stdout().is_terminal()));
     let telemetry = start_telemetry("--otel", args.otel.as_deref(), &ctx.config)?;

@@ -526,7 +526,7 @@ impl HopState {
         let result = match self
             .ctx
             .journal
-            .spawn_child(shared.clone(), req, run_hop)
+            .spawn_child(req, |req| run_hop(shared.clone(), req))
             .wait()
             .await
         {

@@ -18,7 +18,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::handoff::{HopRequest, HopResult};
-use super::shared::Shared;
 use crate::model::{BoxFuture, ModelError, ModelResponse};
 
 /// Why a recorded step could not be used; the hop fails with it.
@@ -150,17 +149,15 @@ impl Journal {
         }
     }
 
-    /// Starts a child hop: a tokio task running `run` locally, a durable call otherwise.
+    /// Starts a child hop: a tokio task running `local(req)` in the embedded runtime, a durable
+    /// call otherwise.
     pub(crate) fn spawn_child(
         &self,
-        shared: Arc<Shared>,
         req: HopRequest,
-        run: fn(Arc<Shared>, HopRequest) -> BoxFuture<'static, HopResult>,
+        local: impl FnOnce(HopRequest) -> BoxFuture<'static, HopResult>,
     ) -> Child {
         match self {
-            Journal::Local => Child(ChildInner::Local(AbortOnDrop(tokio::spawn(run(
-                shared, req,
-            ))))),
+            Journal::Local => Child(ChildInner::Local(AbortOnDrop(tokio::spawn(local(req))))),
             Journal::Durable(d) => Child(ChildInner::Durable(d.child(req))),
         }
     }

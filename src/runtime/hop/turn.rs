@@ -201,11 +201,11 @@ impl HopState {
             }
             if tool == "task" {
                 match caller.task_request(&call.arguments) {
-                    Ok(child) => pending.push(Pending::Child(self.ctx.journal.spawn_child(
-                        shared.clone(),
-                        child,
-                        run_hop,
-                    ))),
+                    Ok(child) => pending.push(Pending::Child(
+                        self.ctx
+                            .journal
+                            .spawn_child(child, |req| run_hop(shared.clone(), req)),
+                    )),
                     Err(e) => pending.push(Pending::Done(
                         Message::tool(&call.id, e.to_string(), true),
                         None,
