@@ -2,7 +2,7 @@
 //!
 //! The hop loop (`hop.rs`) is the same code for every backend. It asks its [`Journal`] to run
 //! each non-deterministic step (the hop's message id and start time, each model turn, each
-//! built-in, web or MCP tool call) and to start each child hop. The embedded runtime uses
+//! tool call but `task` and `analyze_file`) and to start each child hop. The embedded runtime uses
 //! [`Journal::Local`]: a step is just awaited and a child is a tokio task, so nothing is
 //! serialized and the local path costs what it did before. A durable backend (Restate, feature
 //! `restate`, `src/restate/`) implements [`Durable`]: a step's value is recorded once and

@@ -110,7 +110,7 @@ impl Caller<'_> {
     pub fn step(
         &self,
         call: &ToolCall,
-    ) -> Option<(Message, Option<String>, super::events::EventKind)> {
+    ) -> Option<(Message, Option<String>, Option<super::events::EventKind>)> {
         if call.name != crate::workflow::tool::TOOL {
             return None;
         }
@@ -125,7 +125,7 @@ impl Caller<'_> {
             errors: h.errors,
             document: h.written.clone(),
         };
-        Some((message, h.written, event))
+        Some((message, h.written, Some(event)))
     }
 
     /// Who calls the `step` tool, and for which run.

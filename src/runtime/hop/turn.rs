@@ -152,10 +152,45 @@ impl HopState {
                 pending.push(Pending::Done(message, None));
                 continue;
             }
-            if let Some((message, written, event)) = caller.step(call) {
-                self.ctx.emit(event);
-                pending.push(Pending::Done(message, written));
-                continue;
+            if call.name == crate::workflow::tool::TOOL {
+                // A step: a replay does not report the workflow step again.
+                let work = {
+                    let (shared, agent, req) =
+                        (shared.clone(), self.agent.clone(), self.req.clone());
+                    let (hop_id, model_spec, message_id, call) = (
+                        self.ctx.hop_id.clone(),
+                        self.model_spec.clone(),
+                        self.message_id.clone(),
+                        call.clone(),
+                    );
+                    async move {
+                        let caller = Caller {
+                            shared: &shared,
+                            agent: &agent,
+                            request: &req,
+                            hop_id: &hop_id,
+                            model_spec: &model_spec,
+                            message_id: &message_id,
+                        };
+                        caller.step(&call)
+                    }
+                };
+                let done = match self
+                    .ctx
+                    .journal
+                    .step(&format!("tool:{}", call.id), work)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(e) => Some((Message::tool(&call.id, e.to_string(), true), None, None)),
+                };
+                if let Some((message, written, event)) = done {
+                    if let Some(event) = event {
+                        self.ctx.emit(event);
+                    }
+                    pending.push(Pending::Done(message, written));
+                    continue;
+                }
             }
             if tool == "analyze_file" {
                 // Its chunks are child hops: give the slot back while they run.
