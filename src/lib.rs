@@ -15,6 +15,8 @@ pub mod model;
 pub mod problem;
 pub mod project;
 pub mod report;
+#[cfg(feature = "restate")]
+pub mod restate;
 pub mod runtime;
 pub mod serve;
 pub mod telemetry;

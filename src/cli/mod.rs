@@ -21,6 +21,7 @@ mod knowledge;
 mod lint;
 mod mcp;
 mod pipeline;
+mod remote;
 mod render;
 mod resume;
 mod run;
@@ -30,6 +31,8 @@ mod sessions;
 mod stats;
 mod trace;
 pub mod view;
+#[cfg(feature = "restate")]
+mod worker;
 mod workflow;
 
 pub use exit::Code;
@@ -101,6 +104,9 @@ pub enum Command {
     Knowledge(knowledge::Args),
     /// Run a suite of tasks on a model and report contract conformance per agent
     Eval(eval::Args),
+    /// Serve this project's sessions as durable workflows on a Restate server (feature `restate`)
+    #[cfg(feature = "restate")]
+    Worker(worker::Args),
 }
 
 /// Parses arguments, runs the command and prints its error, if any: the one place an error that
@@ -128,7 +134,11 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Render(args) => render::run(&cli.global, args),
         Command::Check(args) => check::run(&cli.global, args),
         Command::Lint(args) => lint::run(&cli.global, args),
-        Command::Run(args) => run::run(&cli.global, args),
+        // `--on restate://…`: the session runs on a Restate server (feature `restate`).
+        Command::Run(args) => match args.on.clone() {
+            Some(on) => remote::run(&cli.global, args, &on),
+            None => run::run(&cli.global, args),
+        },
         Command::Sessions(args) => sessions::run(&cli.global, args),
         Command::Trace(args) => trace::run(&cli.global, args),
         Command::Stats(args) => stats::run(&cli.global, args),
@@ -141,6 +151,8 @@ fn run(cli: Cli) -> miette::Result<Code> {
         Command::Workflow(args) => workflow::run(&cli.global, args),
         Command::Knowledge(args) => knowledge::run(&cli.global, args),
         Command::Eval(args) => eval::run(&cli.global, args),
+        #[cfg(feature = "restate")]
+        Command::Worker(args) => worker::run(&cli.global, args),
     }
 }
 

@@ -39,6 +39,10 @@ pub struct Args {
     /// otlp_endpoint`, else to http://127.0.0.1:4318
     #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub otel: Option<String>,
+    /// Run the session as a durable workflow on a Restate server (restate://HOST:PORT, its
+    /// ingress) whose workers serve this project; needs the `restate` feature (docs/restate.md)
+    #[arg(long, value_name = "restate://HOST:PORT")]
+    pub on: Option<String>,
 }
 
 /// What every session command needs: the project, its agents, its config and the models.

@@ -464,6 +464,14 @@ impl EventLog {
         }
     }
 
+    /// Writes the buffered events out without syncing: a durable step calls it before it runs,
+    /// so a worker killed during the step leaves every event logged before it on disk.
+    pub fn flush(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            Self::write_out(&mut inner);
+        }
+    }
+
     /// Writes everything out and syncs inline (the session's end).
     pub fn sync(&self) -> std::io::Result<()> {
         let mut inner = self

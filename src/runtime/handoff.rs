@@ -4,7 +4,7 @@
 //! Its own module because the session, the hop loop, `task` dispatch and `resume` all speak these
 //! types while none of them should depend on another just to name them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::checkpoint::Checkpoint;
 use super::status::HopStatus;
@@ -12,15 +12,15 @@ use crate::model::{Message, Usage};
 use crate::problem::Problem;
 
 /// The hop that made a `task` call.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParentLink {
     pub hop_id: String,
     pub agent: String,
     pub model: String,
 }
 
-/// A hop to run.
-#[derive(Debug, Clone)]
+/// A hop to run (serializable: a durable backend sends it to the hop service).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HopRequest {
     pub agent: String,
     pub prompt: String,
@@ -34,7 +34,7 @@ pub struct HopRequest {
 }
 
 /// How a hop ended, as its caller sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HopResult {
     pub hop_id: String,
     pub agent: String,

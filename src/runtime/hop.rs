@@ -27,21 +27,16 @@ use super::checkpoint::{self, Checkpoint};
 use super::ending::{action, cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
+use super::journal::Journal;
 use super::partial;
-use super::plan_gate::{self, Admission, PlanGate, PLAN_TOOL};
+use super::plan_gate::PlanGate;
 use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
-use super::tool_calls::{cut, Caller, Prepared};
 use super::truncation::{Next, Pieces};
 use super::validator::{self, Review};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
-use crate::model::notice::{self, Notice, NoticeObserver};
-use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
-use crate::model::{
-    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, ToolCall,
-    Usage,
-};
+use crate::model::{BoxFuture, Message, Model, ModelError, ModelRequest, ResponseContract, Usage};
 use crate::tools;
 
 /// Model turns a hop gets when its agent does not set `steps`.
@@ -52,17 +47,20 @@ pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
 
-/// A spawned child hop, aborted if the waiting caller is dropped (timeout, Ctrl-C).
-struct AbortOnDrop(tokio::task::JoinHandle<HopResult>);
+mod turn;
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// Runs one hop to its end in the embedded runtime; never panics on model, tool or user errors.
+pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static, HopResult> {
+    run_hop_on(shared, req, Journal::Local)
 }
 
-/// Runs one hop to its end; never panics on model, tool or user errors.
-pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static, HopResult> {
+/// Runs one hop to its end with its steps kept by `journal` (see [`super::journal`]): the one
+/// agent loop of every backend.
+pub(crate) fn run_hop_on(
+    shared: Arc<Shared>,
+    req: HopRequest,
+    journal: Journal,
+) -> BoxFuture<'static, HopResult> {
     Box::pin(async move {
         let parent_hop_id = req.parent.as_ref().map(|p| p.hop_id.clone());
         let occurrence = shared.next_occurrence(parent_hop_id.as_deref(), &req.agent, &req.prompt);
@@ -78,6 +76,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
                 hop_id: done.hop_id.clone(),
                 parent_hop_id,
                 agent: req.agent.clone(),
+                journal: journal.clone(),
             };
             ctx.emit(EventKind::HopReused {
                 message_id: done.message_id.clone(),
@@ -99,6 +98,7 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
             hop_id: hop_id.clone(),
             parent_hop_id,
             agent: req.agent.clone(),
+            journal: journal.clone(),
         };
         // A missing agent or a model that cannot be chosen is fatal (tier 3): BLOCKED.
         let Some(agent) = shared.agents.get(&req.agent).cloned() else {
@@ -125,24 +125,29 @@ pub(crate) fn run_hop(shared: Arc<Shared>, req: HopRequest) -> BoxFuture<'static
         } else {
             None
         };
-        let started = Utc::now();
         // The hop's duration runs from the same instant as its `started_at`: a clock started
         // after the id allocation and the first log write (a flush) made a parent look shorter
         // than the children it waited for, by however long those took under load.
         let clock = Instant::now();
-        let message_id = match recorded.as_ref() {
-            Some(r) => r.message_id.clone(),
-            None => match shared.ids.allocate(&agent.message_id_prefix(), started) {
-                Ok(id) => id,
-                Err(e) => {
-                    return never_started(
-                        &ctx,
-                        String::new(),
-                        format!("cannot allocate a message id: {e}"),
-                        None,
-                    )
-                }
-            },
+        // The start time and message id are one step: a replay gets the same ones.
+        let begin = {
+            let (shared, prefix) = (shared.clone(), agent.message_id_prefix());
+            let known = recorded.as_ref().map(|r| r.message_id.clone());
+            journal.step("hop.begin", async move {
+                let started = Utc::now();
+                let id = match known {
+                    Some(id) => Ok(id),
+                    None => shared
+                        .ids
+                        .allocate(&prefix, started)
+                        .map_err(|e| format!("cannot allocate a message id: {e}")),
+                };
+                id.map(|id| (started, id))
+            })
+        };
+        let (started, message_id) = match begin.await.map_err(|e| e.to_string()).flatten() {
+            Ok(begun) => begun,
+            Err(e) => return never_started(&ctx, String::new(), e, None),
         };
         shared.hop_started(&hop_id, ctx.parent_hop_id.as_deref(), &ctx.agent);
         ctx.emit(EventKind::HopStarted {
@@ -336,7 +341,8 @@ impl HopState {
                 tools: request.tools.len(),
             });
             let clock = Instant::now();
-            let mut response = match self.complete(&request, turn).await {
+            let turn_call = turn::complete(self.ctx.clone(), self.model.clone(), request, turn);
+            let mut response = match self.ctx.journal.model_turn(turn, turn_call).await {
                 Ok(r) => r,
                 // Tier 2: the same request would overflow again, and so would asking for a
                 // checkpoint; the runtime writes one and the hop ends PARTIAL.
@@ -471,7 +477,7 @@ impl HopState {
             if last_step {
                 return self.partial(format!("steps limit reached ({max_steps})"));
             }
-            let results = self.run_tools(&response.tool_calls).await;
+            let results = self.tools_turn(&response.tool_calls).await;
             self.messages.extend(results);
             // Tier 3: a tool was refused a path (outside the root, a hidden folder).
             if let Some(reason) = shared.take_refusal(&self.ctx.hop_id) {
@@ -517,7 +523,21 @@ impl HopState {
             answer,
         );
         self.permit = None;
-        let result = run_hop(shared.clone(), req).await;
+        let result = match self
+            .ctx
+            .journal
+            .spawn_child(req, |req| run_hop(shared.clone(), req))
+            .wait()
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                return Review::Block {
+                    reason: format!("the validator `{validator}` ended abnormally: {e}"),
+                    action: action::FIX_MODEL.to_string(),
+                }
+            }
+        };
         if self.req.depth > 0 {
             self.permit = shared.semaphore.clone().acquire_owned().await.ok();
         }
@@ -568,231 +588,6 @@ impl HopState {
         )
     }
 
-    /// One completion under the one retry policy ([`RetryPolicy::run`]). HTTP providers retry
-    /// inside `complete` with their configured policy and give up with a fatal error, so this
-    /// layer only retries transient errors of models that do not retry themselves. Every
-    /// retried attempt is a `model.retry` event; the final failure a `model.error`.
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        step: u32,
-    ) -> Result<ModelResponse, ModelError> {
-        let ctx = self.ctx.clone();
-        let observer: AttemptObserver = Arc::new(move |e: &AttemptEvent| {
-            if let AttemptOutcome::Retrying { error, delay } = &e.outcome {
-                ctx.emit(EventKind::ModelRetry {
-                    step,
-                    provider: e.provider.clone(),
-                    attempt: e.attempt,
-                    max_attempts: e.max_attempts,
-                    error: error.clone(),
-                    delay_ms: delay.as_millis() as u64,
-                    elapsed_us: e.elapsed.as_micros() as u64,
-                });
-            }
-        });
-        let policy = RetryPolicy::default();
-        let call = policy.run(self.model.provider(), &request.model, None, || {
-            self.model.complete(request)
-        });
-        let ctx = self.ctx.clone();
-        let notices: NoticeObserver = Arc::new(move |n: &Notice| match n {
-            Notice::ToolsFallback {
-                provider,
-                model,
-                reason,
-            } => ctx.emit(EventKind::ModelToolsFallback {
-                step,
-                provider: provider.clone(),
-                model: model.clone(),
-                reason: reason.clone(),
-            }),
-        });
-        let result = notice::observe(notices, retry::observe(observer, call)).await;
-        if let Err(e) = &result {
-            self.ctx.emit(EventKind::ModelError {
-                step,
-                error: e.to_string(),
-                retry: false,
-            });
-        }
-        result
-    }
-
-    /// Runs one turn's tool calls: built-ins inline, `task` calls as concurrent child hops;
-    /// results come back in call order.
-    async fn run_tools(&mut self, calls: &[ToolCall]) -> Vec<Message> {
-        enum Pending {
-            Done(Message, Option<String>),
-            Child(AbortOnDrop),
-        }
-        let shared = self.ctx.shared.clone();
-        let caller = Caller {
-            shared: &shared,
-            agent: &self.agent,
-            request: &self.req,
-            hop_id: &self.ctx.hop_id,
-            model_spec: &self.model_spec,
-            message_id: &self.message_id,
-        };
-        let mut pending = Vec::with_capacity(calls.len());
-        for call in calls {
-            self.ctx.emit(EventKind::ToolCall {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-            });
-            let tool = crate::agent::grants::canonical_tool_name(&call.name);
-            if let Some(gate) = self.plan_gate.as_mut() {
-                let target = (tool == "task")
-                    .then(|| super::dispatch::TaskCall::parse(&call.arguments).ok())
-                    .flatten()
-                    .map(|c| c.subagent_type);
-                let mcp = shared
-                    .mcp
-                    .get()
-                    .is_some_and(|m| m.resolve(&call.name).is_some());
-                if let Admission::Refused(reason) = gate.admit(&tool, target.as_deref(), mcp) {
-                    self.ctx.emit(EventKind::GateRefused {
-                        call_id: call.id.clone(),
-                        tool: tool.clone(),
-                        target,
-                        reason: reason.clone(),
-                    });
-                    pending.push(Pending::Done(Message::tool(&call.id, reason, true), None));
-                    continue;
-                }
-                if tool == PLAN_TOOL {
-                    let text = plan_text(&call.arguments);
-                    let message = match gate.submit(&text, &shared.project) {
-                        Ok(accepted) => {
-                            self.ctx.emit(gate_plan_event(&accepted, PLAN_TOOL, false));
-                            Message::tool(&call.id, plan_gate::accepted_note(&accepted), false)
-                        }
-                        Err(why) => Message::tool(&call.id, why.to_string(), true),
-                    };
-                    pending.push(Pending::Done(message, None));
-                    continue;
-                }
-            }
-            if tool == "webfetch" || tool == "websearch" {
-                let (message, record) = caller.web(call, &tool).await;
-                if let Some(record) = record {
-                    self.ctx.emit(EventKind::WebFetch(record));
-                }
-                pending.push(Pending::Done(message, None));
-                continue;
-            }
-            if let Some((message, written, event)) = caller.step(call) {
-                self.ctx.emit(event);
-                pending.push(Pending::Done(message, written));
-                continue;
-            }
-            if tool == "analyze_file" {
-                // Its chunks are child hops: give the slot back while they run.
-                self.permit = None;
-                let message = super::analyze::tool(&caller, shared.clone(), call, run_hop).await;
-                if self.req.depth > 0 {
-                    self.permit = shared.semaphore.clone().acquire_owned().await.ok();
-                }
-                pending.push(Pending::Done(message, None));
-                continue;
-            }
-            if let Some((message, record)) = caller.mcp(call).await {
-                self.ctx.emit(EventKind::McpCall(record));
-                pending.push(Pending::Done(message, None));
-                continue;
-            }
-            match caller.prepare(call) {
-                Prepared::Done(message, written) => pending.push(Pending::Done(message, written)),
-                Prepared::Child(child) => {
-                    let handle = tokio::spawn(run_hop(shared.clone(), child));
-                    pending.push(Pending::Child(AbortOnDrop(handle)));
-                }
-            }
-        }
-        let has_children = pending.iter().any(|p| matches!(p, Pending::Child(_)));
-        if has_children {
-            // Give the slot back while waiting, so children (and their children) can run.
-            self.permit = None;
-        }
-        let mut out = Vec::with_capacity(calls.len());
-        for (call, p) in calls.iter().zip(pending) {
-            let (message, written, child) = match p {
-                Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None),
-                Pending::Child(mut handle) => {
-                    let result = match (&mut handle.0).await {
-                        Ok(r) => r,
-                        Err(e) => {
-                            let msg = format!("subagent task ended abnormally: {e}");
-                            out.push(Message::tool(&call.id, msg.clone(), true));
-                            self.ctx.emit(EventKind::ToolResult {
-                                call_id: call.id.clone(),
-                                tool: call.name.clone(),
-                                is_error: true,
-                                output: msg,
-                                written: None,
-                                child_hop_id: None,
-                            });
-                            continue;
-                        }
-                    };
-                    let mut message = result.to_tool_message(&call.id);
-                    if let Some(note) = self.offer_plan(&result) {
-                        message.content.push_str(&note);
-                    }
-                    (message, result.written.clone(), Some(result.hop_id))
-                }
-            };
-            if child.is_none() {
-                shared.add_written(&written);
-            }
-            self.written.extend(written.iter().cloned());
-            self.ctx.emit(EventKind::ToolResult {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                is_error: message.is_error,
-                output: cut(&message.content, LOGGED_OUTPUT),
-                written: written.first().cloned(),
-                child_hop_id: child,
-            });
-            out.push(message);
-        }
-        if has_children && self.req.depth > 0 {
-            self.permit = shared.semaphore.clone().acquire_owned().await.ok();
-        }
-        out
-    }
-
-    /// Offers a planning agent's answer to the gate as the plan; the note tells the calling
-    /// model whether it was accepted and what is open now. `None` when the answer is not from
-    /// the agent that plans (or the hop has no gate).
-    fn offer_plan(&mut self, result: &HopResult) -> Option<String> {
-        let gate = self.plan_gate.as_mut()?;
-        if !gate.is_plan_agent(&result.agent) {
-            return None;
-        }
-        let fallback = result.status == HopStatus::Fallback;
-        if !matches!(result.status, HopStatus::Completed | HopStatus::Fallback) {
-            return Some(format!(
-                "\n\n[gate] `{}` ended {}, so this is not a plan; nothing is open yet.",
-                result.agent,
-                result.status.as_str()
-            ));
-        }
-        match gate.submit(&result.answer, &self.ctx.shared.project) {
-            Ok(accepted) => {
-                self.ctx
-                    .emit(gate_plan_event(&accepted, &result.agent, fallback));
-                Some(format!(
-                    "\n\n[gate] {}",
-                    plan_gate::accepted_note(&accepted)
-                ))
-            }
-            Err(why) => Some(format!("\n\n[gate] Not accepted as the plan: {why}")),
-        }
-    }
-
     /// Ends the hop (see [`super::ending::finish`]), giving its semaphore slot back first.
     fn finish(mut self, ending: Ending, elapsed: Duration) -> HopResult {
         self.permit = None;
@@ -807,30 +602,5 @@ impl HopState {
             written: self.written,
         };
         finish(&self.ctx, ending, finished, elapsed)
-    }
-}
-
-/// The plan of a `plan` tool call as text for the contract check. A model may wrap the object
-/// in a `plan` field; the gate takes the object either way.
-fn plan_text(arguments: &serde_json::Value) -> String {
-    let plan = match arguments.get("plan") {
-        Some(inner @ serde_json::Value::Object(_))
-            if arguments.as_object().is_some_and(|o| o.len() == 1) =>
-        {
-            inner
-        }
-        _ => arguments,
-    };
-    serde_json::to_string_pretty(plan).unwrap_or_default()
-}
-
-fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) -> EventKind {
-    EventKind::GatePlan {
-        via: via.to_string(),
-        contract: accepted.contract.clone(),
-        plan: accepted.plan.clone(),
-        sources: accepted.sources.clone(),
-        allowed: accepted.allowed.iter().cloned().collect(),
-        fallback,
     }
 }

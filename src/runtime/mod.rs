@@ -14,6 +14,7 @@ pub mod events;
 pub mod handoff;
 pub mod hop;
 pub mod ids;
+pub mod journal;
 pub mod options;
 pub(crate) mod partial;
 pub mod pipeline;

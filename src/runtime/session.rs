@@ -40,8 +40,8 @@ pub enum RuntimeError {
     Log { dir: PathBuf, error: std::io::Error },
 }
 
-/// What `run` hands back (and `--json` prints).
-#[derive(Debug, Clone, Serialize)]
+/// What `run` hands back (and `--json` prints); a durable backend sends it back from a worker.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SessionOutcome {
     pub session_id: String,
     pub correlation_id: String,
@@ -210,8 +210,47 @@ impl Session {
         &self.shared.dir
     }
 
+    /// A session whose shared state `shared` a durable backend opened for ids it was given
+    /// (`src/restate/`): the same session, started and ended by the backend.
+    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
+    pub(crate) fn attach(
+        shared: Arc<Shared>,
+        agent: &str,
+        prompt: &str,
+        root_hop_id: &str,
+    ) -> Self {
+        Session {
+            shared,
+            agent: agent.to_string(),
+            prompt: prompt.to_string(),
+            root_hop_id: root_hop_id.to_string(),
+            resumed: false,
+            clock: Instant::now(),
+        }
+    }
+
+    /// The request of the session's root hop.
+    pub(crate) fn root_request(&self) -> HopRequest {
+        HopRequest {
+            agent: self.agent.clone(),
+            prompt: self.prompt.clone(),
+            description: String::new(),
+            parent: None,
+            depth: 0,
+            chain: Vec::new(),
+            hop_id: Some(self.root_hop_id.clone()),
+        }
+    }
+
     /// Runs the primary hop (and everything it delegates) to its end.
     pub async fn run(&self) -> SessionOutcome {
+        self.begin().await;
+        let result = run_hop(self.shared.clone(), self.root_request()).await;
+        self.end(&result).await
+    }
+
+    /// Logs `session.started` (and a repaired log) and starts the MCP servers.
+    pub(crate) async fn begin(&self) {
         let shared = &self.shared;
         shared.emit(
             Some(&self.root_hop_id),
@@ -235,23 +274,14 @@ impl Session {
             );
         }
         self.start_mcp().await;
-        let result = run_hop(
-            shared.clone(),
-            HopRequest {
-                agent: self.agent.clone(),
-                prompt: self.prompt.clone(),
-                description: String::new(),
-                parent: None,
-                depth: 0,
-                chain: Vec::new(),
-                hop_id: Some(self.root_hop_id.clone()),
-            },
-        )
-        .await;
-        if let Some(mcp) = shared.mcp.get() {
+    }
+
+    /// Stops the MCP servers and ends the session with the root hop's result.
+    pub(crate) async fn end(&self, result: &HopResult) -> SessionOutcome {
+        if let Some(mcp) = self.shared.mcp.get() {
             mcp.shutdown().await;
         }
-        self.complete(&result, None)
+        self.complete(result, None)
     }
 
     /// Starts the MCP servers the session's agents grant tools of; each one's outcome is an

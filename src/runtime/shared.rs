@@ -40,10 +40,16 @@ pub(crate) struct HopCtx {
     pub hop_id: String,
     pub parent_hop_id: Option<String>,
     pub agent: String,
+    /// Where the hop's steps are kept (`journal.rs`): the local runtime or a durable backend.
+    pub journal: super::journal::Journal,
 }
 
 impl HopCtx {
+    /// Logs `kind` for this hop; held back while a durable hop replays steps it logged before.
     pub fn emit(&self, kind: EventKind) {
+        if self.journal.replaying() {
+            return;
+        }
         self.shared.emit(
             Some(&self.hop_id),
             self.parent_hop_id.as_deref(),
@@ -172,6 +178,18 @@ impl Shared {
             agent: agent.map(str::to_string),
             kind,
         });
+    }
+
+    /// Sets the session's totals (a durable backend counts them from the log: its hops ran on
+    /// several workers, each with a `Shared` of its own).
+    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
+    pub fn set_totals(&self, usage: Usage, written: Vec<String>) {
+        if let Ok(mut u) = self.usage.lock() {
+            *u = usage;
+        }
+        if let Ok(mut w) = self.written.lock() {
+            *w = written;
+        }
     }
 
     pub fn add_usage(&self, u: Usage) {

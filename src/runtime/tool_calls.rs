@@ -2,8 +2,8 @@
 //! here and now; a `task` call is checked (grant, arguments, delegation policy) and becomes the
 //! request for a child hop, or a tool error that tells the calling model why not.
 //!
-//! Spawning and awaiting the children stays in the hop loop (`hop.rs`), which owns the
-//! semaphore permit that waiting gives back.
+//! Spawning and awaiting the children stays in the hop loop (`hop/turn.rs`), which owns the
+//! semaphore permit that waiting gives back and asks the hop's journal to start them.
 
 use super::dispatch::{self, Refusal};
 use super::handoff::{HopRequest, ParentLink};
@@ -12,11 +12,83 @@ use crate::agent::Agent;
 use crate::model::{Message, ToolCall};
 use crate::tools::{self, ToolContext, ToolError};
 
-/// A tool call, ready: answered already, or a child hop to run.
-pub(crate) enum Prepared {
-    /// The tool message, and the file the tool wrote (if any).
-    Done(Message, Option<String>),
-    Child(HopRequest),
+/// A built-in tool's result: the tool message, the file it wrote (if any), and why a path was
+/// refused (the hop ends BLOCKED after the turn). Serializable: a durable journal records it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Done {
+    pub message: Message,
+    pub written: Option<String>,
+    pub refused: Option<String>,
+}
+
+/// Runs a built-in tool (`read`, `grep`, `write`, ...) for `agent`.
+pub(crate) fn builtin(shared: &Shared, agent: &Agent, call: &ToolCall) -> Done {
+    let tool = crate::agent::grants::canonical_tool_name(&call.name);
+    let ctx = ToolContext {
+        project: &shared.project,
+        agent,
+    };
+    match tools::invoke(ctx, &tool, &call.arguments) {
+        Ok(out) => Done {
+            message: Message::tool(&call.id, out.text, false),
+            written: out.written,
+            refused: None,
+        },
+        Err(e) => Done {
+            // A path outside the root (or a hidden folder) is fatal for the hop: it ends
+            // BLOCKED after this turn instead of letting the model probe further.
+            refused: matches!(e, ToolError::Refused { .. }).then(|| e.to_string()),
+            message: Message::tool(&call.id, e.to_string(), true),
+            written: None,
+        },
+    }
+}
+
+/// Runs `webfetch`/`websearch`, the tools that wait on the network; the record of a fetch
+/// (when one was tried) is for the caller to log. Owned-friendly arguments: a durable journal
+/// runs it as a step.
+pub(crate) async fn web(
+    shared: &Shared,
+    agent: &Agent,
+    call: &ToolCall,
+    tool: &str,
+) -> (Message, Option<crate::tools::webfetch::FetchRecord>) {
+    let ctx = ToolContext {
+        project: &shared.project,
+        agent,
+    };
+    let (result, record) = match shared.web() {
+        Ok(web) => web.invoke(ctx, tool, &call.arguments).await,
+        Err(e) => (
+            Err(ToolError::Failed {
+                tool: tool.to_string(),
+                message: e.to_string(),
+            }),
+            None,
+        ),
+    };
+    let message = match result {
+        Ok(out) => Message::tool(&call.id, out.text, false),
+        Err(e) => Message::tool(&call.id, e.to_string(), true),
+    };
+    (message, record)
+}
+
+/// Runs a call of one of the session's MCP tools (`server_tool`); the record is for the caller
+/// to log. `None` when `name` is not an MCP tool of this session.
+pub(crate) async fn mcp(
+    shared: &Shared,
+    agent: &Agent,
+    call: &ToolCall,
+) -> Option<(Message, crate::mcp::CallRecord)> {
+    let mcp = shared.mcp.get()?;
+    let (server, tool) = mcp.resolve(&call.name)?;
+    let (result, record) = mcp.call(agent, &server, &tool, &call.arguments).await;
+    let message = match result {
+        Ok(text) => Message::tool(&call.id, text, false),
+        Err(e) => Message::tool(&call.id, format!("`{}`: {e}", call.name), true),
+    };
+    Some((message, record))
 }
 
 /// The hop making the calls: who it is and where it sits in the call chain.
@@ -32,80 +104,13 @@ pub(crate) struct Caller<'a> {
 }
 
 impl Caller<'_> {
-    /// Runs a built-in tool, or turns a `task` call into a child request.
-    pub fn prepare(&self, call: &ToolCall) -> Prepared {
-        let tool = crate::agent::grants::canonical_tool_name(&call.name);
-        if tool == "task" {
-            return match self.task_request(&call.arguments) {
-                Ok(child) => Prepared::Child(child),
-                Err(e) => Prepared::Done(Message::tool(&call.id, e.to_string(), true), None),
-            };
-        }
-        let ctx = ToolContext {
-            project: &self.shared.project,
-            agent: self.agent,
-        };
-        match tools::invoke(ctx, &tool, &call.arguments) {
-            Ok(out) => Prepared::Done(Message::tool(&call.id, out.text, false), out.written),
-            Err(e) => {
-                // A path outside the root (or a hidden folder) is fatal for the hop: it ends
-                // BLOCKED after this turn instead of letting the model probe further.
-                if matches!(e, ToolError::Refused { .. }) {
-                    self.shared.refuse_path(self.hop_id, e.to_string());
-                }
-                Prepared::Done(Message::tool(&call.id, e.to_string(), true), None)
-            }
-        }
-    }
-
-    /// Runs `webfetch`/`websearch`, the tools that wait on the network; the record of a fetch
-    /// (when one was tried) is for the caller to log.
-    pub async fn web(
-        &self,
-        call: &ToolCall,
-        tool: &str,
-    ) -> (Message, Option<crate::tools::webfetch::FetchRecord>) {
-        let ctx = ToolContext {
-            project: &self.shared.project,
-            agent: self.agent,
-        };
-        let (result, record) = match self.shared.web() {
-            Ok(web) => web.invoke(ctx, tool, &call.arguments).await,
-            Err(e) => (
-                Err(ToolError::Failed {
-                    tool: tool.to_string(),
-                    message: e.to_string(),
-                }),
-                None,
-            ),
-        };
-        let message = match result {
-            Ok(out) => Message::tool(&call.id, out.text, false),
-            Err(e) => Message::tool(&call.id, e.to_string(), true),
-        };
-        (message, record)
-    }
-
-    /// Runs a call of one of the session's MCP tools (`server_tool`); the record is for the
-    /// caller to log. `None` when `name` is not an MCP tool of this session.
-    pub async fn mcp(&self, call: &ToolCall) -> Option<(Message, crate::mcp::CallRecord)> {
-        let mcp = self.shared.mcp.get()?;
-        let (server, tool) = mcp.resolve(&call.name)?;
-        let (result, record) = mcp.call(self.agent, &server, &tool, &call.arguments).await;
-        let message = match result {
-            Ok(text) => Message::tool(&call.id, text, false),
-            Err(e) => Message::tool(&call.id, format!("`{}`: {e}", call.name), true),
-        };
-        Some((message, record))
-    }
-
     /// Runs a `step` call of the agent's checkpoint workflow (src/workflow/tool.rs): the reply,
     /// the document written by the last step, and the event to log. `None` when the agent runs
     /// no workflow.
     pub fn step(
         &self,
         call: &ToolCall,
-    ) -> Option<(Message, Option<String>, super::events::EventKind)> {
+    ) -> Option<(Message, Option<String>, Option<super::events::EventKind>)> {
         if call.name != crate::workflow::tool::TOOL {
             return None;
         }
@@ -120,7 +125,7 @@ impl Caller<'_> {
             errors: h.errors,
             document: h.written.clone(),
         };
-        Some((message, h.written, event))
+        Some((message, h.written, Some(event)))
     }
 
     /// Who calls the `step` tool, and for which run.

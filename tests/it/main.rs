@@ -31,6 +31,8 @@ mod pipelines;
 mod providers;
 mod providers_real;
 mod providers_runtime;
+#[cfg(feature = "restate")]
+mod restate;
 mod runtime_e2e;
 mod runtime_limits;
 mod runtime_resume;

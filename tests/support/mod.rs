@@ -2,6 +2,7 @@
 //! of this folder with `#[path]`).
 
 pub mod clock;
+pub mod durable;
 pub mod fs;
 pub mod manifest;
 pub mod mock;

@@ -1,0 +1,381 @@
+//! One turn's work beside the loop: the model call (a step of the hop's journal) and the
+//! turn's tool calls, with built-in tools as journaled steps and `task` calls as children the
+//! journal starts (tokio tasks locally, durable calls on Restate). Split from `hop.rs` so the
+//! loop reads on its own.
+
+use std::sync::Arc;
+
+use super::super::events::EventKind;
+use super::super::handoff::HopResult;
+use super::super::journal::Child;
+use super::super::plan_gate::{self, Admission, PLAN_TOOL};
+use super::super::shared::HopCtx;
+use super::super::status::HopStatus;
+use super::super::tool_calls::{builtin, cut, mcp, web, Caller, Done};
+use super::{run_hop, HopState, LOGGED_OUTPUT};
+use crate::model::notice::{self, Notice, NoticeObserver};
+use crate::model::retry::{self, AttemptEvent, AttemptObserver, AttemptOutcome, RetryPolicy};
+use crate::model::{Message, Model, ModelError, ModelRequest, ModelResponse, ToolCall};
+
+/// One completion under the one retry policy ([`RetryPolicy::run`]). HTTP providers retry
+/// inside `complete` with their configured policy and give up with a fatal error, so this
+/// layer only retries transient errors of models that do not retry themselves. Every
+/// retried attempt is a `model.retry` event; the final failure a `model.error`. Owned
+/// arguments: a durable journal runs it as a step of its own.
+pub(super) async fn complete(
+    hop: HopCtx,
+    model: Arc<dyn Model>,
+    request: ModelRequest,
+    step: u32,
+) -> Result<ModelResponse, ModelError> {
+    let request = &request;
+    {
+        let ctx = hop.clone();
+        let observer: AttemptObserver = Arc::new(move |e: &AttemptEvent| {
+            if let AttemptOutcome::Retrying { error, delay } = &e.outcome {
+                ctx.emit(EventKind::ModelRetry {
+                    step,
+                    provider: e.provider.clone(),
+                    attempt: e.attempt,
+                    max_attempts: e.max_attempts,
+                    error: error.clone(),
+                    delay_ms: delay.as_millis() as u64,
+                    elapsed_us: e.elapsed.as_micros() as u64,
+                });
+            }
+        });
+        let policy = RetryPolicy::default();
+        let call = policy.run(model.provider(), &request.model, None, || {
+            model.complete(request)
+        });
+        let ctx = hop.clone();
+        let notices: NoticeObserver = Arc::new(move |n: &Notice| match n {
+            Notice::ToolsFallback {
+                provider,
+                model,
+                reason,
+            } => ctx.emit(EventKind::ModelToolsFallback {
+                step,
+                provider: provider.clone(),
+                model: model.clone(),
+                reason: reason.clone(),
+            }),
+        });
+        let result = notice::observe(notices, retry::observe(observer, call)).await;
+        if let Err(e) = &result {
+            hop.emit(EventKind::ModelError {
+                step,
+                error: e.to_string(),
+                retry: false,
+            });
+        }
+        result
+    }
+}
+
+impl HopState {
+    /// Runs one turn's tool calls: built-ins inline, `task` calls as concurrent child hops;
+    /// results come back in call order.
+    pub(super) async fn tools_turn(&mut self, calls: &[ToolCall]) -> Vec<Message> {
+        enum Pending {
+            Done(Message, Option<String>),
+            Child(Child),
+        }
+        let shared = self.ctx.shared.clone();
+        let caller = Caller {
+            shared: &shared,
+            agent: &self.agent,
+            request: &self.req,
+            hop_id: &self.ctx.hop_id,
+            model_spec: &self.model_spec,
+            message_id: &self.message_id,
+        };
+        let mut pending = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.ctx.emit(EventKind::ToolCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            let tool = crate::agent::grants::canonical_tool_name(&call.name);
+            if let Some(gate) = self.plan_gate.as_mut() {
+                let target = (tool == "task")
+                    .then(|| super::super::dispatch::TaskCall::parse(&call.arguments).ok())
+                    .flatten()
+                    .map(|c| c.subagent_type);
+                let mcp = shared
+                    .mcp
+                    .get()
+                    .is_some_and(|m| m.resolve(&call.name).is_some());
+                if let Admission::Refused(reason) = gate.admit(&tool, target.as_deref(), mcp) {
+                    self.ctx.emit(EventKind::GateRefused {
+                        call_id: call.id.clone(),
+                        tool: tool.clone(),
+                        target,
+                        reason: reason.clone(),
+                    });
+                    pending.push(Pending::Done(Message::tool(&call.id, reason, true), None));
+                    continue;
+                }
+                if tool == PLAN_TOOL {
+                    let text = plan_text(&call.arguments);
+                    let message = match gate.submit(&text, &shared.project) {
+                        Ok(accepted) => {
+                            self.ctx.emit(gate_plan_event(&accepted, PLAN_TOOL, false));
+                            Message::tool(&call.id, plan_gate::accepted_note(&accepted), false)
+                        }
+                        Err(why) => Message::tool(&call.id, why.to_string(), true),
+                    };
+                    pending.push(Pending::Done(message, None));
+                    continue;
+                }
+            }
+            if tool == "webfetch" || tool == "websearch" {
+                // A step: a replay does not fetch again.
+                let work = {
+                    let (shared, agent) = (shared.clone(), self.agent.clone());
+                    let (call, tool) = (call.clone(), tool.clone());
+                    async move { web(&shared, &agent, &call, &tool).await }
+                };
+                let (message, record) = match self
+                    .ctx
+                    .journal
+                    .step(&format!("tool:{}", call.id), work)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(e) => (Message::tool(&call.id, e.to_string(), true), None),
+                };
+                if let Some(record) = record {
+                    self.ctx.emit(EventKind::WebFetch(record));
+                }
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
+            if call.name == crate::workflow::tool::TOOL {
+                // A step: a replay does not report the workflow step again.
+                let work = {
+                    let (shared, agent, req) =
+                        (shared.clone(), self.agent.clone(), self.req.clone());
+                    let (hop_id, model_spec, message_id, call) = (
+                        self.ctx.hop_id.clone(),
+                        self.model_spec.clone(),
+                        self.message_id.clone(),
+                        call.clone(),
+                    );
+                    async move {
+                        let caller = Caller {
+                            shared: &shared,
+                            agent: &agent,
+                            request: &req,
+                            hop_id: &hop_id,
+                            model_spec: &model_spec,
+                            message_id: &message_id,
+                        };
+                        caller.step(&call)
+                    }
+                };
+                let done = match self
+                    .ctx
+                    .journal
+                    .step(&format!("tool:{}", call.id), work)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(e) => Some((Message::tool(&call.id, e.to_string(), true), None, None)),
+                };
+                if let Some((message, written, event)) = done {
+                    if let Some(event) = event {
+                        self.ctx.emit(event);
+                    }
+                    pending.push(Pending::Done(message, written));
+                    continue;
+                }
+            }
+            if tool == "analyze_file" {
+                // Its chunks are child hops: give the slot back while they run.
+                self.permit = None;
+                let message =
+                    super::super::analyze::tool(&caller, shared.clone(), call, run_hop).await;
+                if self.req.depth > 0 {
+                    self.permit = shared.semaphore.clone().acquire_owned().await.ok();
+                }
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
+            let is_mcp = shared
+                .mcp
+                .get()
+                .is_some_and(|m| m.resolve(&call.name).is_some());
+            let mcp_done = if is_mcp {
+                // A step: a replay does not call the MCP server again.
+                let work = {
+                    let (shared, agent, call) = (shared.clone(), self.agent.clone(), call.clone());
+                    async move { mcp(&shared, &agent, &call).await }
+                };
+                match self
+                    .ctx
+                    .journal
+                    .step(&format!("tool:{}", call.id), work)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(e) => {
+                        let message = Message::tool(&call.id, e.to_string(), true);
+                        pending.push(Pending::Done(message, None));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            if let Some((message, record)) = mcp_done {
+                self.ctx.emit(EventKind::McpCall(record));
+                pending.push(Pending::Done(message, None));
+                continue;
+            }
+            if tool == "task" {
+                match caller.task_request(&call.arguments) {
+                    Ok(child) => pending.push(Pending::Child(
+                        self.ctx
+                            .journal
+                            .spawn_child(child, |req| run_hop(shared.clone(), req)),
+                    )),
+                    Err(e) => pending.push(Pending::Done(
+                        Message::tool(&call.id, e.to_string(), true),
+                        None,
+                    )),
+                }
+                continue;
+            }
+            // A built-in tool is a step: a replay reads its recorded result, and never writes
+            // a file twice.
+            let work = {
+                let (shared, agent, call) = (shared.clone(), self.agent.clone(), call.clone());
+                async move { builtin(&shared, &agent, &call) }
+            };
+            let done = match self
+                .ctx
+                .journal
+                .step(&format!("tool:{}", call.id), work)
+                .await
+            {
+                Ok(done) => done,
+                Err(e) => Done {
+                    message: Message::tool(&call.id, e.to_string(), true),
+                    written: None,
+                    refused: None,
+                },
+            };
+            if let Some(reason) = done.refused {
+                shared.refuse_path(&self.ctx.hop_id, reason);
+            }
+            pending.push(Pending::Done(done.message, done.written));
+        }
+        let has_children = pending.iter().any(|p| matches!(p, Pending::Child(_)));
+        if has_children {
+            // Give the slot back while waiting, so children (and their children) can run.
+            self.permit = None;
+        }
+        let mut out = Vec::with_capacity(calls.len());
+        for (call, p) in calls.iter().zip(pending) {
+            let (message, written, child) = match p {
+                Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None),
+                Pending::Child(child) => {
+                    let result = match child.wait().await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let msg = format!("subagent task ended abnormally: {e}");
+                            out.push(Message::tool(&call.id, msg.clone(), true));
+                            self.ctx.emit(EventKind::ToolResult {
+                                call_id: call.id.clone(),
+                                tool: call.name.clone(),
+                                is_error: true,
+                                output: msg,
+                                written: None,
+                                child_hop_id: None,
+                            });
+                            continue;
+                        }
+                    };
+                    let mut message = result.to_tool_message(&call.id);
+                    if let Some(note) = self.offer_plan(&result) {
+                        message.content.push_str(&note);
+                    }
+                    (message, result.written.clone(), Some(result.hop_id))
+                }
+            };
+            if child.is_none() {
+                shared.add_written(&written);
+            }
+            self.written.extend(written.iter().cloned());
+            self.ctx.emit(EventKind::ToolResult {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                is_error: message.is_error,
+                output: cut(&message.content, LOGGED_OUTPUT),
+                written: written.first().cloned(),
+                child_hop_id: child,
+            });
+            out.push(message);
+        }
+        if has_children && self.req.depth > 0 {
+            self.permit = shared.semaphore.clone().acquire_owned().await.ok();
+        }
+        out
+    }
+
+    /// Offers a planning agent's answer to the gate as the plan; the note tells the calling
+    /// model whether it was accepted and what is open now. `None` when the answer is not from
+    /// the agent that plans (or the hop has no gate).
+    fn offer_plan(&mut self, result: &HopResult) -> Option<String> {
+        let gate = self.plan_gate.as_mut()?;
+        if !gate.is_plan_agent(&result.agent) {
+            return None;
+        }
+        let fallback = result.status == HopStatus::Fallback;
+        if !matches!(result.status, HopStatus::Completed | HopStatus::Fallback) {
+            return Some(format!(
+                "\n\n[gate] `{}` ended {}, so this is not a plan; nothing is open yet.",
+                result.agent,
+                result.status.as_str()
+            ));
+        }
+        match gate.submit(&result.answer, &self.ctx.shared.project) {
+            Ok(accepted) => {
+                self.ctx
+                    .emit(gate_plan_event(&accepted, &result.agent, fallback));
+                Some(format!(
+                    "\n\n[gate] {}",
+                    plan_gate::accepted_note(&accepted)
+                ))
+            }
+            Err(why) => Some(format!("\n\n[gate] Not accepted as the plan: {why}")),
+        }
+    }
+}
+
+/// The plan of a `plan` tool call as text for the contract check. A model may wrap the object
+/// in a `plan` field; the gate takes the object either way.
+fn plan_text(arguments: &serde_json::Value) -> String {
+    let plan = match arguments.get("plan") {
+        Some(inner @ serde_json::Value::Object(_))
+            if arguments.as_object().is_some_and(|o| o.len() == 1) =>
+        {
+            inner
+        }
+        _ => arguments,
+    };
+    serde_json::to_string_pretty(plan).unwrap_or_default()
+}
+
+fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) -> EventKind {
+    EventKind::GatePlan {
+        via: via.to_string(),
+        contract: accepted.contract.clone(),
+        plan: accepted.plan.clone(),
+        sources: accepted.sources.clone(),
+        allowed: accepted.allowed.iter().cloned().collect(),
+        fallback,
+    }
+}
