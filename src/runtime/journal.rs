@@ -48,6 +48,16 @@ pub enum Journal {
     Durable(Arc<dyn Durable>),
 }
 
+/// Why a child hop gave no result: its task panicked or was cancelled (local), or its durable
+/// call failed (a durable backend).
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("{0}")]
+    Task(#[source] tokio::task::JoinError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
 /// A spawned child hop, aborted if the waiting caller is dropped (timeout, Ctrl-C).
 struct AbortOnDrop(tokio::task::JoinHandle<HopResult>);
 
@@ -67,10 +77,10 @@ enum ChildInner {
 
 impl Child {
     /// The child's result, or why it ended abnormally (for the caller's tool error).
-    pub async fn wait(self) -> Result<HopResult, String> {
+    pub async fn wait(self) -> Result<HopResult, ChildError> {
         match self.0 {
-            ChildInner::Local(mut handle) => (&mut handle.0).await.map_err(|e| e.to_string()),
-            ChildInner::Durable(f) => f.await.map_err(|e| e.to_string()),
+            ChildInner::Local(mut handle) => (&mut handle.0).await.map_err(ChildError::Task),
+            ChildInner::Durable(f) => f.await.map_err(ChildError::Journal),
         }
     }
 }
