@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult, ParentLink};
-use super::shared::Shared;
+use super::shared::{ModelChoiceError, Shared};
 use super::status::HopStatus;
 use super::tool_calls::Caller;
 use crate::knowledge::analyze::{chunk_prompt, parse_answer, reused, summary};
@@ -45,11 +45,36 @@ pub enum AnalyzeError {
     )]
     NoAnalyzer,
     #[error("cannot choose the analyzer's model: {0}")]
-    Model(String),
+    Model(#[from] ModelChoiceError),
     #[error("{chunk}: the analyzer did not give a usable answer ({why}); nothing was stored")]
-    Chunk { chunk: String, why: String },
+    Chunk {
+        chunk: String,
+        #[source]
+        why: ChunkFailure,
+    },
     #[error("analyze_file would exceed the delegation depth limit ({0}); analyse from a shallower agent")]
     Depth(u32),
+}
+
+/// Why one chunk's hop gave no answer that could be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkFailure {
+    /// The spawned hop panicked or was aborted.
+    #[error("analyzer hop ended abnormally: {0}")]
+    Aborted(#[source] tokio::task::JoinError),
+    /// Another chunk's hop ended abnormally first and the set was dropped before this one.
+    #[error("analyzer hop did not run to its end")]
+    NotRun,
+    #[error(
+        "its hop ended {status:?}{}",
+        error.as_deref().map_or(String::new(), |e| format!(": {e}"))
+    )]
+    Ended {
+        status: HopStatus,
+        error: Option<String>,
+    },
+    #[error("not the JSON the contract promises: {0}")]
+    NotJson(#[source] serde_json::Error),
 }
 
 /// Told after each file of [`analyse_files`]: files done, files in all, and how it went.
@@ -95,9 +120,7 @@ pub(crate) async fn analyse(
     if place.depth > shared.options.max_depth {
         return Err(AnalyzeError::Depth(shared.options.max_depth));
     }
-    let model = shared
-        .model_spec(agent, place.parent.as_ref().map(|p| p.model.as_str()))
-        .map_err(|e| AnalyzeError::Model(e.to_string()))?;
+    let model = shared.model_spec(agent, place.parent.as_ref().map(|p| p.model.as_str()))?;
     let chunks = chunk::split(&file.text, &file.path, chunk::budget(limits.context_tokens));
     let requests: Vec<HopRequest> = chunks
         .iter()
@@ -122,19 +145,15 @@ pub(crate) async fn analyse(
         if result.status != HopStatus::Completed {
             return Err(AnalyzeError::Chunk {
                 chunk: label,
-                why: format!(
-                    "its hop ended {:?}{}",
-                    result.status,
-                    result
-                        .error
-                        .as_deref()
-                        .map_or(String::new(), |e| format!(": {e}"))
-                ),
+                why: ChunkFailure::Ended {
+                    status: result.status,
+                    error: result.error,
+                },
             });
         }
         let answer = parse_answer(&result.answer).map_err(|e| AnalyzeError::Chunk {
             chunk: label,
-            why: format!("not the JSON the contract promises: {e}"),
+            why: ChunkFailure::NotJson(e),
         })?;
         parts.push((c.clone(), answer));
     }
@@ -153,13 +172,13 @@ pub(crate) async fn analyse(
 }
 
 /// Runs the chunk hops; results in request order. A spawned hop that panicked or was aborted is
-/// an `Err` with the reason.
+/// an `Err` saying so.
 async fn run_all(
     shared: &Arc<Shared>,
     run: HopRunner,
     requests: Vec<HopRequest>,
     concurrent: bool,
-) -> Vec<Result<HopResult, String>> {
+) -> Vec<Result<HopResult, ChunkFailure>> {
     if !concurrent {
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
@@ -174,15 +193,18 @@ async fn run_all(
         let fut = run(shared.clone(), r);
         set.spawn(async move { (i, fut.await) });
     }
-    let mut out: Vec<Result<HopResult, String>> =
-        (0..total).map(|_| Err("not run".to_string())).collect();
+    let mut out: Vec<Result<HopResult, ChunkFailure>> =
+        (0..total).map(|_| Err(ChunkFailure::NotRun)).collect();
     while let Some(joined) = set.join_next().await {
         match joined {
             Ok((i, result)) => out[i] = Ok(result),
             Err(e) => {
-                let why = format!("analyzer hop ended abnormally: {e}");
-                if let Some(slot) = out.iter_mut().find(|s| s.is_err()) {
-                    *slot = Err(why);
+                // Which chunk it was is lost with the task; the first one still waiting takes it.
+                if let Some(slot) = out
+                    .iter_mut()
+                    .find(|s| matches!(s, Err(ChunkFailure::NotRun)))
+                {
+                    *slot = Err(ChunkFailure::Aborted(e));
                 }
             }
         }
