@@ -16,9 +16,13 @@ use super::shared::{ModelChoiceError, Shared};
 use super::status::HopStatus;
 use super::tool_calls::Caller;
 use crate::knowledge::analyze::{chunk_prompt, parse_answer, reused, summary};
+use crate::knowledge::dedup::DEFAULT_EMBEDDINGS_THRESHOLD;
 use crate::knowledge::provenance::GitProbe;
 use crate::knowledge::store::StoreOutcome;
-use crate::knowledge::{chunk, source, Extraction, KnowledgeError, Limits, Store, ANALYZER_AGENT};
+use crate::knowledge::{
+    chunk, source, Extraction, KnowledgeError, Limits, NoteVectors, Store, ANALYZER_AGENT,
+};
+use crate::model::embeddings::Embedder;
 use crate::model::{BoxFuture, Message, ToolCall};
 use crate::tools::{self, ToolError};
 
@@ -90,6 +94,9 @@ pub struct FileReport {
     pub outcome: Option<StoreOutcome>,
     /// What the caller is told.
     pub text: String,
+    /// Why `[knowledge] embeddings` gave no vectors for this file (the notes were stored and
+    /// matched by text instead); `None` when it worked or is not configured.
+    pub embeddings_error: Option<String>,
 }
 
 /// Analyses `name` (or returns its stored analysis when path, checksum and focus match).
@@ -111,6 +118,7 @@ pub(crate) async fn analyse(
             chunks: 0,
             outcome: None,
             text: reused(&stored),
+            embeddings_error: None,
         });
     }
     let agent = shared
@@ -159,16 +167,76 @@ pub(crate) async fn analyse(
     }
     let extraction = Extraction::merge(&parts);
     let analysed_at = timestamp(Utc::now());
-    let outcome = store.record(&file, focus, &model, &analysed_at, &extraction, "")?;
-    let text = summary(&file, focus, chunks.len(), &extraction, &outcome);
+    let (vectors, embeddings_error) = embed_notes(&shared.config, &extraction).await;
+    let outcome = store.record(
+        &file,
+        focus,
+        &model,
+        &analysed_at,
+        &extraction,
+        vectors.as_ref(),
+        "",
+    )?;
+    let mut text = summary(&file, focus, chunks.len(), &extraction, &outcome);
     store.set_summary(outcome.source_id, &text)?;
+    // Said to this caller only: a later hit returns the stored summary without it.
+    if let Some(e) = &embeddings_error {
+        text.push_str(&format!(
+            "\nEmbeddings: none ({e}); near-duplicate notes were found by text similarity."
+        ));
+    }
     Ok(FileReport {
         path: file.path,
         reused: false,
         chunks: chunks.len(),
         outcome: Some(outcome),
         text,
+        embeddings_error,
     })
+}
+
+/// Vectors for the extraction's notes when `[knowledge] embeddings` names a model. A failure
+/// (a bad setting, an unreachable server, an odd answer) does not lose the analysis: the notes
+/// are stored without vectors and matched by text, and the error is handed back to be told.
+async fn embed_notes(
+    config: &crate::config::Config,
+    extraction: &Extraction,
+) -> (Option<NoteVectors>, Option<String>) {
+    let Some(spec) = config.knowledge.embeddings.as_deref() else {
+        return (None, None);
+    };
+    if extraction.notes.is_empty() {
+        return (None, None);
+    }
+    let threshold = config
+        .knowledge
+        .embeddings_threshold
+        .unwrap_or(DEFAULT_EMBEDDINGS_THRESHOLD);
+    if !(threshold > 0.0 && threshold <= 1.0) {
+        return (
+            None,
+            Some(format!(
+                "[knowledge] embeddings_threshold = {threshold} in switchboard.toml must be \
+                 above 0 and at most 1"
+            )),
+        );
+    }
+    let embedder = match Embedder::resolve(
+        spec,
+        &config.providers,
+        &crate::model::registry::process_env,
+    ) {
+        Ok(e) => e,
+        Err(e) => return (None, Some(e.to_string())),
+    };
+    let texts: Vec<String> = extraction.notes.iter().map(|n| n.text.clone()).collect();
+    match embedder.embed(&texts).await {
+        Ok(raw) => (
+            Some(NoteVectors::new(embedder.spec(), threshold, raw)),
+            None,
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    }
 }
 
 /// Runs the chunk hops; results in request order. A spawned hop that panicked or was aborted is

@@ -300,6 +300,7 @@ fn store_fixture(p: &Project, store: &mut Store, path: &str, notes: Vec<Note>) {
             "offline/default",
             "2026-11-23T00:00:00Z",
             &ex,
+            None,
             "s",
         )
         .unwrap();
