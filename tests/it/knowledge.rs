@@ -616,3 +616,52 @@ fn the_offline_researcher_recalls_what_knowledge_analyze_stored() {
         "{first_doc} not among {analysed:?}"
     );
 }
+
+/// The progress bar is for terminals only: with stderr a pipe, `knowledge analyze` of many
+/// files prints exactly the per-file lines and the total, and nothing at all on stderr, with
+/// or without `--json`.
+#[test]
+fn analyze_many_files_off_a_terminal_draws_no_progress() {
+    let (dir, _p) = project();
+    for i in 0..3 {
+        std::fs::write(
+            dir.path().join(format!("notes/n{i}.md")),
+            format!("# Note {i}\n\nNote {i} says zq{i}.\n"),
+        )
+        .unwrap();
+    }
+    let run = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.arg("--root")
+            .arg(dir.path())
+            .args(["knowledge", "analyze", "notes"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (stdout, stderr) = run(false);
+    assert_eq!(stderr, "", "nothing drawn off a terminal");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    for (line, name) in lines.iter().zip(["design", "n0", "n1", "n2"]) {
+        assert!(
+            line.starts_with(&format!("analysed  notes/{name}.md  1 chunk(s), ")),
+            "{line}"
+        );
+    }
+    assert_eq!(lines[4], "4 analysed, 0 unchanged, 0 skipped, 0 failed");
+    assert!(!stdout.contains(['\r', '\x1b']), "{stdout:?}");
+    let (stdout, stderr) = run(true);
+    assert_eq!(stderr, "");
+    let statuses: Vec<String> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].to_string())
+        .collect();
+    assert_eq!(statuses, vec!["\"unchanged\""; 4], "{stdout}");
+}
