@@ -129,7 +129,8 @@ pub(crate) async fn analyse(
         return Err(AnalyzeError::Depth(shared.options.max_depth));
     }
     let model = shared.model_spec(agent, place.parent.as_ref().map(|p| p.model.as_str()))?;
-    let chunks = chunk::split(&file.text, &file.path, chunk::budget(limits.context_tokens));
+    let context = context_tokens(&shared.config, &model);
+    let chunks = chunk::split(&file.text, &file.path, chunk::budget(context));
     let requests: Vec<HopRequest> = chunks
         .iter()
         .map(|c| HopRequest {
@@ -193,6 +194,29 @@ pub(crate) async fn analyse(
         text,
         embeddings_error,
     })
+}
+
+/// The analyzer's context size in tokens, which sizes the chunks: `[knowledge] context_tokens`
+/// when set, else what `[providers.P]` says of the chosen model (its own `context_tokens`, else
+/// the provider's), else [`crate::knowledge::DEFAULT_CONTEXT_TOKENS`].
+fn context_tokens(config: &crate::config::Config, model: &str) -> usize {
+    if let Some(n) = config.knowledge.context_tokens {
+        return n;
+    }
+    let from_provider =
+        crate::model::registry::parse_spec(model)
+            .ok()
+            .and_then(|(provider, name)| {
+                let table = config.providers.get(provider)?;
+                let settings: crate::model::settings::ProviderSettings =
+                    table.clone().try_into().ok()?;
+                settings
+                    .models
+                    .get(name)
+                    .and_then(|m| m.context_tokens)
+                    .or(settings.context_tokens)
+            });
+    from_provider.map_or(crate::knowledge::DEFAULT_CONTEXT_TOKENS, |n| n as usize)
 }
 
 /// Vectors for the extraction's notes when `[knowledge] embeddings` names a model. A failure
@@ -367,4 +391,25 @@ pub(crate) async fn analyse_files(
         out.push(r);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_sized_from_the_knowledge_setting_else_the_model_else_the_default() {
+        let parse = |t: &str| crate::config::Config::parse(t, "switchboard.toml").unwrap();
+        let providers = "[providers.local]\nprotocol = \"openai\"\ncontext_tokens = 4096\n\
+                         [providers.local.models.big]\ncontext_tokens = 32768\n";
+        let c = parse(providers);
+        assert_eq!(context_tokens(&c, "local/big"), 32768);
+        assert_eq!(context_tokens(&c, "local/small"), 4096);
+        assert_eq!(
+            context_tokens(&c, "offline/default"),
+            crate::knowledge::DEFAULT_CONTEXT_TOKENS
+        );
+        let c = parse(&format!("[knowledge]\ncontext_tokens = 2048\n{providers}"));
+        assert_eq!(context_tokens(&c, "local/big"), 2048);
+    }
 }
