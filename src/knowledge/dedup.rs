@@ -58,7 +58,7 @@ pub fn encode(v: &[f32]) -> Vec<u8> {
 
 /// A stored vector; `None` when the bytes are not a whole number of `f32`s.
 pub fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
-    (bytes.len() % 4 == 0).then(|| {
+    bytes.len().is_multiple_of(4).then(|| {
         bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))

@@ -138,7 +138,7 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, VERSION);
-        assert!(VERSION >= 2);
+        const { assert!(VERSION >= 2) };
         let (text, embedding): (String, Option<Vec<u8>>) = conn
             .query_row("SELECT text, embedding FROM notes", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
