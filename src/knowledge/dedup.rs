@@ -9,7 +9,8 @@
 
 use rusqlite::params;
 
-use super::similar::{similarity, DUPLICATE};
+use super::extraction::Extraction;
+use super::similar::{normalise, similarity, DUPLICATE};
 
 /// Cosine similarity at or above which two notes' vectors make them one note, when
 /// `[knowledge] embeddings_threshold` does not say. Paraphrases of one statement score about
@@ -70,10 +71,84 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The note a new note repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Target {
+    /// A stored note, by id.
+    Stored(i64),
+    /// An earlier note of the same extraction, by its index among the extraction's new notes.
+    Earlier(usize),
+    /// None: the note is new.
+    None,
+}
+
+/// What to do with one note of an extraction.
+pub(super) struct Plan {
+    pub norm: String,
+    pub target: Target,
+    /// The note's vector, encoded, and its model: stored with a new note, or given to a matched
+    /// note that has none.
+    pub vector: Option<(String, Vec<u8>)>,
+}
+
+/// Decides, for every note of `extraction` in order, which note it repeats, before anything is
+/// written. Looking everything up first matters for speed: FTS5 writes its pending inserts out
+/// as a new index segment whenever it is queried, so interleaving one lookup and one insert
+/// per note left one tiny segment per note, and every later lookup had to seek through all of
+/// them (the top cost of storing; BENCHMARKS.md, "Knowledge store"). Notes of this extraction
+/// are matched against each other in memory instead.
+pub(super) fn plan_notes(
+    tx: &rusqlite::Transaction<'_>,
+    extraction: &Extraction,
+    vectors: Option<&NoteVectors>,
+) -> rusqlite::Result<Vec<Plan>> {
+    let mut index = match vectors {
+        Some(v) => Some(VectorIndex::load(tx, &v.model)?),
+        None => None,
+    };
+    // (kind, norm) of each new note so far, by its index among the new notes.
+    let mut fresh: Vec<(&str, String)> = Vec::new();
+    let mut out = Vec::with_capacity(extraction.notes.len());
+    for (i, note) in extraction.notes.iter().enumerate() {
+        let norm = normalise(&note.text);
+        let vector = vectors.and_then(|v| Some((v, v.get(i)?)));
+        let by_meaning = match (vector, &index) {
+            (Some((v, vector)), Some(ix)) => ix.nearest(&note.kind, vector, v.threshold),
+            _ => None,
+        };
+        let target = match by_meaning {
+            Some(t) => t,
+            None => match fresh.iter().position(|(kind, other)| {
+                *kind == note.kind && similarity(&norm, other) >= DUPLICATE
+            }) {
+                Some(j) => Target::Earlier(j),
+                None => near_duplicate(tx, &note.kind, &norm)?.map_or(Target::None, Target::Stored),
+            },
+        };
+        if let (Some(ix), Some((_, vector))) = (index.as_mut(), vector) {
+            match target {
+                Target::None => ix.push(Target::Earlier(fresh.len()), &note.kind, vector),
+                // A stored note without a vector takes this one (see `Plan::vector`).
+                Target::Stored(id) if !ix.has(id) => ix.push(target, &note.kind, vector),
+                _ => {}
+            }
+        }
+        if target == Target::None {
+            fresh.push((note.kind.as_str(), norm.clone()));
+        }
+        out.push(Plan {
+            norm,
+            target,
+            vector: vector.map(|(v, vector)| (v.model.clone(), encode(vector))),
+        });
+    }
+    Ok(out)
+}
+
 /// The current notes' vectors of one model, read once per stored file and compared in memory:
 /// a linear scan, which is fine for tens of thousands of notes (see docs/knowledge.md, Limits).
 pub(super) struct VectorIndex {
-    rows: Vec<(i64, String, Vec<f32>)>,
+    rows: Vec<(Target, String, Vec<f32>)>,
 }
 
 impl VectorIndex {
@@ -93,31 +168,35 @@ impl VectorIndex {
         for row in rows {
             let (id, kind, bytes) = row?;
             if let Some(v) = decode(&bytes) {
-                out.push((id, kind, v));
+                out.push((Target::Stored(id), kind, v));
             }
         }
         Ok(VectorIndex { rows: out })
     }
 
     /// The most similar note of `kind` at or above `threshold`.
-    pub(super) fn nearest(&self, kind: &str, v: &[f32], threshold: f32) -> Option<i64> {
+    pub(super) fn nearest(&self, kind: &str, v: &[f32], threshold: f32) -> Option<Target> {
         self.rows
             .iter()
             .filter(|(_, k, other)| k == kind && other.len() == v.len())
-            .map(|(id, _, other)| (*id, dot(v, other)))
+            .map(|(target, _, other)| (*target, dot(v, other)))
             .filter(|(_, score)| *score >= threshold)
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(id, _)| id)
     }
 
-    pub(super) fn push(&mut self, id: i64, kind: &str, v: &[f32]) {
-        self.rows.push((id, kind.to_string(), v.to_vec()));
+    pub(super) fn push(&mut self, target: Target, kind: &str, v: &[f32]) {
+        self.rows.push((target, kind.to_string(), v.to_vec()));
+    }
+
+    fn has(&self, id: i64) -> bool {
+        self.rows.iter().any(|(t, _, _)| *t == Target::Stored(id))
     }
 }
 
 /// A current note of `kind` whose normalised text is within [`DUPLICATE`] of `norm`: the
 /// full-text index proposes a few candidates, the trigram similarity decides.
-pub(super) fn near_duplicate(
+fn near_duplicate(
     tx: &rusqlite::Transaction<'_>,
     kind: &str,
     norm: &str,
@@ -189,12 +268,18 @@ mod tests {
     fn the_nearest_note_of_the_same_kind_above_the_threshold_wins() {
         let mut ix = VectorIndex { rows: Vec::new() };
         let v = |x: f32, y: f32| unit(vec![x, y]).unwrap();
-        ix.push(1, "fact", &v(1.0, 0.0));
-        ix.push(2, "fact", &v(1.0, 0.2));
-        ix.push(3, "heading", &v(1.0, 0.1));
-        ix.push(4, "fact", &[1.0, 0.0, 0.0]);
-        assert_eq!(ix.nearest("fact", &v(1.0, 0.15), 0.9), Some(2));
-        assert_eq!(ix.nearest("heading", &v(1.0, 0.15), 0.9), Some(3));
+        ix.push(Target::Stored(1), "fact", &v(1.0, 0.0));
+        ix.push(Target::Stored(2), "fact", &v(1.0, 0.2));
+        ix.push(Target::Earlier(0), "heading", &v(1.0, 0.1));
+        ix.push(Target::Stored(4), "fact", &[1.0, 0.0, 0.0]);
+        assert_eq!(
+            ix.nearest("fact", &v(1.0, 0.15), 0.9),
+            Some(Target::Stored(2))
+        );
+        assert_eq!(
+            ix.nearest("heading", &v(1.0, 0.15), 0.9),
+            Some(Target::Earlier(0))
+        );
         assert_eq!(ix.nearest("fact", &v(0.0, 1.0), 0.9), None);
         assert_eq!(ix.nearest("decision", &v(1.0, 0.0), 0.9), None);
     }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::dedup::{encode, near_duplicate, NoteVectors, VectorIndex};
+use super::dedup::{plan_notes, NoteVectors, Target};
 use super::extraction::Extraction;
 use super::similar::normalise;
 use super::source::SourceFile;
@@ -223,102 +223,90 @@ impl Store {
                 params![old, source],
             )?;
         }
-        let mut index = match vectors {
-            Some(v) => Some(VectorIndex::load(&tx, &v.model)?),
-            None => None,
-        };
-        for (i, note) in extraction.notes.iter().enumerate() {
-            let norm = normalise(&note.text);
+        let planned = plan_notes(&tx, extraction, vectors)?;
+        let mut new_ids: Vec<i64> = Vec::new();
+        for (note, plan) in extraction.notes.iter().zip(planned) {
             let lines = (note.lines.start, note.lines.end);
-            let vector = vectors.and_then(|v| Some((v, v.get(i)?)));
-            let by_meaning = match (vector, &index) {
-                (Some((v, vector)), Some(ix)) => ix.nearest(&note.kind, vector, v.threshold),
-                _ => None,
-            };
-            let found = match by_meaning {
-                Some(id) => Some(id),
-                None => near_duplicate(&tx, &note.kind, &norm)?,
-            };
-            let blob = vector.map(|(v, vector)| (v.model.as_str(), encode(vector)));
-            match found {
-                Some(existing) => {
-                    // A note stored before embeddings were configured gets this vector, so the
-                    // next paraphrase finds it by meaning.
-                    if let (Some((model, bytes)), Some((_, vector))) = (&blob, vector) {
-                        let set = tx.execute(
-                            "UPDATE notes SET embedding = ?2, embedding_model = ?3 \
-                             WHERE id = ?1 AND embedding IS NULL",
-                            params![existing, bytes, model],
-                        )?;
-                        if set > 0 {
-                            if let Some(ix) = index.as_mut() {
-                                ix.push(existing, &note.kind, vector);
-                            }
-                        }
-                    }
-                    tx.execute(
-                        "UPDATE notes SET importance = min(1.0, importance + ?2), \
-                         reinforced = reinforced + 1 WHERE id = ?1",
-                        params![existing, REINFORCE_STEP],
-                    )?;
-                    tx.execute(
-                        "INSERT OR IGNORE INTO note_sources (note_id, source_id, line_start, \
-                         line_end) VALUES (?1, ?2, ?3, ?4)",
-                        params![existing, source, lines.0, lines.1],
-                    )?;
-                    out.notes_reinforced += 1;
-                }
-                None => {
-                    tx.execute(
+            let existing = match plan.target {
+                Target::Stored(id) => id,
+                Target::Earlier(j) => new_ids[j],
+                Target::None => {
+                    tx.prepare_cached(
                         "INSERT INTO notes (source_id, kind, text, norm, line_start, line_end, \
                          importance, embedding, embedding_model) \
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                        params![
-                            source,
-                            note.kind,
-                            note.text,
-                            norm,
-                            lines.0,
-                            lines.1,
-                            NEW_IMPORTANCE,
-                            blob.as_ref().map(|(_, b)| b),
-                            blob.as_ref().map(|(m, _)| m),
-                        ],
-                    )?;
+                    )?
+                    .execute(params![
+                        source,
+                        note.kind,
+                        note.text,
+                        plan.norm,
+                        lines.0,
+                        lines.1,
+                        NEW_IMPORTANCE,
+                        plan.vector.as_ref().map(|(_, b)| b),
+                        plan.vector.as_ref().map(|(m, _)| m),
+                    ])?;
                     let id = tx.last_insert_rowid();
-                    if let (Some(ix), Some((_, vector))) = (index.as_mut(), vector) {
-                        ix.push(id, &note.kind, vector);
-                    }
-                    tx.execute(
+                    tx.prepare_cached(
                         "INSERT INTO note_sources (note_id, source_id, line_start, line_end) \
                          VALUES (?1, ?2, ?3, ?4)",
-                        params![id, source, lines.0, lines.1],
-                    )?;
+                    )?
+                    .execute(params![id, source, lines.0, lines.1])?;
+                    new_ids.push(id);
                     out.notes_new += 1;
+                    continue;
                 }
+            };
+            tx.prepare_cached(
+                "UPDATE notes SET importance = min(1.0, importance + ?2), \
+                 reinforced = reinforced + 1 WHERE id = ?1",
+            )?
+            .execute(params![existing, REINFORCE_STEP])?;
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO note_sources (note_id, source_id, line_start, line_end) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![existing, source, lines.0, lines.1])?;
+            // A note stored before embeddings were configured gets this vector, so the next
+            // paraphrase finds it by meaning.
+            if let Some((model, bytes)) = &plan.vector {
+                tx.prepare_cached(
+                    "UPDATE notes SET embedding = ?2, embedding_model = ?3 \
+                     WHERE id = ?1 AND embedding IS NULL",
+                )?
+                .execute(params![existing, bytes, model])?;
             }
+            out.notes_reinforced += 1;
         }
         for e in &extraction.entities {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO entities (source_id, name, kind, description, line_start, line_end) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    source,
-                    e.name,
-                    e.kind,
-                    e.description,
-                    e.lines.start,
-                    e.lines.end
-                ],
-            )?;
+            )?
+            .execute(params![
+                source,
+                e.name,
+                e.kind,
+                e.description,
+                e.lines.start,
+                e.lines.end
+            ])?;
             out.entities += 1;
         }
         for r in &extraction.relations {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO relations (source_id, from_name, to_name, kind, line_start, \
                  line_end) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![source, r.from, r.to, r.kind, r.lines.start, r.lines.end],
-            )?;
+            )?
+            .execute(params![
+                source,
+                r.from,
+                r.to,
+                r.kind,
+                r.lines.start,
+                r.lines.end
+            ])?;
             out.relations += 1;
         }
         tx.commit()?;

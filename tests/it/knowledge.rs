@@ -407,6 +407,45 @@ fn a_near_duplicate_note_reinforces_the_first_instead_of_adding_a_copy() {
     assert!((hits[0].importance - 0.6).abs() < 1e-9);
 }
 
+/// Notes of one extraction are matched against each other too (in memory, before anything is
+/// written), and against what is stored.
+#[test]
+fn near_duplicates_within_one_file_reinforce_once_and_distinct_notes_stay() {
+    let (_dir, p) = project();
+    let mut store = Store::open(&p).unwrap();
+    store_fixture(
+        &p,
+        &mut store,
+        "x.md",
+        vec![note("fact", "Hops answer in call order.", 1)],
+    );
+    let abs = p.root().join("y.md");
+    std::fs::write(&abs, "y\n".repeat(10)).unwrap();
+    let file = prepare(&p, "y.md", &Limits::default(), None).unwrap();
+    let ex = Extraction {
+        notes: vec![
+            note("fact", "The event log is append-only.", 1),
+            note("fact", "the event log is append only", 2),
+            note("heading", "The event log is append-only.", 3),
+            note("fact", "hops answer in call order", 4),
+            note("fact", "Sessions resume from the last completed hop.", 5),
+        ],
+        ..Default::default()
+    };
+    let out = store
+        .record(&file, "", "offline/default", "t", &ex, None, "")
+        .unwrap();
+    assert_eq!((out.notes_new, out.notes_reinforced), (3, 2), "{out:?}");
+    let log = store
+        .recall("append only event log", None, Some("fact"), 10)
+        .unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].reinforced, 1);
+    let hops = store.recall("answer call order", None, None, 10).unwrap();
+    assert_eq!((hops.len(), hops[0].reinforced), (1, 1), "{hops:?}");
+    assert_eq!(hops[0].provenance.path, "x.md");
+}
+
 #[test]
 fn parallel_writers_in_threads_lose_no_write() {
     let (_dir, p) = project();
