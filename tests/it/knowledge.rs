@@ -704,3 +704,37 @@ fn analyze_many_files_off_a_terminal_draws_no_progress() {
         .collect();
     assert_eq!(statuses, vec!["\"unchanged\""; 4], "{stdout}");
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`), the bar counts the files, names
+/// the one being analysed, and is cleared before the per-file lines, which are unchanged.
+#[test]
+fn analyze_many_files_on_a_terminal_draws_a_progress_bar() {
+    let (dir, _p) = project();
+    for i in 0..3 {
+        std::fs::write(
+            dir.path().join(format!("notes/n{i}.md")),
+            format!("# Note {i}\n\nNote {i} says zq{i}.\n"),
+        )
+        .unwrap();
+    }
+    let command = format!(
+        "{} --root {} knowledge analyze notes",
+        env!("CARGO_BIN_EXE_switchboard"),
+        dir.path().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("util-linux `script` gives the test a terminal");
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{seen}");
+    assert!(seen.contains("0/4 files"), "{seen:?}");
+    assert!(seen.contains("4/4 files"), "{seen:?}");
+    assert!(seen.contains("notes/n2.md"), "{seen:?}");
+    let after_bar = seen.rsplit("\x1b[2K").next().unwrap();
+    assert!(
+        after_bar.starts_with("analysed  notes/design.md  1 chunk(s), "),
+        "{after_bar:?}"
+    );
+    assert!(after_bar.contains("4 analysed, 0 unchanged, 0 skipped, 0 failed"));
+}
