@@ -172,6 +172,7 @@ fn big_store() -> (tempfile::TempDir, Project, Store) {
                 "offline/default",
                 "2026-11-23T00:00:00Z",
                 &ex,
+                None,
                 "",
             )
             .unwrap();
@@ -231,6 +232,7 @@ fn unchanged_check(c: &mut Criterion) {
             "offline/default",
             "2026-11-23T00:00:00Z",
             &Extraction::default(),
+            None,
             "s",
         )
         .unwrap();

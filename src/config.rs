@@ -78,6 +78,12 @@ pub struct KnowledgeSection {
     pub max_file_bytes: Option<u64>,
     /// The analyzer model's context size in tokens (default 8192); chunks are budgeted from it.
     pub context_tokens: Option<usize>,
+    /// `PROVIDER/MODEL` of an OpenAI-compatible embeddings endpoint. When set, a new note whose
+    /// vector is close to a stored note's reinforces it; unset, text similarity alone decides.
+    pub embeddings: Option<String>,
+    /// Cosine similarity at or above which two notes' vectors count as the same note
+    /// (default 0.9).
+    pub embeddings_threshold: Option<f64>,
 }
 
 /// `[telemetry]`: an OTLP/HTTP collector (`http://127.0.0.1:4318`) every `run` exports to.

@@ -175,6 +175,21 @@ fn expand(
     Ok(out)
 }
 
+/// The bar `knowledge analyze` draws on a terminal: files done of all, the file being analysed.
+fn progress_bar(files: &[String]) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(files.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files, {elapsed} {wide_msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(files.first().cloned().unwrap_or_default());
+    bar
+}
+
 fn analyze(
     global: &super::Global,
     names: &[String],
@@ -199,16 +214,17 @@ fn analyze(
         &format!("knowledge analyze {}", names.join(" ")),
     )
     .into_diagnostic()?;
-    let terminal = std::io::stderr().is_terminal() && !json && list.len() > 1;
-    let progress = move |done: usize, total: usize, r: &Result<FileReport, AnalyzeError>| {
-        if terminal {
-            let path = match r {
-                Ok(f) => f.path.as_str(),
-                Err(_) => "",
-            };
-            eprint!("\r\x1b[2K[{done}/{total}] {path}");
-            if done == total {
-                eprintln!();
+    // A bar only for people: stderr a terminal, no --json, more than one file. Elsewhere
+    // nothing is drawn, so logs and pipes see exactly the per-file lines.
+    let bar =
+        (std::io::stderr().is_terminal() && !json && list.len() > 1).then(|| progress_bar(&list));
+    let (drawn, names) = (bar.clone(), list.clone());
+    let progress = move |done: usize, total: usize, _: &Result<FileReport, AnalyzeError>| {
+        if let Some(bar) = &drawn {
+            bar.set_position(done as u64);
+            match names.get(done) {
+                Some(next) if done < total => bar.set_message(next.clone()),
+                _ => bar.finish_and_clear(),
             }
         }
     };
@@ -217,6 +233,9 @@ fn analyze(
         .build()
         .into_diagnostic()?;
     let (results, _outcome) = runtime.block_on(session.analyse_files(&list, focus, &progress));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
     let (mut analysed, mut unchanged, mut skipped, mut failed) = (0, 0, 0, 0);
     for ((name, from_folder), r) in files.iter().zip(&results) {
         let line = match r {
@@ -227,10 +246,20 @@ fn analyze(
             Ok(f) => {
                 analysed += 1;
                 let o = f.outcome.clone().unwrap_or_default();
-                serde_json::json!({"path": f.path, "status": "analysed", "chunks": f.chunks,
-                    "notes_new": o.notes_new, "notes_reinforced": o.notes_reinforced,
-                    "entities": o.entities, "relations": o.relations,
-                    "superseded": o.superseded.is_some()})
+                let mut line = serde_json::json!({"path": f.path, "status": "analysed",
+                    "chunks": f.chunks, "notes_new": o.notes_new,
+                    "notes_reinforced": o.notes_reinforced, "entities": o.entities,
+                    "relations": o.relations, "superseded": o.superseded.is_some()});
+                if let Some(e) = &f.embeddings_error {
+                    line["embeddings_error"] = e.clone().into();
+                    if !json {
+                        eprintln!(
+                            "warning   {}: {e}; near-duplicates were found by text similarity",
+                            f.path
+                        );
+                    }
+                }
+                line
             }
             Err(AnalyzeError::Knowledge(KnowledgeError::Binary { .. })) if *from_folder => {
                 skipped += 1;

@@ -9,6 +9,7 @@
 
 pub mod analyze;
 pub mod chunk;
+pub mod dedup;
 pub mod export;
 pub mod extraction;
 pub mod provenance;
@@ -17,6 +18,7 @@ pub mod similar;
 pub mod source;
 pub mod store;
 
+pub use dedup::NoteVectors;
 pub use extraction::{ChunkAnswer, Extraction};
 pub use source::{Prepared, SourceFile};
 pub use store::{Recalled, Store, Stored};

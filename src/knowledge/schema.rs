@@ -87,6 +87,13 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO notes_fts(notes_fts, rowid, text) VALUES ('delete', old.id, old.text);
     END;
     "#,
+    // 2: a vector per note from an embeddings model, and the model that made it
+    // (docs/knowledge.md, "Reinforcement"). Older notes keep NULL and are matched by text.
+    r#"
+    ALTER TABLE notes ADD COLUMN embedding BLOB;
+    ALTER TABLE notes ADD COLUMN embedding_model TEXT;
+    CREATE INDEX notes_embedding ON notes(embedding_model) WHERE embedding IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -108,4 +115,46 @@ pub fn migrate(conn: &mut Connection) -> Result<(), KnowledgeError> {
     tx.pragma_update(None, "user_version", VERSION)?;
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_store_migrates_and_keeps_its_notes() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sources (path, checksum, size, lines, analysed_at, model, summary) \
+             VALUES ('a.md', 'sha256:x', 1, 1, 't', 'offline/default', '');
+             INSERT INTO notes (source_id, kind, text, norm, line_start, line_end) \
+             VALUES (1, 'fact', 'Old note', 'old note', 1, 1);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
+        const { assert!(VERSION >= 2) };
+        let (text, embedding): (String, Option<Vec<u8>>) = conn
+            .query_row("SELECT text, embedding FROM notes", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((text.as_str(), embedding), ("Old note", None));
+        // Opening again runs nothing more.
+        migrate(&mut conn).unwrap();
+    }
+
+    #[test]
+    fn a_store_from_a_newer_build_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", VERSION + 1)
+            .unwrap();
+        let e = migrate(&mut conn).unwrap_err();
+        assert!(matches!(e, KnowledgeError::NewerSchema { .. }), "{e}");
+    }
 }

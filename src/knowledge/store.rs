@@ -13,8 +13,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::dedup::{plan_notes, NoteVectors, Target};
 use super::extraction::Extraction;
-use super::similar::{normalise, similarity, DUPLICATE};
+use super::similar::normalise;
 use super::source::SourceFile;
 use super::{schema, KnowledgeError, DB_PATH};
 use crate::project::Project;
@@ -155,7 +156,10 @@ impl Store {
 
     /// Stores one file version's extraction in one transaction: supersedes the previous version
     /// of the same path and focus, then adds notes (reinforcing near-duplicates), entities and
-    /// relations.
+    /// relations. `vectors`, when given, holds one embedding per note: a note close in meaning
+    /// to a stored note of the same model reinforces it, and the vector is stored with the note.
+    /// Notes without a vector, or whose vector matches nothing, are matched by text.
+    #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
         file: &SourceFile,
@@ -163,6 +167,7 @@ impl Store {
         model: &str,
         analysed_at: &str,
         extraction: &Extraction,
+        vectors: Option<&NoteVectors>,
         summary: &str,
     ) -> Result<StoreOutcome, KnowledgeError> {
         let tx = self
@@ -218,68 +223,90 @@ impl Store {
                 params![old, source],
             )?;
         }
-        for note in &extraction.notes {
-            let norm = normalise(&note.text);
+        let planned = plan_notes(&tx, extraction, vectors)?;
+        let mut new_ids: Vec<i64> = Vec::new();
+        for (note, plan) in extraction.notes.iter().zip(planned) {
             let lines = (note.lines.start, note.lines.end);
-            match near_duplicate(&tx, &note.kind, &norm)? {
-                Some(existing) => {
-                    tx.execute(
-                        "UPDATE notes SET importance = min(1.0, importance + ?2), \
-                         reinforced = reinforced + 1 WHERE id = ?1",
-                        params![existing, REINFORCE_STEP],
-                    )?;
-                    tx.execute(
-                        "INSERT OR IGNORE INTO note_sources (note_id, source_id, line_start, \
-                         line_end) VALUES (?1, ?2, ?3, ?4)",
-                        params![existing, source, lines.0, lines.1],
-                    )?;
-                    out.notes_reinforced += 1;
-                }
-                None => {
-                    tx.execute(
+            let existing = match plan.target {
+                Target::Stored(id) => id,
+                Target::Earlier(j) => new_ids[j],
+                Target::None => {
+                    tx.prepare_cached(
                         "INSERT INTO notes (source_id, kind, text, norm, line_start, line_end, \
-                         importance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![
-                            source,
-                            note.kind,
-                            note.text,
-                            norm,
-                            lines.0,
-                            lines.1,
-                            NEW_IMPORTANCE
-                        ],
-                    )?;
+                         importance, embedding, embedding_model) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    )?
+                    .execute(params![
+                        source,
+                        note.kind,
+                        note.text,
+                        plan.norm,
+                        lines.0,
+                        lines.1,
+                        NEW_IMPORTANCE,
+                        plan.vector.as_ref().map(|(_, b)| b),
+                        plan.vector.as_ref().map(|(m, _)| m),
+                    ])?;
                     let id = tx.last_insert_rowid();
-                    tx.execute(
+                    tx.prepare_cached(
                         "INSERT INTO note_sources (note_id, source_id, line_start, line_end) \
                          VALUES (?1, ?2, ?3, ?4)",
-                        params![id, source, lines.0, lines.1],
-                    )?;
+                    )?
+                    .execute(params![id, source, lines.0, lines.1])?;
+                    new_ids.push(id);
                     out.notes_new += 1;
+                    continue;
                 }
+            };
+            tx.prepare_cached(
+                "UPDATE notes SET importance = min(1.0, importance + ?2), \
+                 reinforced = reinforced + 1 WHERE id = ?1",
+            )?
+            .execute(params![existing, REINFORCE_STEP])?;
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO note_sources (note_id, source_id, line_start, line_end) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![existing, source, lines.0, lines.1])?;
+            // A note stored before embeddings were configured gets this vector, so the next
+            // paraphrase finds it by meaning.
+            if let Some((model, bytes)) = &plan.vector {
+                tx.prepare_cached(
+                    "UPDATE notes SET embedding = ?2, embedding_model = ?3 \
+                     WHERE id = ?1 AND embedding IS NULL",
+                )?
+                .execute(params![existing, bytes, model])?;
             }
+            out.notes_reinforced += 1;
         }
         for e in &extraction.entities {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO entities (source_id, name, kind, description, line_start, line_end) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    source,
-                    e.name,
-                    e.kind,
-                    e.description,
-                    e.lines.start,
-                    e.lines.end
-                ],
-            )?;
+            )?
+            .execute(params![
+                source,
+                e.name,
+                e.kind,
+                e.description,
+                e.lines.start,
+                e.lines.end
+            ])?;
             out.entities += 1;
         }
         for r in &extraction.relations {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO relations (source_id, from_name, to_name, kind, line_start, \
                  line_end) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![source, r.from, r.to, r.kind, r.lines.start, r.lines.end],
-            )?;
+            )?
+            .execute(params![
+                source,
+                r.from,
+                r.to,
+                r.kind,
+                r.lines.start,
+                r.lines.end
+            ])?;
             out.relations += 1;
         }
         tx.commit()?;
@@ -478,50 +505,6 @@ fn supersede_notes(tx: &rusqlite::Transaction<'_>, source: i64) -> rusqlite::Res
     )
 }
 
-/// A current note of `kind` whose normalised text is within [`DUPLICATE`] of `norm`: the
-/// full-text index proposes a few candidates, the trigram similarity decides.
-fn near_duplicate(
-    tx: &rusqlite::Transaction<'_>,
-    kind: &str,
-    norm: &str,
-) -> rusqlite::Result<Option<i64>> {
-    let Some(fts) = duplicate_query(norm) else {
-        return Ok(None);
-    };
-    let mut stmt = tx.prepare_cached(
-        "SELECT n.id, n.norm FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid \
-         WHERE notes_fts MATCH ?1 AND n.superseded = 0 AND n.kind = ?2 \
-         ORDER BY bm25(notes_fts) LIMIT 8",
-    )?;
-    let candidates = stmt.query_map(params![fts, kind], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
-    for c in candidates {
-        let (id, other) = c?;
-        if similarity(norm, &other) >= DUPLICATE {
-            return Ok(Some(id));
-        }
-    }
-    Ok(None)
-}
-
-/// The candidate query for near-duplicates of `norm`: any two of its three longest words (a
-/// note at [`DUPLICATE`] similarity shares nearly all its words, and long words are the rare
-/// ones). Asking for all words with `OR` instead made every insert score thousands of notes
-/// that share "the" (0.3 MB/s analysed and stored; see BENCHMARKS.md).
-fn duplicate_query(norm: &str) -> Option<String> {
-    let mut words: Vec<&str> = norm.split(' ').filter(|w| !w.is_empty()).collect();
-    words.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-    words.dedup();
-    let q: Vec<String> = words.iter().take(3).map(|w| format!("\"{w}\"")).collect();
-    match q.as_slice() {
-        [] => None,
-        [a] => Some(a.clone()),
-        [a, b] => Some(format!("{a} AND {b}")),
-        [a, b, c, ..] => Some(format!("({a} AND {b}) OR ({a} AND {c}) OR ({b} AND {c})")),
-    }
-}
-
 /// A safe FTS5 query from free text: its words, each quoted, any of them (`OR`). `None` when
 /// the text has no words. Quoting keeps FTS syntax (`NEAR`, `-`, `:`) in user text inert.
 fn fts_query(text: &str) -> Option<String> {
@@ -551,16 +534,6 @@ mod tests {
             })
             .unwrap();
         assert_eq!(n, 1);
-    }
-
-    #[test]
-    fn duplicate_candidates_need_two_of_the_three_longest_words() {
-        assert_eq!(
-            duplicate_query("the event log is append only"),
-            Some("(\"append\" AND \"event\") OR (\"append\" AND \"only\") OR (\"event\" AND \"only\")".into())
-        );
-        assert_eq!(duplicate_query("a b"), Some("\"a\" AND \"b\"".into()));
-        assert_eq!(duplicate_query(""), None);
     }
 
     #[test]

@@ -130,6 +130,41 @@ pub fn ungranted_tools(
     }
 }
 
+/// `delegation/missing-analyzer`: an agent granted `analyze_file` in a project without the
+/// `file-analyzer` agent. `analyze_file` runs that agent on every chunk, so each call would fail
+/// with a tool error; lint says so on the line that grants it.
+pub fn analyzer_grants(project: &crate::project::Project, set: &AgentSet, out: &mut Vec<Problem>) {
+    let analyzer = crate::knowledge::ANALYZER_AGENT;
+    if set.get(analyzer).is_some() {
+        return;
+    }
+    let granted = set.iter().filter(|a| {
+        !a.disable && a.tools.allows("analyze_file") && !a.permission.refuses_tool("analyze_file")
+    });
+    for agent in granted {
+        let mut d = Problem::new(
+            Severity::Error,
+            "delegation/missing-analyzer",
+            &agent.file,
+            format!(
+                "`{}` is granted `analyze_file`, but this project has no `{analyzer}` agent to \
+                 run on the file",
+                agent.name
+            ),
+        )
+        .with_help(format!(
+            "add agent/{analyzer}.md (switchboard ships one in its agent/ folder), or remove the \
+             `analyze_file` grant; until then every analyze_file call fails"
+        ));
+        if agent.tools_line > 0 {
+            let text = super::agent_text(project, agent);
+            let (line, column) = grant_position(&text, agent.tools_line, "analyze_file");
+            d = d.at_line_of(&text, line, column);
+        }
+        out.push(d);
+    }
+}
+
 /// Where `tool` is written in the `tools:` entry that starts at `tools_line`: its own line and
 /// column when it can be found (a flow map, or a block list below the key), else the key's line.
 fn grant_position(text: &str, tools_line: usize, tool: &str) -> (usize, usize) {

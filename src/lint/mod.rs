@@ -104,6 +104,7 @@ fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec
         }
         Err(e) => out.push(e.into_problem()),
     }
+    definitions::analyzer_grants(project, set, out);
 }
 
 /// What changed between two lint passes: findings that are new, and ones that went away.

@@ -169,14 +169,10 @@ impl HttpClient {
     }
 
     /// Runs `attempt` under the provider's retry policy, reporting every attempt.
-    pub async fn with_retries<F, Fut>(
-        &self,
-        model: &str,
-        attempt: F,
-    ) -> Result<ModelResponse, ModelError>
+    pub async fn with_retries<T, F, Fut>(&self, model: &str, attempt: F) -> Result<T, ModelError>
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<ModelResponse, ModelError>>,
+        Fut: std::future::Future<Output = Result<T, ModelError>>,
     {
         self.config
             .retry

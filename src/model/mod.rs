@@ -7,6 +7,7 @@
 pub mod adaptive;
 pub mod anthropic;
 pub mod client;
+pub mod embeddings;
 pub mod local;
 pub mod notice;
 pub mod openai;

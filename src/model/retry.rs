@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ModelError, ModelResponse};
+use super::ModelError;
 
 /// How transient failures are retried: `max_retries` more attempts after the first, waiting
 /// `base * 2^(n-1)` (capped at `max_delay`) plus up to `jitter` of that at random, or what the
@@ -86,16 +86,17 @@ impl RetryPolicy {
     /// is reported to `observer` (if any) and to the observer [`observe`] set for this call.
     /// After the last retry a transient error becomes fatal, so no caller retries on top.
     /// `provider` and `model` name the attempts in events and in the give-up message.
-    pub async fn run<F, Fut>(
+    /// Generic over the answer so completions and embeddings share one policy.
+    pub async fn run<T, F, Fut>(
         &self,
         provider: &str,
         model: &str,
         observer: Option<&AttemptObserver>,
         mut attempt: F,
-    ) -> Result<ModelResponse, ModelError>
+    ) -> Result<T, ModelError>
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<ModelResponse, ModelError>>,
+        Fut: std::future::Future<Output = Result<T, ModelError>>,
     {
         let max_attempts = self.max_attempts();
         let mut n = 0u32;

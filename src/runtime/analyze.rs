@@ -12,13 +12,17 @@ use std::sync::Arc;
 
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult, ParentLink};
-use super::shared::Shared;
+use super::shared::{ModelChoiceError, Shared};
 use super::status::HopStatus;
 use super::tool_calls::Caller;
 use crate::knowledge::analyze::{chunk_prompt, parse_answer, reused, summary};
+use crate::knowledge::dedup::DEFAULT_EMBEDDINGS_THRESHOLD;
 use crate::knowledge::provenance::GitProbe;
 use crate::knowledge::store::StoreOutcome;
-use crate::knowledge::{chunk, source, Extraction, KnowledgeError, Limits, Store, ANALYZER_AGENT};
+use crate::knowledge::{
+    chunk, source, Extraction, KnowledgeError, Limits, NoteVectors, Store, ANALYZER_AGENT,
+};
+use crate::model::embeddings::Embedder;
 use crate::model::{BoxFuture, Message, ToolCall};
 use crate::tools::{self, ToolError};
 
@@ -45,11 +49,36 @@ pub enum AnalyzeError {
     )]
     NoAnalyzer,
     #[error("cannot choose the analyzer's model: {0}")]
-    Model(String),
+    Model(#[from] ModelChoiceError),
     #[error("{chunk}: the analyzer did not give a usable answer ({why}); nothing was stored")]
-    Chunk { chunk: String, why: String },
+    Chunk {
+        chunk: String,
+        #[source]
+        why: ChunkFailure,
+    },
     #[error("analyze_file would exceed the delegation depth limit ({0}); analyse from a shallower agent")]
     Depth(u32),
+}
+
+/// Why one chunk's hop gave no answer that could be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkFailure {
+    /// The spawned hop panicked or was aborted.
+    #[error("analyzer hop ended abnormally: {0}")]
+    Aborted(#[source] tokio::task::JoinError),
+    /// Another chunk's hop ended abnormally first and the set was dropped before this one.
+    #[error("analyzer hop did not run to its end")]
+    NotRun,
+    #[error(
+        "its hop ended {status:?}{}",
+        error.as_deref().map_or(String::new(), |e| format!(": {e}"))
+    )]
+    Ended {
+        status: HopStatus,
+        error: Option<String>,
+    },
+    #[error("not the JSON the contract promises: {0}")]
+    NotJson(#[source] serde_json::Error),
 }
 
 /// Told after each file of [`analyse_files`]: files done, files in all, and how it went.
@@ -65,6 +94,9 @@ pub struct FileReport {
     pub outcome: Option<StoreOutcome>,
     /// What the caller is told.
     pub text: String,
+    /// Why `[knowledge] embeddings` gave no vectors for this file (the notes were stored and
+    /// matched by text instead); `None` when it worked or is not configured.
+    pub embeddings_error: Option<String>,
 }
 
 /// Analyses `name` (or returns its stored analysis when path, checksum and focus match).
@@ -86,6 +118,7 @@ pub(crate) async fn analyse(
             chunks: 0,
             outcome: None,
             text: reused(&stored),
+            embeddings_error: None,
         });
     }
     let agent = shared
@@ -95,10 +128,9 @@ pub(crate) async fn analyse(
     if place.depth > shared.options.max_depth {
         return Err(AnalyzeError::Depth(shared.options.max_depth));
     }
-    let model = shared
-        .model_spec(agent, place.parent.as_ref().map(|p| p.model.as_str()))
-        .map_err(|e| AnalyzeError::Model(e.to_string()))?;
-    let chunks = chunk::split(&file.text, &file.path, chunk::budget(limits.context_tokens));
+    let model = shared.model_spec(agent, place.parent.as_ref().map(|p| p.model.as_str()))?;
+    let context = context_tokens(&shared.config, &model);
+    let chunks = chunk::split(&file.text, &file.path, chunk::budget(context));
     let requests: Vec<HopRequest> = chunks
         .iter()
         .map(|c| HopRequest {
@@ -122,44 +154,123 @@ pub(crate) async fn analyse(
         if result.status != HopStatus::Completed {
             return Err(AnalyzeError::Chunk {
                 chunk: label,
-                why: format!(
-                    "its hop ended {:?}{}",
-                    result.status,
-                    result
-                        .error
-                        .as_deref()
-                        .map_or(String::new(), |e| format!(": {e}"))
-                ),
+                why: ChunkFailure::Ended {
+                    status: result.status,
+                    error: result.error,
+                },
             });
         }
         let answer = parse_answer(&result.answer).map_err(|e| AnalyzeError::Chunk {
             chunk: label,
-            why: format!("not the JSON the contract promises: {e}"),
+            why: ChunkFailure::NotJson(e),
         })?;
         parts.push((c.clone(), answer));
     }
     let extraction = Extraction::merge(&parts);
     let analysed_at = timestamp(Utc::now());
-    let outcome = store.record(&file, focus, &model, &analysed_at, &extraction, "")?;
-    let text = summary(&file, focus, chunks.len(), &extraction, &outcome);
+    let (vectors, embeddings_error) = embed_notes(&shared.config, &extraction).await;
+    let outcome = store.record(
+        &file,
+        focus,
+        &model,
+        &analysed_at,
+        &extraction,
+        vectors.as_ref(),
+        "",
+    )?;
+    let mut text = summary(&file, focus, chunks.len(), &extraction, &outcome);
     store.set_summary(outcome.source_id, &text)?;
+    // Said to this caller only: a later hit returns the stored summary without it.
+    if let Some(e) = &embeddings_error {
+        text.push_str(&format!(
+            "\nEmbeddings: none ({e}); near-duplicate notes were found by text similarity."
+        ));
+    }
     Ok(FileReport {
         path: file.path,
         reused: false,
         chunks: chunks.len(),
         outcome: Some(outcome),
         text,
+        embeddings_error,
     })
 }
 
+/// The analyzer's context size in tokens, which sizes the chunks: `[knowledge] context_tokens`
+/// when set, else what `[providers.P]` says of the chosen model (its own `context_tokens`, else
+/// the provider's), else [`crate::knowledge::DEFAULT_CONTEXT_TOKENS`].
+fn context_tokens(config: &crate::config::Config, model: &str) -> usize {
+    if let Some(n) = config.knowledge.context_tokens {
+        return n;
+    }
+    let from_provider =
+        crate::model::registry::parse_spec(model)
+            .ok()
+            .and_then(|(provider, name)| {
+                let table = config.providers.get(provider)?;
+                let settings: crate::model::settings::ProviderSettings =
+                    table.clone().try_into().ok()?;
+                settings
+                    .models
+                    .get(name)
+                    .and_then(|m| m.context_tokens)
+                    .or(settings.context_tokens)
+            });
+    from_provider.map_or(crate::knowledge::DEFAULT_CONTEXT_TOKENS, |n| n as usize)
+}
+
+/// Vectors for the extraction's notes when `[knowledge] embeddings` names a model. A failure
+/// (a bad setting, an unreachable server, an odd answer) does not lose the analysis: the notes
+/// are stored without vectors and matched by text, and the error is handed back to be told.
+async fn embed_notes(
+    config: &crate::config::Config,
+    extraction: &Extraction,
+) -> (Option<NoteVectors>, Option<String>) {
+    let Some(spec) = config.knowledge.embeddings.as_deref() else {
+        return (None, None);
+    };
+    if extraction.notes.is_empty() {
+        return (None, None);
+    }
+    let threshold = config
+        .knowledge
+        .embeddings_threshold
+        .unwrap_or(DEFAULT_EMBEDDINGS_THRESHOLD);
+    if !(threshold > 0.0 && threshold <= 1.0) {
+        return (
+            None,
+            Some(format!(
+                "[knowledge] embeddings_threshold = {threshold} in switchboard.toml must be \
+                 above 0 and at most 1"
+            )),
+        );
+    }
+    let embedder = match Embedder::resolve(
+        spec,
+        &config.providers,
+        &crate::model::registry::process_env,
+    ) {
+        Ok(e) => e,
+        Err(e) => return (None, Some(e.to_string())),
+    };
+    let texts: Vec<String> = extraction.notes.iter().map(|n| n.text.clone()).collect();
+    match embedder.embed(&texts).await {
+        Ok(raw) => (
+            Some(NoteVectors::new(embedder.spec(), threshold, raw)),
+            None,
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
 /// Runs the chunk hops; results in request order. A spawned hop that panicked or was aborted is
-/// an `Err` with the reason.
+/// an `Err` saying so.
 async fn run_all(
     shared: &Arc<Shared>,
     run: HopRunner,
     requests: Vec<HopRequest>,
     concurrent: bool,
-) -> Vec<Result<HopResult, String>> {
+) -> Vec<Result<HopResult, ChunkFailure>> {
     if !concurrent {
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
@@ -174,15 +285,18 @@ async fn run_all(
         let fut = run(shared.clone(), r);
         set.spawn(async move { (i, fut.await) });
     }
-    let mut out: Vec<Result<HopResult, String>> =
-        (0..total).map(|_| Err("not run".to_string())).collect();
+    let mut out: Vec<Result<HopResult, ChunkFailure>> =
+        (0..total).map(|_| Err(ChunkFailure::NotRun)).collect();
     while let Some(joined) = set.join_next().await {
         match joined {
             Ok((i, result)) => out[i] = Ok(result),
             Err(e) => {
-                let why = format!("analyzer hop ended abnormally: {e}");
-                if let Some(slot) = out.iter_mut().find(|s| s.is_err()) {
-                    *slot = Err(why);
+                // Which chunk it was is lost with the task; the first one still waiting takes it.
+                if let Some(slot) = out
+                    .iter_mut()
+                    .find(|s| matches!(s, Err(ChunkFailure::NotRun)))
+                {
+                    *slot = Err(ChunkFailure::Aborted(e));
                 }
             }
         }
@@ -277,4 +391,25 @@ pub(crate) async fn analyse_files(
         out.push(r);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_sized_from_the_knowledge_setting_else_the_model_else_the_default() {
+        let parse = |t: &str| crate::config::Config::parse(t, "switchboard.toml").unwrap();
+        let providers = "[providers.local]\nprotocol = \"openai\"\ncontext_tokens = 4096\n\
+                         [providers.local.models.big]\ncontext_tokens = 32768\n";
+        let c = parse(providers);
+        assert_eq!(context_tokens(&c, "local/big"), 32768);
+        assert_eq!(context_tokens(&c, "local/small"), 4096);
+        assert_eq!(
+            context_tokens(&c, "offline/default"),
+            crate::knowledge::DEFAULT_CONTEXT_TOKENS
+        );
+        let c = parse(&format!("[knowledge]\ncontext_tokens = 2048\n{providers}"));
+        assert_eq!(context_tokens(&c, "local/big"), 2048);
+    }
 }

@@ -46,7 +46,11 @@ impl ToolOutput {
 pub enum ToolError {
     #[error("tool `{tool}` is not granted to agent `{agent}`")]
     NotGranted { tool: String, agent: String },
-    #[error("unknown tool `{0}`; available tools: read, list, glob, grep, write, task, webfetch, websearch")]
+    /// The list is the built-in list itself, so a tool added there is named here too.
+    #[error(
+        "unknown tool `{0}`; available tools: {list}",
+        list = crate::agent::grants::BUILTIN_TOOLS.join(", ")
+    )]
     Unknown(String),
     #[error("`{tool}`: {message}")]
     BadArguments { tool: String, message: String },
@@ -364,4 +368,25 @@ pub(crate) fn visible(project: &Project, path: &std::path::Path) -> bool {
     std::fs::canonicalize(path).is_ok_and(|target| {
         target.starts_with(project.root()) && hidden_dir(&project.relative(&target)).is_none()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_tool_lists_every_builtin() {
+        let text = ToolError::Unknown("raed".into()).to_string();
+        assert!(
+            text.starts_with("unknown tool `raed`; available tools: read, "),
+            "{text}"
+        );
+        for tool in crate::agent::grants::BUILTIN_TOOLS {
+            assert!(text.contains(tool), "`{tool}` missing from: {text}");
+        }
+        assert!(
+            text.contains("analyze_file") && text.contains("recall"),
+            "{text}"
+        );
+    }
 }

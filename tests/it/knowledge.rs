@@ -300,6 +300,7 @@ fn store_fixture(p: &Project, store: &mut Store, path: &str, notes: Vec<Note>) {
             "offline/default",
             "2026-11-23T00:00:00Z",
             &ex,
+            None,
             "s",
         )
         .unwrap();
@@ -404,6 +405,45 @@ fn a_near_duplicate_note_reinforces_the_first_instead_of_adding_a_copy() {
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(hits[0].reinforced, 1);
     assert!((hits[0].importance - 0.6).abs() < 1e-9);
+}
+
+/// Notes of one extraction are matched against each other too (in memory, before anything is
+/// written), and against what is stored.
+#[test]
+fn near_duplicates_within_one_file_reinforce_once_and_distinct_notes_stay() {
+    let (_dir, p) = project();
+    let mut store = Store::open(&p).unwrap();
+    store_fixture(
+        &p,
+        &mut store,
+        "x.md",
+        vec![note("fact", "Hops answer in call order.", 1)],
+    );
+    let abs = p.root().join("y.md");
+    std::fs::write(&abs, "y\n".repeat(10)).unwrap();
+    let file = prepare(&p, "y.md", &Limits::default(), None).unwrap();
+    let ex = Extraction {
+        notes: vec![
+            note("fact", "The event log is append-only.", 1),
+            note("fact", "the event log is append only", 2),
+            note("heading", "The event log is append-only.", 3),
+            note("fact", "hops answer in call order", 4),
+            note("fact", "Sessions resume from the last completed hop.", 5),
+        ],
+        ..Default::default()
+    };
+    let out = store
+        .record(&file, "", "offline/default", "t", &ex, None, "")
+        .unwrap();
+    assert_eq!((out.notes_new, out.notes_reinforced), (3, 2), "{out:?}");
+    let log = store
+        .recall("append only event log", None, Some("fact"), 10)
+        .unwrap();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].reinforced, 1);
+    let hops = store.recall("answer call order", None, None, 10).unwrap();
+    assert_eq!((hops.len(), hops[0].reinforced), (1, 1), "{hops:?}");
+    assert_eq!(hops[0].provenance.path, "x.md");
 }
 
 #[test]
@@ -614,4 +654,87 @@ fn the_offline_researcher_recalls_what_knowledge_analyze_stored() {
         analysed.iter().any(|p| p.contains(&first_doc)),
         "{first_doc} not among {analysed:?}"
     );
+}
+
+/// The progress bar is for terminals only: with stderr a pipe, `knowledge analyze` of many
+/// files prints exactly the per-file lines and the total, and nothing at all on stderr, with
+/// or without `--json`.
+#[test]
+fn analyze_many_files_off_a_terminal_draws_no_progress() {
+    let (dir, _p) = project();
+    for i in 0..3 {
+        std::fs::write(
+            dir.path().join(format!("notes/n{i}.md")),
+            format!("# Note {i}\n\nNote {i} says zq{i}.\n"),
+        )
+        .unwrap();
+    }
+    let run = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.arg("--root")
+            .arg(dir.path())
+            .args(["knowledge", "analyze", "notes"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (stdout, stderr) = run(false);
+    assert_eq!(stderr, "", "nothing drawn off a terminal");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    for (line, name) in lines.iter().zip(["design", "n0", "n1", "n2"]) {
+        assert!(
+            line.starts_with(&format!("analysed  notes/{name}.md  1 chunk(s), ")),
+            "{line}"
+        );
+    }
+    assert_eq!(lines[4], "4 analysed, 0 unchanged, 0 skipped, 0 failed");
+    assert!(!stdout.contains(['\r', '\x1b']), "{stdout:?}");
+    let (stdout, stderr) = run(true);
+    assert_eq!(stderr, "");
+    let statuses: Vec<String> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].to_string())
+        .collect();
+    assert_eq!(statuses, vec!["\"unchanged\""; 4], "{stdout}");
+}
+
+/// On a terminal (a pseudo-terminal from util-linux `script`), the bar counts the files, names
+/// the one being analysed, and is cleared before the per-file lines, which are unchanged.
+#[test]
+fn analyze_many_files_on_a_terminal_draws_a_progress_bar() {
+    let (dir, _p) = project();
+    for i in 0..3 {
+        std::fs::write(
+            dir.path().join(format!("notes/n{i}.md")),
+            format!("# Note {i}\n\nNote {i} says zq{i}.\n"),
+        )
+        .unwrap();
+    }
+    let command = format!(
+        "{} --root {} knowledge analyze notes",
+        env!("CARGO_BIN_EXE_switchboard"),
+        dir.path().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("util-linux `script` gives the test a terminal");
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{seen}");
+    assert!(seen.contains("0/4 files"), "{seen:?}");
+    assert!(seen.contains("4/4 files"), "{seen:?}");
+    assert!(seen.contains("notes/n2.md"), "{seen:?}");
+    let after_bar = seen.rsplit("\x1b[2K").next().unwrap();
+    assert!(
+        after_bar.starts_with("analysed  notes/design.md  1 chunk(s), "),
+        "{after_bar:?}"
+    );
+    assert!(after_bar.contains("4 analysed, 0 unchanged, 0 skipped, 0 failed"));
 }

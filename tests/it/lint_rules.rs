@@ -475,3 +475,52 @@ fn deny_warnings_turns_warnings_into_a_failing_exit_code() {
     let (code, stderr) = run(&primary("Works alone.\n", ""), true);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn analyze_file_without_the_analyzer_agent() {
+    let grants = "tools:\n  read: true\n  analyze_file: true\n";
+    let f = lint(&[("lead", &primary("Read files.\n", grants))]);
+    let found: Vec<&Problem> = f
+        .iter()
+        .filter(|d| d.code == "delegation/missing-analyzer")
+        .collect();
+    assert_eq!(found.len(), 1, "{f:#?}");
+    assert_eq!(found[0].file, "agent/lead.md");
+    assert_eq!(
+        (found[0].line, found[0].column),
+        (6, 3),
+        "placed on the grant: {:?}",
+        found[0]
+    );
+    assert!(
+        found[0].message.contains("file-analyzer"),
+        "{}",
+        found[0].message
+    );
+
+    // The shipped analyzer makes the grant good; an agent that is not granted the tool is never
+    // flagged, and neither is one whose permission denies it.
+    let analyzer = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("agent/file-analyzer.md"),
+    )
+    .unwrap();
+    let f = lint(&[
+        ("lead", &primary("Read files.\n", grants)),
+        ("file-analyzer", &analyzer),
+    ]);
+    assert!(
+        !codes(&f).contains(&"delegation/missing-analyzer"),
+        "{f:#?}"
+    );
+    let f = lint(&[("lead", &primary("Read files.\n", "tools:\n  read: true\n"))]);
+    assert!(
+        !codes(&f).contains(&"delegation/missing-analyzer"),
+        "{f:#?}"
+    );
+    let denied = format!("{grants}permission:\n  analyze_file: deny\n");
+    let f = lint(&[("lead", &primary("Read files.\n", &denied))]);
+    assert!(
+        !codes(&f).contains(&"delegation/missing-analyzer"),
+        "{f:#?}"
+    );
+}

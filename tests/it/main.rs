@@ -18,6 +18,7 @@ mod gate;
 mod json_cli;
 mod json_runtime;
 mod knowledge;
+mod knowledge_embeddings;
 mod lint_evidence;
 mod lint_rules;
 mod lint_watch;

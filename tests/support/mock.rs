@@ -124,7 +124,13 @@ struct State {
     props: Option<Value>,
     /// How many `GET …/props` came.
     props_requests: usize,
+    /// Answers `POST …/embeddings` (OpenAI shape) with one vector per input; unset, such a
+    /// request takes the next queued reply like any other.
+    embedder: Option<Embedder>,
 }
+
+/// A text's vector, for [`Mock::set_embeddings`].
+pub type Embedder = Arc<dyn Fn(&str) -> Vec<f32> + Send + Sync>;
 
 #[derive(Clone)]
 pub struct Mock {
@@ -184,6 +190,11 @@ impl Mock {
         self.state.lock().expect("mock state").props = Some(props);
     }
 
+    /// Makes `POST …/embeddings` answer `{"data": [{"embedding": f(input), "index": i}, …]}`.
+    pub fn set_embeddings(&self, f: impl Fn(&str) -> Vec<f32> + Send + Sync + 'static) {
+        self.state.lock().expect("mock state").embedder = Some(Arc::new(f));
+    }
+
     /// How many times `GET /props` was asked.
     pub fn props_requests(&self) -> usize {
         self.state.lock().expect("mock state").props_requests
@@ -233,6 +244,22 @@ async fn handle(
                     .collect(),
                 body: parsed.clone(),
             });
+        }
+        if uri.path().ends_with("/embeddings") {
+            if let Some(embed) = &s.embedder {
+                let inputs: Vec<&str> = match &parsed["input"] {
+                    Value::String(one) => vec![one.as_str()],
+                    Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                let data: Vec<Value> = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": embed(text)}))
+                    .collect();
+                let body = json!({"object": "list", "data": data, "model": parsed["model"]});
+                return plain(200, "application/json", &body.to_string());
+            }
         }
         s.replies.pop_front().or_else(|| s.repeat.clone())
     };
