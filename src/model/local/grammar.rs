@@ -7,7 +7,8 @@
 //! written by hand per agent.
 //!
 //! What a grammar cannot express is left to the contract checker and the repair loop, as for
-//! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`,
+//! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`
+//! (except over an enum's values, which the grammar spells out),
 //! `$ref`, patterns that are not anchored or use lookaround, that a cited file exists, that an
 //! excerpt equals the cited lines.
 
@@ -240,12 +241,15 @@ fn array_schema(
     pointer: &str,
     hint: &str,
 ) -> Result<String, GrammarError> {
+    let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+    let mut max = obj.get("maxItems").and_then(Value::as_u64);
+    if let Some(rule) = unique_enum_array(g, obj, min, max, hint) {
+        return Ok(rule);
+    }
     let item = match obj.get("items") {
         Some(items) => schema_rule(g, items, &format!("{pointer}/items"))?,
         None => any_value(g),
     };
-    let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-    let mut max = obj.get("maxItems").and_then(Value::as_u64);
     // Unique items drawn from an enum: no more items than the enum has values.
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) {
         if let Some(n) = obj
@@ -281,6 +285,53 @@ fn array_schema(
         format!("\"[\" ws {item} ws {rest} \"]\"")
     };
     Ok(g.rule(hint, body))
+}
+
+/// Most enum values a `uniqueItems` array is spelled out for (the rules grow with the square).
+const UNIQUE_ENUM_MAX: usize = 16;
+
+/// `uniqueItems` over an enum's values, which a plain repetition cannot say: the array holds
+/// the values in the order the enum lists them, each at most once (a rule per position: after
+/// value k only values after k may follow). Used when the count bounds do not cut into it
+/// (`minItems` at most 1, `maxItems` absent or at least the enum's size); otherwise the plain
+/// repetition is bounded and the checker sees duplicates.
+fn unique_enum_array(
+    g: &mut Gbnf,
+    obj: &serde_json::Map<String, Value>,
+    min: u64,
+    max: Option<u64>,
+    hint: &str,
+) -> Option<String> {
+    if obj.get("uniqueItems") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let values = obj.get("items")?.get("enum")?.as_array()?;
+    let n = values.len();
+    if n == 0 || n > UNIQUE_ENUM_MAX || min > 1 || max.is_some_and(|m| m < n as u64) {
+        return None;
+    }
+    let lits: Vec<String> = values.iter().map(|v| lit(&v.to_string())).collect();
+    // from(k): one of values k.. followed by what may come after it.
+    let mut after: Vec<String> = vec![String::new(); n + 1];
+    for k in (1..n).rev() {
+        let alts: Vec<String> = (k..n)
+            .map(|j| format!("{} ws {}", lits[j], after[j + 1]).trim_end().to_string())
+            .collect();
+        after[k] = g.rule(
+            &format!("{hint}-after-{k}"),
+            format!("( \",\" ws ( {} ) )?", alts.join(" | ")),
+        );
+    }
+    let first: Vec<String> = (0..n)
+        .map(|j| format!("{} ws {}", lits[j], after[j + 1]).trim_end().to_string())
+        .collect();
+    let first = format!("( {} )", first.join(" | "));
+    let body = if min == 0 {
+        format!("\"[\" ws {first}? \"]\"")
+    } else {
+        format!("\"[\" ws {first} \"]\"")
+    };
+    Some(g.rule(hint, body))
 }
 
 fn object_schema(
@@ -515,8 +566,15 @@ mod tests {
         assert!(root.contains("( \",\" ws \"\\\"note\\\"\""), "{root}");
         assert_eq!(rule(&g, "track"), r#""\"FAST\"" | "\"QUALITY\"""#);
         assert_eq!(rule(&g, "intent"), r#""\"" [a-z] [a-z0-9_]{0,40} "\"""#);
-        // Two unique values from a two-value enum: at most two items.
-        assert!(rule(&g, "required-sources").contains("{0,1}"), "{g}");
+        // Unique values of an enum: each value at most once, in the enum's order.
+        assert_eq!(
+            rule(&g, "required-sources"),
+            r#""[" ws ( "\"db\"" ws required-sources-after-1 | "\"doc\"" ws )? "]""#
+        );
+        assert_eq!(
+            rule(&g, "required-sources-after-1"),
+            r#"( "," ws ( "\"doc\"" ws ) )?"#
+        );
         // maxItems 1: the comma-separated tail never repeats; minLength 5 on the items.
         let q = rule(&g, "missing-info-questions");
         assert!(!q.contains("\",\""), "{q}");
