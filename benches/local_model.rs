@@ -329,10 +329,7 @@ fn main() {
             prompt_tps: median(all.iter().map(|v| t(v, "prompt_per_second")).collect()),
             gen_tps: median(all.iter().map(|v| t(v, "predicted_per_second")).collect()),
             ms_per_token: median(all.iter().map(|v| t(v, "predicted_per_token_ms")).collect()),
-            tokens: (
-                t(last, "prompt_n") as u32,
-                t(last, "predicted_n") as u32,
-            ),
+            tokens: (t(last, "prompt_n") as u32, t(last, "predicted_n") as u32),
             text: last["content"].as_str().unwrap_or_default().to_string(),
         };
         print_row(&row);

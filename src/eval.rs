@@ -373,6 +373,9 @@ mod tests {
             .map(|a| a.name.as_str())
             .filter(|name| !covered.contains(name))
             .collect();
-        assert!(missing.is_empty(), "evals/agents.yaml has no task for {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "evals/agents.yaml has no task for {missing:?}"
+        );
     }
 }

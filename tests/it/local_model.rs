@@ -269,10 +269,9 @@ async fn the_answer_is_streamed_piece_by_piece_to_the_observer() {
         Arc::new(move |p: &str| sink.lock().unwrap().push(p.to_string()));
     let mut req = request(None, "", "Name three colours.");
     req.max_tokens = Some(24);
-    let response =
-        switchboard::model::local::stream::observe(observer, m.complete(&req))
-            .await
-            .unwrap();
+    let response = switchboard::model::local::stream::observe(observer, m.complete(&req))
+        .await
+        .unwrap();
     let pieces = pieces.lock().unwrap();
     assert!(pieces.len() > 1, "one piece per token or so: {pieces:?}");
     assert_eq!(pieces.concat(), response.content);
@@ -337,7 +336,9 @@ async fn a_schema_no_grammar_can_match_is_an_error_naming_its_place() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("agent `tester`") && e.contains("/properties/kind") && e.contains("empty `enum`"),
+        e.contains("agent `tester`")
+            && e.contains("/properties/kind")
+            && e.contains("empty `enum`"),
         "{e}"
     );
     assert!(e.contains("fix the schema"), "{e}");
@@ -373,6 +374,9 @@ async fn an_unsupported_architecture_is_a_clear_error_naming_the_file() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("odd.gguf") && e.contains("could not load"), "{e}");
+    assert!(
+        e.contains("odd.gguf") && e.contains("could not load"),
+        "{e}"
+    );
     assert!(e.contains("nosucharch"), "{e}");
 }

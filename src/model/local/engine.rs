@@ -19,8 +19,8 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use serde_json::Value;
 
-use super::stream::PieceObserver;
 use super::sample::{stop_at, GrammarMode, GrammarStats, Picker, Streamer};
+use super::stream::PieceObserver;
 use super::template::{self, Specials};
 use super::{grammar, LocalError, LocalSettings, DEFAULT_CONTEXT, DEFAULT_MAX_TOKENS, PROVIDER};
 use crate::contract::schema::SchemaSource;
@@ -101,10 +101,12 @@ pub fn load(path: &Path) -> Result<Arc<Loaded>, LocalError> {
         reason,
     };
     let backend = backend().map_err(|e| engine(e.to_string()))?;
-    let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
-        .map_err(|_| LocalError::Load {
-            path: path.to_path_buf(),
-            architecture: super::gguf_architecture(path),
+    let model =
+        LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).map_err(|_| {
+            LocalError::Load {
+                path: path.to_path_buf(),
+                architecture: super::gguf_architecture(path),
+            }
         })?;
     let chat_template = model.meta_val_str("tokenizer.chat_template").map_err(|_| {
         engine(
@@ -209,13 +211,13 @@ impl Loaded {
             .with_n_ubatch(PROMPT_BATCH as u32)
             .with_n_threads(g.threads)
             .with_n_threads_batch(g.threads);
-        let mut ctx = self
-            .model
-            .new_context(backend, params)
-            .map_err(|e| EngineError::Context {
-                context: g.context,
-                reason: e.to_string(),
-            })?;
+        let mut ctx =
+            self.model
+                .new_context(backend, params)
+                .map_err(|e| EngineError::Context {
+                    context: g.context,
+                    reason: e.to_string(),
+                })?;
         let mut picker = Picker::new(
             &self.model,
             g.grammar,

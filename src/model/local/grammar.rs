@@ -315,7 +315,11 @@ fn unique_enum_array(
     let mut after: Vec<String> = vec![String::new(); n + 1];
     for k in (1..n).rev() {
         let alts: Vec<String> = (k..n)
-            .map(|j| format!("{} ws {}", lits[j], after[j + 1]).trim_end().to_string())
+            .map(|j| {
+                format!("{} ws {}", lits[j], after[j + 1])
+                    .trim_end()
+                    .to_string()
+            })
             .collect();
         after[k] = g.rule(
             &format!("{hint}-after-{k}"),
@@ -323,7 +327,11 @@ fn unique_enum_array(
         );
     }
     let first: Vec<String> = (0..n)
-        .map(|j| format!("{} ws {}", lits[j], after[j + 1]).trim_end().to_string())
+        .map(|j| {
+            format!("{} ws {}", lits[j], after[j + 1])
+                .trim_end()
+                .to_string()
+        })
         .collect();
     let first = format!("( {} )", first.join(" | "));
     let body = if min == 0 {
@@ -485,12 +493,9 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
     let frontmatter = g.rule("frontmatter", front);
     let thinking = g.rule(
         "thinking-text",
-        format!("[^< \\t\\n] [^<]{{0,{THINKING_MAX_CHARS}}}"),
+        format!("[^<` \\t\\n] [^<`]{{0,{THINKING_MAX_CHARS}}}"),
     );
-    let answer = g.rule(
-        "answer-text",
-        format!("[^< \\t\\n] [^<]{{0,{ANSWER_MAX_CHARS}}}"),
-    );
+    let answer = answer_rules(g, c);
     g.rule(
         "envelope",
         format!(
@@ -498,6 +503,65 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
              {answer} \"\\n\"? \"</answer>\\n\""
         ),
     )
+}
+
+/// Longest line of free text in an answer, in characters.
+const PROSE_LINE_MAX_CHARS: u32 = 300;
+/// Most blocks (prose lines, signal items, evidence items) under one heading of an answer.
+const BLOCKS_MAX: u32 = 6;
+
+/// The `<answer>` text: the contract's required sections as headings in order (free text
+/// before them), each holding prose lines, signal items (`#### Finding: title`, with their
+/// Evidence when the contract requires it) and Evidence items (`- **Evidence**: `path:N-M``,
+/// `- **Excerpt**:`, a fenced block of at most `excerpt_max_lines` lines). Prose cannot open a
+/// code fence (it would swallow `</answer>`), a heading or a bold label: those only come in the
+/// shapes above. Whether the cited lines exist and match is the checker's business.
+fn answer_rules(g: &mut Gbnf, c: &crate::contract::Contract) -> String {
+    // A backtick only before another character: inline code, never a fence.
+    let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
+    let prose = g.rule(
+        "prose-line",
+        format!("[^<`#*\\n \\t] {prose_char}{{0,{PROSE_LINE_MAX_CHARS}}} \"\\n\""),
+    );
+    let path = g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}");
+    let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
+    let excerpt_line = g.rule("excerpt-line", "[^`<\\n]{0,200} \"\\n\"");
+    let evidence = g.rule(
+        "evidence-item",
+        format!(
+            "\"- **Evidence**: `\" {path} \":\" {line_no} ( \"-\" {line_no} )? \"`\\n- **Excerpt**:\\n```\\n\" \
+             {excerpt_line}{{1,{}}} \"```\\n\"",
+            c.excerpt_max_lines.max(1)
+        ),
+    );
+    let mut blocks = vec![prose.clone(), evidence.clone()];
+    if !c.signal_headings.is_empty() {
+        let names: Vec<String> = c.signal_headings.iter().map(|h| lit(h)).collect();
+        let title = g.rule("signal-title", "[^<`#*\\n] [^<`#*\\n]{0,80}");
+        let with_evidence = if c.evidence == crate::contract::EvidencePolicy::Required {
+            format!(" {evidence}")
+        } else {
+            format!(" {evidence}?")
+        };
+        blocks.push(g.rule(
+            "signal-item",
+            format!(
+                "\"#### \" ( {} ) \": \" {title} \"\\n\" {prose}?{with_evidence}",
+                names.join(" | ")
+            ),
+        ));
+    }
+    let block = g.rule("answer-block", blocks.join(" | "));
+    let body = format!("( {block} \"\\n\"? ){{1,{BLOCKS_MAX}}}");
+    let mut text = format!("( {prose} \"\\n\"? )?");
+    if c.required_sections.is_empty() {
+        text = body;
+    } else {
+        for section in &c.required_sections {
+            text.push_str(&format!(" {} {body}", lit(&format!("### {section}\n"))));
+        }
+    }
+    g.rule("answer-text", text)
 }
 
 /// The textual delegation [`crate::model::textual`] parses: one call in a code block.
@@ -637,6 +701,29 @@ mod tests {
         assert_eq!(env.matches("<thinking>").count(), 1);
         assert_eq!(env.matches("<answer>").count(), 1);
         assert!(env.find("<thinking>") < env.find("<answer>"));
+    }
+
+    #[test]
+    fn the_answer_holds_the_required_sections_signals_and_evidence_shapes() {
+        let mut c = Contract::envelope();
+        c.required_sections = vec!["Findings".into(), "Open questions".into()];
+        c.signal_headings = vec!["Finding".into()];
+        c.evidence = crate::contract::EvidencePolicy::Required;
+        c.excerpt_max_lines = 6;
+        let g = envelope(&rc(c));
+        let answer = rule(&g, "answer-text");
+        let f = answer.find(r####""### Findings\n""####).unwrap();
+        let o = answer.find(r####""### Open questions\n""####).unwrap();
+        assert!(f < o, "{answer}");
+        // A signal item must carry its evidence (not optional) when evidence is required.
+        let signal = rule(&g, "signal-item");
+        assert!(signal.contains(r#""Finding""#), "{signal}");
+        assert!(signal.ends_with(" evidence-item"), "{signal}");
+        let evidence = rule(&g, "evidence-item");
+        assert!(evidence.contains("**Evidence**: `") && evidence.contains("excerpt-line{1,6}"));
+        // Prose can open neither a fence, a heading nor a bold label.
+        assert!(rule(&g, "prose-line").starts_with("[^<`#*"), "{g}");
+        assert!(rule(&g, "thinking-text").contains("[^<`]"), "{g}");
     }
 
     #[test]
