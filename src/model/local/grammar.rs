@@ -31,8 +31,14 @@ pub struct GrammarError {
 /// Longest free text the envelope's `<thinking>` may hold, in characters: a small model that
 /// rambles must still reach `<answer>` inside its token budget.
 pub const THINKING_MAX_CHARS: u32 = 240;
-/// Longest JSON string a schema without `maxLength` admits, in characters.
+/// Longest JSON string the grammar admits, in characters, unless `minLength` asks for more: a
+/// tighter bound than the schema's `maxLength` is still conformant, and a small model must
+/// close its strings inside its token budget.
 pub const STRING_MAX_CHARS: u64 = 160;
+/// Most items of a JSON array (members of a free-form object) the grammar admits, unless
+/// `minItems` asks for more: for the same reason (a file-analyzer answer of 80 notes ran out of
+/// tokens and was cut off as unparseable JSON).
+pub const ARRAY_MAX_ITEMS: u64 = 8;
 /// Longest `<answer>` text, in characters, so the envelope closes inside a small model's
 /// token budget; longer answers belong to a model that does not need a grammar to stay on track.
 pub const ANSWER_MAX_CHARS: u32 = 1500;
@@ -108,11 +114,14 @@ fn any_value(g: &mut Gbnf) -> String {
     );
     g.rule(
         "object",
-        format!("\"{{\" ws ( {string} ws \":\" ws value ws ( \",\" ws {string} ws \":\" ws value ws )* )? \"}}\""),
+        format!("\"{{\" ws ( {string} ws \":\" ws value ws ( \",\" ws {string} ws \":\" ws value ws ){{0,{}}} )? \"}}\"", ARRAY_MAX_ITEMS - 1),
     );
     g.rule(
         "array",
-        "\"[\" ws ( value ws ( \",\" ws value ws )* )? \"]\"",
+        format!(
+            "\"[\" ws ( value ws ( \",\" ws value ws ){{0,{}}} )? \"]\"",
+            ARRAY_MAX_ITEMS - 1
+        ),
     );
     "value".into()
 }
@@ -122,7 +131,10 @@ fn string_rule(g: &mut Gbnf) -> String {
         "char",
         "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )",
     );
-    g.rule("string", "\"\\\"\" char* \"\\\"\"")
+    g.rule(
+        "string",
+        format!("\"\\\"\" char{{0,{STRING_MAX_CHARS}}} \"\\\"\""),
+    )
 }
 
 fn number_rule(g: &mut Gbnf) -> String {
@@ -229,7 +241,8 @@ fn string_schema(g: &mut Gbnf, obj: &serde_json::Map<String, Value>, hint: &str)
     let max = obj
         .get("maxLength")
         .and_then(Value::as_u64)
-        .unwrap_or(STRING_MAX_CHARS.max(min));
+        .unwrap_or(u64::MAX)
+        .min(STRING_MAX_CHARS.max(min));
     string_rule(g);
     let reps = format!("{{{min},{}}}", max.max(min));
     g.rule(hint, format!("\"\\\"\" char{reps} \"\\\"\""))
@@ -246,6 +259,8 @@ fn array_schema(
     if let Some(rule) = unique_enum_array(g, obj, min, max, hint) {
         return Ok(rule);
     }
+    // Bounded for the token budget (see ARRAY_MAX_ITEMS); a larger minItems wins.
+    max = Some(max.unwrap_or(u64::MAX).min(ARRAY_MAX_ITEMS.max(min)));
     let item = match obj.get("items") {
         Some(items) => schema_rule(g, items, &format!("{pointer}/items"))?,
         None => any_value(g),
