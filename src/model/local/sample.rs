@@ -236,19 +236,20 @@ mod tests {
     #[test]
     fn streaming_sends_whole_characters_and_holds_back_a_possible_stop() {
         let mut got: Vec<String> = Vec::new();
-        let mut sink = |s: &str| got.push(s.to_string());
-        let stop = vec!["END".to_string()];
-        let mut s = Streamer::new(&stop, Some(&mut sink));
-        let text = "héllo END".as_bytes();
-        // `h` and half of `é`, of which two bytes may begin "END": nothing to send yet.
-        s.feed(&text[..2]);
-        s.feed(&text[..3]);
-        // "héllo EN" may end in the start of "END": its last two bytes wait.
-        s.feed(&text[..9]);
-        // The stop text arrived: the answer is cut before it, and the rest is sent.
-        let cut = stop_at(text, &stop).unwrap();
-        s.finish(&text[..cut]);
-        drop(s);
+        {
+            let mut sink = |s: &str| got.push(s.to_string());
+            let stop = vec!["END".to_string()];
+            let mut s = Streamer::new(&stop, Some(&mut sink));
+            let text = "héllo END".as_bytes();
+            // `h` and half of `é`, of which two bytes may begin "END": nothing to send yet.
+            s.feed(&text[..2]);
+            s.feed(&text[..3]);
+            // "héllo EN" may end in the start of "END": its last two bytes wait.
+            s.feed(&text[..9]);
+            // The stop text arrived: the answer is cut before it, and the rest is sent.
+            let cut = stop_at(text, &stop).unwrap();
+            s.finish(&text[..cut]);
+        }
         assert_eq!(got.concat(), "héllo ");
         assert_eq!(got[0], "h");
         assert!(got.iter().all(|p| !p.contains('E')), "{got:?}");
