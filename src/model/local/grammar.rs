@@ -11,6 +11,9 @@
 //! (except over an enum's values, which the grammar spells out),
 //! `$ref`, patterns that are not anchored or use lookaround, that a cited file exists, that an
 //! excerpt equals the cited lines.
+//!
+//! Over 600 lines: about 480 of code (JSON Schema, envelope and delegation grammars share the
+//! rule writer and the JSON string rules) and the tests beside them.
 
 use serde_json::Value;
 
@@ -39,9 +42,6 @@ pub const STRING_MAX_CHARS: u64 = 160;
 /// `minItems` asks for more: for the same reason (a file-analyzer answer of 80 notes ran out of
 /// tokens and was cut off as unparseable JSON).
 pub const ARRAY_MAX_ITEMS: u64 = 8;
-/// Longest `<answer>` text, in characters, so the envelope closes inside a small model's
-/// token budget; longer answers belong to a model that does not need a grammar to stay on track.
-pub const ANSWER_MAX_CHARS: u32 = 1500;
 
 /// The grammar for one request, or `None` when nothing constrains it (a primary agent's
 /// turn, which has no contract). `schema` is the JSON contract's schema, already loaded.
