@@ -359,4 +359,23 @@ mod tests {
         let e = load_suite(&path, &agents).unwrap_err().to_string();
         assert!(e.contains("task 1") && e.contains("`ghost`"), "{e}");
     }
+
+    #[test]
+    fn the_shipped_suite_covers_every_agent() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let project = Project::open(root).unwrap();
+        let agents = crate::agent::load(&project, &crate::agent::LoadOptions::default());
+        let suite = load_suite(&root.join("evals/agents.yaml"), &agents).unwrap();
+        let covered: std::collections::BTreeSet<&str> =
+            suite.tasks.iter().map(|t| t.agent.as_str()).collect();
+        let missing: Vec<&str> = agents
+            .iter()
+            .map(|a| a.name.as_str())
+            .filter(|name| !covered.contains(name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "evals/agents.yaml has no task for {missing:?}"
+        );
+    }
 }

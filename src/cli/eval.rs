@@ -21,10 +21,28 @@ pub struct Args {
     /// Print one JSON object (model, runs, per-agent counts, errors)
     #[arg(long)]
     pub json: bool,
+    /// Local models decode freely, without the contract's grammar (`[providers.local] grammar
+    /// = false`): the comparison the grammar is measured against
+    #[arg(long)]
+    pub no_grammar: bool,
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
-    let ctx = super::run::context(global)?;
+    let mut ctx = super::run::context(global)?;
+    if args.no_grammar {
+        let mut providers = ctx.config.providers.clone();
+        providers
+            .entry(crate::model::local::PROVIDER.to_string())
+            .or_default()
+            .insert("grammar".into(), toml::Value::Boolean(false));
+        ctx.models = std::sync::Arc::new(crate::model::Registry::with_builtins(
+            crate::model::ProviderContext {
+                project_root: ctx.project.root().to_path_buf(),
+                providers,
+                stream: global.no_stream.then_some(false),
+            },
+        ));
+    }
     let suite = load_suite(&args.suite, &ctx.agents).into_diagnostic()?;
     // Build the model once up front, so a bad name is one error rather than one per session.
     ctx.models.get(&args.model).into_diagnostic()?;

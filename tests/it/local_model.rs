@@ -256,3 +256,127 @@ fn the_model_is_configured_by_name() {
     let (m, name) = registry.get("local/smol").unwrap();
     assert_eq!((m.provider(), name.as_str()), ("local", "smol"));
 }
+
+#[tokio::test]
+async fn the_answer_is_streamed_piece_by_piece_to_the_observer() {
+    let model = model_path();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let pieces = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = pieces.clone();
+    let observer: switchboard::model::local::stream::PieceObserver =
+        Arc::new(move |p: &str| sink.lock().unwrap().push(p.to_string()));
+    let mut req = request(None, "", "Name three colours.");
+    req.max_tokens = Some(24);
+    let response = switchboard::model::local::stream::observe(observer, m.complete(&req))
+        .await
+        .unwrap();
+    let pieces = pieces.lock().unwrap();
+    assert!(pieces.len() > 1, "one piece per token or so: {pieces:?}");
+    assert_eq!(pieces.concat(), response.content);
+    // max_tokens is honoured: the answer stops there, reported as cut off.
+    assert!(response.usage.output_tokens <= 24);
+    if response.usage.output_tokens == 24 {
+        assert!(response.truncated);
+    }
+}
+
+#[tokio::test]
+async fn a_stop_text_ends_the_answer_before_it_and_is_never_streamed() {
+    let model = model_path();
+    let dir = tempfile::tempdir().unwrap();
+    // Greedy: the free answer first, then the same answer cut at its first "e".
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let mut req = request(None, "", "Name three colours.");
+    req.max_tokens = Some(24);
+    let free = m.complete(&req).await.unwrap().content;
+    let cut = free.find('e').expect("an `e` in the answer");
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1\nstop = [\"e\"]"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let pieces = Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = pieces.clone();
+    let observer: switchboard::model::local::stream::PieceObserver =
+        Arc::new(move |p: &str| sink.lock().unwrap().push_str(p));
+    let stopped = switchboard::model::local::stream::observe(observer, m.complete(&req))
+        .await
+        .unwrap();
+    assert_eq!(stopped.content, free[..cut]);
+    assert!(!stopped.truncated);
+    assert_eq!(*pieces.lock().unwrap(), stopped.content);
+}
+
+#[tokio::test]
+async fn a_schema_no_grammar_can_match_is_an_error_naming_its_place() {
+    use switchboard::contract::{ContractFormat, JsonContract, SchemaSource};
+    let model = model_path();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::with_builtins(context(dir.path(), ""));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let mut contract = Contract::envelope();
+    contract.format = ContractFormat::Json;
+    contract.json = Some(JsonContract::new(
+        SchemaSource::Inline(serde_json::json!({
+            "type": "object", "required": ["kind"], "properties": {"kind": {"enum": []}}
+        })),
+        Vec::new(),
+        None,
+        None,
+    ));
+    let rc = ResponseContract {
+        contract,
+        message_id: String::new(),
+        correlation_id: String::new(),
+        timestamp: String::new(),
+    };
+    let e = m
+        .complete(&request(Some(rc), "", "hi"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("agent `tester`")
+            && e.contains("/properties/kind")
+            && e.contains("empty `enum`"),
+        "{e}"
+    );
+    assert!(e.contains("fix the schema"), "{e}");
+}
+
+/// A GGUF file whose header is well formed but names an architecture no llama.cpp knows.
+fn gguf_with_architecture(arch: &str) -> Vec<u8> {
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes()); // version
+    b.extend(0u64.to_le_bytes()); // tensors
+    b.extend(1u64.to_le_bytes()); // metadata entries
+    let key = "general.architecture";
+    b.extend((key.len() as u64).to_le_bytes());
+    b.extend(key.as_bytes());
+    b.extend(8u32.to_le_bytes()); // string
+    b.extend((arch.len() as u64).to_le_bytes());
+    b.extend(arch.as_bytes());
+    b
+}
+
+#[tokio::test]
+async fn an_unsupported_architecture_is_a_clear_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("odd.gguf"),
+        gguf_with_architecture("nosucharch"),
+    )
+    .unwrap();
+    let registry = Registry::with_builtins(context(dir.path(), ""));
+    let (m, _) = registry.get("local/odd.gguf").unwrap();
+    let e = m
+        .complete(&request(None, "", "hi"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("odd.gguf") && e.contains("could not load"),
+        "{e}"
+    );
+    assert!(e.contains("nosucharch"), "{e}");
+}

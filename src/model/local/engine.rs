@@ -16,10 +16,11 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use serde_json::Value;
 
+use super::sample::{stop_at, GrammarMode, GrammarStats, Picker, Streamer};
+use super::stream::PieceObserver;
 use super::template::{self, Specials};
 use super::{grammar, LocalError, LocalSettings, DEFAULT_CONTEXT, DEFAULT_MAX_TOKENS, PROVIDER};
 use crate::contract::schema::SchemaSource;
@@ -31,16 +32,45 @@ const PROMPT_BATCH: usize = 512;
 /// The least room for an answer worth starting.
 const MIN_ANSWER_ROOM: u32 = 16;
 
+/// Why the engine could not produce an answer. `LocalModel` turns each into a [`ModelError`]
+/// naming the model file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error("llama.cpp could not start: {0}")]
+    Backend(String),
+    #[error(transparent)]
+    Template(#[from] template::TemplateError),
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    /// The prompt leaves no room for an answer in the context window.
+    #[error("the prompt is {prompt_tokens} tokens and the context window {context}")]
+    Overflow { prompt_tokens: u32, context: u32 },
+    #[error("llama.cpp could not make a context of {context} tokens: {reason}")]
+    Context { context: u32, reason: String },
+    #[error("llama.cpp could not {step}: {reason}")]
+    Decode { step: &'static str, reason: String },
+    #[error(
+        "llama.cpp rejected the grammar derived from the contract ({0}); run with \
+         [providers.local] grammar = false to decode without it, and report the contract"
+    )]
+    Grammar(String),
+    #[error(
+        "the grammar admits no next token (the contract's grammar cannot be completed from \
+         here); run with [providers.local] grammar = false and report the contract"
+    )]
+    NoAdmissibleToken,
+}
+
 /// llama.cpp's process-wide backend, initialised once (a second init is an error), with its
 /// log silenced: the library never prints, and the errors that matter are named by us.
-fn backend() -> Result<&'static LlamaBackend, String> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+fn backend() -> Result<&'static LlamaBackend, EngineError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, EngineError>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(
                 llama_cpp_2::LogOptions::default().with_logs_enabled(false),
             );
-            LlamaBackend::init().map_err(|e| format!("llama.cpp backend: {e}"))
+            LlamaBackend::init().map_err(|e| EngineError::Backend(e.to_string()))
         })
         .as_ref()
         .map_err(Clone::clone)
@@ -70,9 +100,14 @@ pub fn load(path: &Path) -> Result<Arc<Loaded>, LocalError> {
         path: path.to_path_buf(),
         reason,
     };
-    let backend = backend().map_err(engine)?;
-    let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
-        .map_err(|_| LocalError::Load(path.to_path_buf()))?;
+    let backend = backend().map_err(|e| engine(e.to_string()))?;
+    let model =
+        LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).map_err(|_| {
+            LocalError::Load {
+                path: path.to_path_buf(),
+                architecture: super::gguf_architecture(path),
+            }
+        })?;
     let chat_template = model.meta_val_str("tokenizer.chat_template").map_err(|_| {
         engine(
             "the model has no chat template (GGUF metadata `tokenizer.chat_template`); use an \
@@ -102,6 +137,7 @@ pub fn load(path: &Path) -> Result<Arc<Loaded>, LocalError> {
 pub struct Generate<'a> {
     pub prompt: &'a str,
     pub grammar: Option<&'a str>,
+    pub grammar_mode: GrammarMode,
     pub max_tokens: u32,
     pub temperature: f32,
     pub top_p: f32,
@@ -121,17 +157,9 @@ pub struct Generated {
     pub truncated: bool,
     pub prompt_seconds: f64,
     pub generate_seconds: f64,
-}
-
-/// Why a completion failed.
-#[derive(Debug)]
-pub enum GenerateError {
-    /// The prompt leaves no room for an answer in the context window.
-    Overflow {
-        prompt_tokens: u32,
-        context: u32,
-    },
-    Other(String),
+    /// From the start of reading the prompt to the first token chosen.
+    pub first_token_seconds: f64,
+    pub grammar: GrammarStats,
 }
 
 impl Loaded {
@@ -145,25 +173,33 @@ impl Loaded {
         &self,
         system: &str,
         messages: &[crate::model::Message],
-    ) -> Result<String, String> {
-        template::render(&self.chat_template, system, messages, &self.specials)
-            .map_err(|e| e.to_string())
+    ) -> Result<String, EngineError> {
+        Ok(template::render(
+            &self.chat_template,
+            system,
+            messages,
+            &self.specials,
+        )?)
     }
 
-    /// Decodes one answer. Blocking: call it from a blocking thread.
-    pub fn generate(&self, g: &Generate<'_>) -> Result<Generated, GenerateError> {
+    /// Decodes one answer, handing its text to `sink` as it comes. Blocking: call it from a
+    /// blocking thread.
+    pub fn generate(
+        &self,
+        g: &Generate<'_>,
+        sink: Option<&mut dyn FnMut(&str)>,
+    ) -> Result<Generated, EngineError> {
         let _busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let other = GenerateError::Other;
-        let backend = backend().map_err(other)?;
+        let backend = backend()?;
         let vocab = self.model.vocab();
         // The template writes the special tokens (BOS included when the model wants one).
         let tokens = vocab.tokenize(g.prompt.as_bytes(), false, true);
         let prompt_tokens = tokens.len() as u32;
         if prompt_tokens == 0 {
-            return Err(other("the prompt is empty".into()));
+            return Err(EngineError::EmptyPrompt);
         }
         if prompt_tokens + MIN_ANSWER_ROOM > g.context {
-            return Err(GenerateError::Overflow {
+            return Err(EngineError::Overflow {
                 prompt_tokens,
                 context: g.context,
             });
@@ -175,13 +211,27 @@ impl Loaded {
             .with_n_ubatch(PROMPT_BATCH as u32)
             .with_n_threads(g.threads)
             .with_n_threads_batch(g.threads);
-        let mut ctx = self.model.new_context(backend, params).map_err(|e| {
-            other(format!(
-                "llama.cpp could not make a context of {} tokens: {e}",
-                g.context
-            ))
-        })?;
-        let mut sampler = self.sampler(g)?;
+        let mut ctx =
+            self.model
+                .new_context(backend, params)
+                .map_err(|e| EngineError::Context {
+                    context: g.context,
+                    reason: e.to_string(),
+                })?;
+        let mut picker = Picker::new(
+            &self.model,
+            g.grammar,
+            g.grammar_mode,
+            g.temperature,
+            g.top_p,
+            g.seed,
+        )?;
+        let decode = |step: &'static str| {
+            move |e: &dyn std::fmt::Display| EngineError::Decode {
+                step,
+                reason: e.to_string(),
+            }
+        };
 
         let started = Instant::now();
         let mut batch = LlamaBatch::new(PROMPT_BATCH, 1);
@@ -192,21 +242,24 @@ impl Loaded {
                 let pos = chunk_no * PROMPT_BATCH + i;
                 batch
                     .add(*token, pos as i32, &[0], pos == last)
-                    .map_err(|e| other(format!("prompt batch: {e}")))?;
+                    .map_err(|e| decode("batch the prompt")(&e))?;
             }
             ctx.decode(&mut batch)
-                .map_err(|e| other(format!("llama.cpp could not read the prompt: {e}")))?;
+                .map_err(|e| decode("read the prompt")(&e))?;
         }
         let prompt_seconds = started.elapsed().as_secs_f64();
 
-        let started = Instant::now();
+        let generating = Instant::now();
+        let mut first_token_seconds = None;
+        let mut stream = Streamer::new(g.stop, sink);
         let mut bytes: Vec<u8> = Vec::new();
         let mut output_tokens = 0u32;
         let mut truncated = true;
         let mut pos = prompt_tokens as i32;
         let mut logits_at = batch.n_tokens() - 1;
         while output_tokens < max_tokens {
-            let token = sampler.sample(&ctx, logits_at);
+            let token = picker.next(&ctx, logits_at)?;
+            first_token_seconds.get_or_insert_with(|| started.elapsed().as_secs_f64());
             if vocab.is_eog(token) {
                 truncated = false;
                 break;
@@ -218,70 +271,31 @@ impl Loaded {
                 truncated = false;
                 break;
             }
+            stream.feed(&bytes);
+            if output_tokens == max_tokens {
+                break;
+            }
             batch.clear();
             batch
                 .add(token, pos, &[0], true)
-                .map_err(|e| other(format!("answer batch: {e}")))?;
+                .map_err(|e| decode("batch the answer")(&e))?;
             pos += 1;
             logits_at = 0;
             ctx.decode(&mut batch)
-                .map_err(|e| other(format!("llama.cpp could not decode: {e}")))?;
+                .map_err(|e| decode("decode the answer")(&e))?;
         }
+        stream.finish(&bytes);
         Ok(Generated {
             text: String::from_utf8_lossy(&bytes).into_owned(),
             prompt_tokens,
             output_tokens,
             truncated,
             prompt_seconds,
-            generate_seconds: started.elapsed().as_secs_f64(),
+            generate_seconds: generating.elapsed().as_secs_f64(),
+            first_token_seconds: first_token_seconds.unwrap_or(prompt_seconds),
+            grammar: picker.stats,
         })
     }
-
-    /// The sampler chain: the grammar first (llama.cpp masks every token it does not admit),
-    /// then a mild repetition penalty (a model this small otherwise loops), then the usual
-    /// truncation and temperature, or greedy at temperature 0.
-    fn sampler(&self, g: &Generate<'_>) -> Result<LlamaSampler, GenerateError> {
-        let mut chain = Vec::new();
-        if let Some(text) = g.grammar {
-            chain.push(
-                LlamaSampler::grammar(&self.model, text, "root").map_err(|e| {
-                    GenerateError::Other(format!(
-                        "llama.cpp rejected the grammar derived from the contract ({e}); run with \
-                     [providers.local] grammar = false to decode without it, and report the \
-                     contract"
-                    ))
-                })?,
-            );
-        }
-        chain.push(LlamaSampler::penalties(
-            self.model.n_vocab(),
-            64,
-            REPEAT_PENALTY,
-            0.0,
-            0.0,
-        ));
-        if g.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            chain.push(LlamaSampler::top_k(40));
-            chain.push(LlamaSampler::top_p(g.top_p, 1));
-            chain.push(LlamaSampler::min_p(0.05, 1));
-            chain.push(LlamaSampler::temp(g.temperature));
-            chain.push(LlamaSampler::dist(g.seed));
-        }
-        Ok(LlamaSampler::chain_simple(chain))
-    }
-}
-
-/// Repetition penalty over the last 64 tokens.
-const REPEAT_PENALTY: f32 = 1.1;
-
-/// Where the first stop text begins in `bytes`, if one is there.
-fn stop_at(bytes: &[u8], stop: &[String]) -> Option<usize> {
-    stop.iter()
-        .filter(|s| !s.is_empty())
-        .filter_map(|s| bytes.windows(s.len()).position(|w| w == s.as_bytes()))
-        .min()
 }
 
 /// The `local` provider's model: a GGUF file, its settings, the project it serves.
@@ -321,55 +335,95 @@ impl LocalModel {
         }
     }
 
-    fn complete_blocking(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let fatal = |e: String| ModelError::Fatal(format!("{}: {e}", self.path.display()));
-        let loaded = load(&self.path).map_err(|e| ModelError::Fatal(e.to_string()))?;
-        let grammar = if self.settings.grammar.unwrap_or(true) {
-            let schema = self.schema(request)?;
-            grammar::for_request(request, schema.as_ref()).map_err(|e| {
-                ModelError::Fatal(format!(
-                    "agent `{}`: the contract's grammar cannot be built: {e}; fix the schema",
-                    request.agent
-                ))
-            })?
-        } else {
-            None
-        };
-        let textual = TextualTools::textual_request(request);
-        let prompt = loaded
-            .prompt(&textual.system, &textual.messages)
-            .map_err(fatal)?;
+    /// The grammar for `request`, `None` when decoding is free (no contract, or
+    /// `grammar = false`). A schema nothing could match is named with its place.
+    fn grammar(&self, request: &ModelRequest) -> Result<Option<String>, ModelError> {
+        if !self.settings.grammar.unwrap_or(true) {
+            return Ok(None);
+        }
+        let schema = self.schema(request)?;
+        grammar::for_request(request, schema.as_ref()).map_err(|e| {
+            let file = match request
+                .response_contract
+                .as_ref()
+                .and_then(|c| c.contract.json.as_ref())
+                .map(|j| &j.schema)
+            {
+                Some(SchemaSource::Path(name)) => format!("schema file `{name}`"),
+                _ => format!("the contract in agent `{}`'s frontmatter", request.agent),
+            };
+            ModelError::Fatal(format!(
+                "{file}: no grammar can be derived from it: {e}; fix the schema (or set \
+                 [providers.local] grammar = false to decode without one)"
+            ))
+        })
+    }
+
+    /// What the engine is asked for `request` and its `prompt`.
+    fn generate_params<'a>(
+        &'a self,
+        request: &ModelRequest,
+        prompt: &'a str,
+        grammar: Option<&'a str>,
+        n_ctx_train: u32,
+    ) -> Generate<'a> {
         let context = self
             .settings
             .context
             .unwrap_or(DEFAULT_CONTEXT)
-            .min(loaded.n_ctx_train().max(MIN_ANSWER_ROOM * 2));
+            .min(n_ctx_train.max(MIN_ANSWER_ROOM * 2));
         let threads = self.settings.threads.map(|t| t as i32).unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get() as i32)
                 .unwrap_or(1)
         });
-        let temperature = request
-            .temperature
-            .or(self.settings.temperature)
-            .unwrap_or(0.0) as f32;
+        Generate {
+            prompt,
+            grammar,
+            grammar_mode: if self.settings.grammar_shortlist.unwrap_or(true) {
+                GrammarMode::Shortlist
+            } else {
+                GrammarMode::Full
+            },
+            max_tokens: request
+                .max_tokens
+                .or(self.settings.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS),
+            temperature: request
+                .temperature
+                .or(self.settings.temperature)
+                .unwrap_or(0.0) as f32,
+            top_p: request.top_p.unwrap_or(0.95) as f32,
+            seed: self.settings.seed.unwrap_or(0),
+            stop: &self.settings.stop,
+            context,
+            threads,
+        }
+    }
+
+    fn complete_blocking(
+        &self,
+        request: &ModelRequest,
+        sink: Option<PieceObserver>,
+    ) -> Result<ModelResponse, ModelError> {
+        let fatal = |e: EngineError| ModelError::Fatal(format!("{}: {e}", self.path.display()));
+        let loaded = load(&self.path).map_err(|e| ModelError::Fatal(e.to_string()))?;
+        let grammar = self.grammar(request)?;
+        let textual = TextualTools::textual_request(request);
+        let prompt = loaded
+            .prompt(&textual.system, &textual.messages)
+            .map_err(fatal)?;
+        let params =
+            self.generate_params(request, &prompt, grammar.as_deref(), loaded.n_ctx_train());
+        let mut send = |piece: &str| {
+            if let Some(sink) = &sink {
+                sink(piece)
+            }
+        };
         let generated = loaded
-            .generate(&Generate {
-                prompt: &prompt,
-                grammar: grammar.as_deref(),
-                max_tokens: request
-                    .max_tokens
-                    .or(self.settings.max_tokens)
-                    .unwrap_or(DEFAULT_MAX_TOKENS),
-                temperature,
-                top_p: request.top_p.unwrap_or(0.95) as f32,
-                seed: self.settings.seed.unwrap_or(0),
-                stop: &self.settings.stop,
-                context,
-                threads,
-            })
+            .generate(&params, Some(&mut send))
             .map_err(|e| match e {
-                GenerateError::Overflow {
+                EngineError::Overflow {
                     prompt_tokens,
                     context,
                 } => ModelError::ContextOverflow {
@@ -382,7 +436,7 @@ impl LocalModel {
                         loaded.n_ctx_train()
                     ),
                 },
-                GenerateError::Other(reason) => fatal(reason),
+                other => fatal(other),
             })?;
         let mut response = ModelResponse {
             content: generated.text,
@@ -421,22 +475,11 @@ impl Model for LocalModel {
                 project_root: self.project_root.clone(),
             };
             let request = request.clone();
-            tokio::task::spawn_blocking(move || this.complete_blocking(&request))
+            // The observer is task-local: take it along to the blocking thread.
+            let sink = super::stream::current();
+            tokio::task::spawn_blocking(move || this.complete_blocking(&request, sink))
                 .await
                 .map_err(|e| ModelError::Fatal(format!("local model thread: {e}")))?
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stop_texts_cut_at_the_earliest() {
-        let stop = vec!["END".to_string(), "\n\n".to_string()];
-        assert_eq!(stop_at(b"abc\n\nxEND", &stop), Some(3));
-        assert_eq!(stop_at(b"abc", &stop), None);
-        assert_eq!(stop_at(b"abc", &[String::new()]), None);
     }
 }

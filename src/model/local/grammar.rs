@@ -7,9 +7,13 @@
 //! written by hand per agent.
 //!
 //! What a grammar cannot express is left to the contract checker and the repair loop, as for
-//! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`,
+//! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`
+//! (except over an enum's values, which the grammar spells out),
 //! `$ref`, patterns that are not anchored or use lookaround, that a cited file exists, that an
 //! excerpt equals the cited lines.
+//!
+//! Over 600 lines: about 480 of code (JSON Schema, envelope and delegation grammars share the
+//! rule writer and the JSON string rules) and the tests beside them.
 
 use serde_json::Value;
 
@@ -30,11 +34,14 @@ pub struct GrammarError {
 /// Longest free text the envelope's `<thinking>` may hold, in characters: a small model that
 /// rambles must still reach `<answer>` inside its token budget.
 pub const THINKING_MAX_CHARS: u32 = 240;
-/// Longest JSON string a schema without `maxLength` admits, in characters.
+/// Longest JSON string the grammar admits, in characters, unless `minLength` asks for more: a
+/// tighter bound than the schema's `maxLength` is still conformant, and a small model must
+/// close its strings inside its token budget.
 pub const STRING_MAX_CHARS: u64 = 160;
-/// Longest `<answer>` text, in characters, so the envelope closes inside a small model's
-/// token budget; longer answers belong to a model that does not need a grammar to stay on track.
-pub const ANSWER_MAX_CHARS: u32 = 1500;
+/// Most items of a JSON array (members of a free-form object) the grammar admits, unless
+/// `minItems` asks for more: for the same reason (a file-analyzer answer of 80 notes ran out of
+/// tokens and was cut off as unparseable JSON).
+pub const ARRAY_MAX_ITEMS: u64 = 8;
 
 /// The grammar for one request, or `None` when nothing constrains it (a primary agent's
 /// turn, which has no contract). `schema` is the JSON contract's schema, already loaded.
@@ -107,11 +114,14 @@ fn any_value(g: &mut Gbnf) -> String {
     );
     g.rule(
         "object",
-        format!("\"{{\" ws ( {string} ws \":\" ws value ws ( \",\" ws {string} ws \":\" ws value ws )* )? \"}}\""),
+        format!("\"{{\" ws ( {string} ws \":\" ws value ws ( \",\" ws {string} ws \":\" ws value ws ){{0,{}}} )? \"}}\"", ARRAY_MAX_ITEMS - 1),
     );
     g.rule(
         "array",
-        "\"[\" ws ( value ws ( \",\" ws value ws )* )? \"]\"",
+        format!(
+            "\"[\" ws ( value ws ( \",\" ws value ws ){{0,{}}} )? \"]\"",
+            ARRAY_MAX_ITEMS - 1
+        ),
     );
     "value".into()
 }
@@ -121,7 +131,10 @@ fn string_rule(g: &mut Gbnf) -> String {
         "char",
         "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )",
     );
-    g.rule("string", "\"\\\"\" char* \"\\\"\"")
+    g.rule(
+        "string",
+        format!("\"\\\"\" char{{0,{STRING_MAX_CHARS}}} \"\\\"\""),
+    )
 }
 
 fn number_rule(g: &mut Gbnf) -> String {
@@ -228,7 +241,8 @@ fn string_schema(g: &mut Gbnf, obj: &serde_json::Map<String, Value>, hint: &str)
     let max = obj
         .get("maxLength")
         .and_then(Value::as_u64)
-        .unwrap_or(STRING_MAX_CHARS.max(min));
+        .unwrap_or(u64::MAX)
+        .min(STRING_MAX_CHARS.max(min));
     string_rule(g);
     let reps = format!("{{{min},{}}}", max.max(min));
     g.rule(hint, format!("\"\\\"\" char{reps} \"\\\"\""))
@@ -240,12 +254,17 @@ fn array_schema(
     pointer: &str,
     hint: &str,
 ) -> Result<String, GrammarError> {
+    let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+    let mut max = obj.get("maxItems").and_then(Value::as_u64);
+    if let Some(rule) = unique_enum_array(g, obj, min, max, hint) {
+        return Ok(rule);
+    }
+    // Bounded for the token budget (see ARRAY_MAX_ITEMS); a larger minItems wins.
+    max = Some(max.unwrap_or(u64::MAX).min(ARRAY_MAX_ITEMS.max(min)));
     let item = match obj.get("items") {
         Some(items) => schema_rule(g, items, &format!("{pointer}/items"))?,
         None => any_value(g),
     };
-    let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-    let mut max = obj.get("maxItems").and_then(Value::as_u64);
     // Unique items drawn from an enum: no more items than the enum has values.
     if obj.get("uniqueItems") == Some(&Value::Bool(true)) {
         if let Some(n) = obj
@@ -281,6 +300,61 @@ fn array_schema(
         format!("\"[\" ws {item} ws {rest} \"]\"")
     };
     Ok(g.rule(hint, body))
+}
+
+/// Most enum values a `uniqueItems` array is spelled out for (the rules grow with the square).
+const UNIQUE_ENUM_MAX: usize = 16;
+
+/// `uniqueItems` over an enum's values, which a plain repetition cannot say: the array holds
+/// the values in the order the enum lists them, each at most once (a rule per position: after
+/// value k only values after k may follow). Used when the count bounds do not cut into it
+/// (`minItems` at most 1, `maxItems` absent or at least the enum's size); otherwise the plain
+/// repetition is bounded and the checker sees duplicates.
+fn unique_enum_array(
+    g: &mut Gbnf,
+    obj: &serde_json::Map<String, Value>,
+    min: u64,
+    max: Option<u64>,
+    hint: &str,
+) -> Option<String> {
+    if obj.get("uniqueItems") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let values = obj.get("items")?.get("enum")?.as_array()?;
+    let n = values.len();
+    if n == 0 || n > UNIQUE_ENUM_MAX || min > 1 || max.is_some_and(|m| m < n as u64) {
+        return None;
+    }
+    let lits: Vec<String> = values.iter().map(|v| lit(&v.to_string())).collect();
+    // from(k): one of values k.. followed by what may come after it.
+    let mut after: Vec<String> = vec![String::new(); n + 1];
+    for k in (1..n).rev() {
+        let alts: Vec<String> = (k..n)
+            .map(|j| {
+                format!("{} ws {}", lits[j], after[j + 1])
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        after[k] = g.rule(
+            &format!("{hint}-after-{k}"),
+            format!("( \",\" ws ( {} ) )?", alts.join(" | ")),
+        );
+    }
+    let first: Vec<String> = (0..n)
+        .map(|j| {
+            format!("{} ws {}", lits[j], after[j + 1])
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    let first = format!("( {} )", first.join(" | "));
+    let body = if min == 0 {
+        format!("\"[\" ws {first}? \"]\"")
+    } else {
+        format!("\"[\" ws {first} \"]\"")
+    };
+    Some(g.rule(hint, body))
 }
 
 fn object_schema(
@@ -434,12 +508,9 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
     let frontmatter = g.rule("frontmatter", front);
     let thinking = g.rule(
         "thinking-text",
-        format!("[^< \\t\\n] [^<]{{0,{THINKING_MAX_CHARS}}}"),
+        format!("[^<` \\t\\n] [^<`]{{0,{THINKING_MAX_CHARS}}}"),
     );
-    let answer = g.rule(
-        "answer-text",
-        format!("[^< \\t\\n] [^<]{{0,{ANSWER_MAX_CHARS}}}"),
-    );
+    let answer = answer_rules(g, c);
     g.rule(
         "envelope",
         format!(
@@ -447,6 +518,65 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
              {answer} \"\\n\"? \"</answer>\\n\""
         ),
     )
+}
+
+/// Longest line of free text in an answer, in characters.
+const PROSE_LINE_MAX_CHARS: u32 = 300;
+/// Most blocks (prose lines, signal items, evidence items) under one heading of an answer.
+const BLOCKS_MAX: u32 = 6;
+
+/// The `<answer>` text: the contract's required sections as headings in order (free text
+/// before them), each holding prose lines, signal items (`#### Finding: title`, with their
+/// Evidence when the contract requires it) and Evidence items (`- **Evidence**: `path:N-M``,
+/// `- **Excerpt**:`, a fenced block of at most `excerpt_max_lines` lines). Prose cannot open a
+/// code fence (it would swallow `</answer>`), a heading or a bold label: those only come in the
+/// shapes above. Whether the cited lines exist and match is the checker's business.
+fn answer_rules(g: &mut Gbnf, c: &crate::contract::Contract) -> String {
+    // A backtick only before another character: inline code, never a fence.
+    let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
+    let prose = g.rule(
+        "prose-line",
+        format!("[^<`#*\\n \\t] {prose_char}{{0,{PROSE_LINE_MAX_CHARS}}} \"\\n\""),
+    );
+    let path = g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}");
+    let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
+    let excerpt_line = g.rule("excerpt-line", "[^`<\\n]{0,200} \"\\n\"");
+    let evidence = g.rule(
+        "evidence-item",
+        format!(
+            "\"- **Evidence**: `\" {path} \":\" {line_no} ( \"-\" {line_no} )? \"`\\n- **Excerpt**:\\n```\\n\" \
+             {excerpt_line}{{1,{}}} \"```\\n\"",
+            c.excerpt_max_lines.max(1)
+        ),
+    );
+    let mut blocks = vec![prose.clone(), evidence.clone()];
+    if !c.signal_headings.is_empty() {
+        let names: Vec<String> = c.signal_headings.iter().map(|h| lit(h)).collect();
+        let title = g.rule("signal-title", "[^<`#*\\n] [^<`#*\\n]{0,80}");
+        let with_evidence = if c.evidence == crate::contract::EvidencePolicy::Required {
+            format!(" {evidence}")
+        } else {
+            format!(" {evidence}?")
+        };
+        blocks.push(g.rule(
+            "signal-item",
+            format!(
+                "\"#### \" ( {} ) \": \" {title} \"\\n\" {prose}?{with_evidence}",
+                names.join(" | ")
+            ),
+        ));
+    }
+    let block = g.rule("answer-block", blocks.join(" | "));
+    let body = format!("( {block} \"\\n\"? ){{1,{BLOCKS_MAX}}}");
+    let mut text = format!("( {prose} \"\\n\"? )?");
+    if c.required_sections.is_empty() {
+        text = body;
+    } else {
+        for section in &c.required_sections {
+            text.push_str(&format!(" {} {body}", lit(&format!("### {section}\n"))));
+        }
+    }
+    g.rule("answer-text", text)
 }
 
 /// The textual delegation [`crate::model::textual`] parses: one call in a code block.
@@ -515,8 +645,15 @@ mod tests {
         assert!(root.contains("( \",\" ws \"\\\"note\\\"\""), "{root}");
         assert_eq!(rule(&g, "track"), r#""\"FAST\"" | "\"QUALITY\"""#);
         assert_eq!(rule(&g, "intent"), r#""\"" [a-z] [a-z0-9_]{0,40} "\"""#);
-        // Two unique values from a two-value enum: at most two items.
-        assert!(rule(&g, "required-sources").contains("{0,1}"), "{g}");
+        // Unique values of an enum: each value at most once, in the enum's order.
+        assert_eq!(
+            rule(&g, "required-sources"),
+            r#""[" ws ( "\"db\"" ws required-sources-after-1 | "\"doc\"" ws )? "]""#
+        );
+        assert_eq!(
+            rule(&g, "required-sources-after-1"),
+            r#"( "," ws ( "\"doc\"" ws ) )?"#
+        );
         // maxItems 1: the comma-separated tail never repeats; minLength 5 on the items.
         let q = rule(&g, "missing-info-questions");
         assert!(!q.contains("\",\""), "{q}");
@@ -579,6 +716,29 @@ mod tests {
         assert_eq!(env.matches("<thinking>").count(), 1);
         assert_eq!(env.matches("<answer>").count(), 1);
         assert!(env.find("<thinking>") < env.find("<answer>"));
+    }
+
+    #[test]
+    fn the_answer_holds_the_required_sections_signals_and_evidence_shapes() {
+        let mut c = Contract::envelope();
+        c.required_sections = vec!["Findings".into(), "Open questions".into()];
+        c.signal_headings = vec!["Finding".into()];
+        c.evidence = crate::contract::EvidencePolicy::Required;
+        c.excerpt_max_lines = 6;
+        let g = envelope(&rc(c));
+        let answer = rule(&g, "answer-text");
+        let f = answer.find(r####""### Findings\n""####).unwrap();
+        let o = answer.find(r####""### Open questions\n""####).unwrap();
+        assert!(f < o, "{answer}");
+        // A signal item must carry its evidence (not optional) when evidence is required.
+        let signal = rule(&g, "signal-item");
+        assert!(signal.contains(r#""Finding""#), "{signal}");
+        assert!(signal.ends_with(" evidence-item"), "{signal}");
+        let evidence = rule(&g, "evidence-item");
+        assert!(evidence.contains("**Evidence**: `") && evidence.contains("excerpt-line{1,6}"));
+        // Prose can open neither a fence, a heading nor a bold label.
+        assert!(rule(&g, "prose-line").starts_with("[^<`#*"), "{g}");
+        assert!(rule(&g, "thinking-text").contains("[^<`]"), "{g}");
     }
 
     #[test]

@@ -14,10 +14,13 @@
 
 pub mod gbnf;
 pub mod grammar;
+pub mod stream;
 pub mod template;
 
 #[cfg(feature = "local")]
-mod engine;
+pub mod engine;
+#[cfg(feature = "local")]
+pub mod sample;
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -57,6 +60,10 @@ pub struct LocalSettings {
     pub stop: Vec<String>,
     /// Decode under the contract's grammar (default true). `false` is for comparison only.
     pub grammar: Option<bool>,
+    /// Check the grammar against the best-scoring tokens first, the whole vocabulary only when
+    /// none is admitted (default true; same greedy choice, far fewer checks). `false` checks
+    /// every token at every step, as llama.cpp's own sampler chain does: for comparison only.
+    pub grammar_shortlist: Option<bool>,
 }
 
 impl LocalSettings {
@@ -89,10 +96,16 @@ pub enum LocalError {
     )]
     NotGguf(PathBuf),
     #[error(
-        "llama.cpp could not load `{0}`: the file is truncated or corrupt, or its architecture \
-         is one this llama.cpp does not support; download the .gguf again or pick another model"
+        "llama.cpp could not load `{}`{}: the file is truncated or corrupt, or its architecture \
+         is one this llama.cpp does not support; download the .gguf again or pick another model",
+        path.display(),
+        architecture.as_ref().map(|a| format!(" (architecture `{a}`)")).unwrap_or_default()
     )]
-    Load(PathBuf),
+    Load {
+        path: PathBuf,
+        /// `general.architecture` from the file's header, when it can be read.
+        architecture: Option<String>,
+    },
     #[error("`{path}`: {reason}")]
     Engine { path: PathBuf, reason: String },
     #[error("[providers.{PROVIDER}] in switchboard.toml: {0}")]
@@ -145,6 +158,62 @@ pub fn check_file(path: &Path) -> Result<(), LocalError> {
         Ok(()) => Err(LocalError::NotGguf(path.to_path_buf())),
         Err(_) => Err(LocalError::NotGguf(path.to_path_buf())),
     }
+}
+
+/// `general.architecture` from a GGUF header, so a model llama.cpp refuses can be named by
+/// what it is. Best effort: only the first few metadata entries are looked at (the
+/// architecture comes first in files written by llama.cpp's tools).
+pub fn gguf_architecture(path: &Path) -> Option<String> {
+    use std::io::Read;
+    const LOOK_AT: u64 = 8;
+    const MAX_TEXT: u64 = 1 << 16;
+    let mut r = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    let u32_ = |r: &mut dyn Read| -> Option<u32> {
+        let mut b = [0u8; 4];
+        r.read_exact(&mut b).ok()?;
+        Some(u32::from_le_bytes(b))
+    };
+    let u64_ = |r: &mut dyn Read| -> Option<u64> {
+        let mut b = [0u8; 8];
+        r.read_exact(&mut b).ok()?;
+        Some(u64::from_le_bytes(b))
+    };
+    let text = |r: &mut dyn Read| -> Option<String> {
+        let n = u64_(r)?;
+        if n > MAX_TEXT {
+            return None;
+        }
+        let mut b = vec![0u8; n as usize];
+        r.read_exact(&mut b).ok()?;
+        String::from_utf8(b).ok()
+    };
+    if u32_(&mut r)? != u32::from_le_bytes(*b"GGUF") {
+        return None;
+    }
+    let _version = u32_(&mut r)?;
+    let _tensors = u64_(&mut r)?;
+    let entries = u64_(&mut r)?;
+    for _ in 0..entries.min(LOOK_AT) {
+        let key = text(&mut r)?;
+        let kind = u32_(&mut r)?;
+        if key == "general.architecture" {
+            return (kind == 8).then(|| text(&mut r)).flatten();
+        }
+        // Skip the value: fixed-size scalars and strings only (an array ends the search).
+        let size = match kind {
+            0 | 1 | 7 => 1,
+            2 | 3 => 2,
+            4..=6 => 4,
+            10..=12 => 8,
+            8 => {
+                text(&mut r)?;
+                0
+            }
+            _ => return None,
+        };
+        std::io::copy(&mut (&mut r).take(size), &mut std::io::sink()).ok()?;
+    }
+    None
 }
 
 /// The model `local/NAME` names: settings from `[providers.local]` (`table`), the file checked,
@@ -245,6 +314,35 @@ mod tests {
         assert!(check(".").contains("directory"));
         std::fs::write(dir.path().join("ok.gguf"), b"GGUF\x03\0\0\0").unwrap();
         assert_eq!(check_file(&dir.path().join("ok.gguf")), Ok(()));
+    }
+
+    #[test]
+    fn the_architecture_is_read_from_the_gguf_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = b"GGUF".to_vec();
+        b.extend(3u32.to_le_bytes());
+        b.extend(0u64.to_le_bytes());
+        b.extend(2u64.to_le_bytes());
+        for (key, kind, value) in [
+            ("general.alignment", 4u32, 32u32.to_le_bytes().to_vec()),
+            ("general.architecture", 8, {
+                let mut v = 5u64.to_le_bytes().to_vec();
+                v.extend(b"llama");
+                v
+            }),
+        ] {
+            b.extend((key.len() as u64).to_le_bytes());
+            b.extend(key.as_bytes());
+            b.extend(kind.to_le_bytes());
+            b.extend(value);
+        }
+        let path = dir.path().join("m.gguf");
+        std::fs::write(&path, &b).unwrap();
+        assert_eq!(gguf_architecture(&path).as_deref(), Some("llama"));
+        std::fs::write(&path, &b[..b.len() - 2]).unwrap();
+        assert_eq!(gguf_architecture(&path), None, "truncated");
+        std::fs::write(&path, b"nope").unwrap();
+        assert_eq!(gguf_architecture(&path), None);
     }
 
     #[cfg(feature = "local")]
