@@ -248,6 +248,8 @@ impl HopState {
         };
         let mut tool_specs =
             tools::specs_for(&self.agent, &tools::Provided::from_config(&shared.config));
+        let callable: Vec<String> = context.subagents.iter().map(|s| s.name.clone()).collect();
+        tools::narrow_task(&mut tool_specs, &callable);
         if let Some(mcp) = shared.mcp.get() {
             tool_specs.extend(mcp.specs_for(&self.agent));
         }

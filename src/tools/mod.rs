@@ -215,6 +215,24 @@ pub fn specs_for(agent: &Agent, provided: &Provided) -> Vec<ToolSpec> {
         .collect()
 }
 
+/// Narrows `task`'s `subagent_type` to `names`, the agents the caller may delegate to (the
+/// delegation policy's static answer, the list its prompt shows). A provider that honours tool
+/// schemas, and the local model's grammar, then cannot name an agent that does not exist or may
+/// not be called; dispatch still decides each call with the live chain. No names: unchanged (an
+/// empty `enum` would admit nothing).
+pub fn narrow_task(specs: &mut [ToolSpec], names: &[String]) {
+    if names.is_empty() {
+        return;
+    }
+    if let Some(field) = specs
+        .iter_mut()
+        .find(|s| s.name == "task")
+        .and_then(|s| s.parameters.pointer_mut("/properties/subagent_type"))
+    {
+        field["enum"] = json!(names);
+    }
+}
+
 /// Checks the agent's grant for `tool`: its `tools:` and a `permission:` entry that denies it.
 pub fn check_grant(agent: &Agent, tool: &str) -> Result<(), ToolError> {
     if spec(tool).is_none() {
@@ -373,6 +391,26 @@ pub(crate) fn visible(project: &Project, path: &std::path::Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_task_tool_is_narrowed_to_the_callable_agents_only_when_there_are_some() {
+        let mut specs = vec![spec("read").unwrap(), spec("task").unwrap()];
+        let before = specs[1].parameters.clone();
+        narrow_task(&mut specs, &[]);
+        assert_eq!(
+            specs[1].parameters, before,
+            "an empty enum would admit nothing"
+        );
+        narrow_task(&mut specs, &["finder".into()]);
+        assert_eq!(
+            specs[1].parameters["properties"]["subagent_type"]["enum"],
+            json!(["finder"])
+        );
+        assert!(specs[0]
+            .parameters
+            .pointer("/properties/subagent_type")
+            .is_none());
+    }
 
     #[test]
     fn unknown_tool_lists_every_builtin() {

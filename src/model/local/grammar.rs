@@ -3,8 +3,9 @@
 //! The `local` provider decodes under the grammar [`for_request`] returns: for a `format: json`
 //! contract, a grammar of its JSON Schema ([`json_schema`]); for an envelope contract, the
 //! envelope's shape with the ids the runtime allocated for the hop ([`envelope`]); and, when the
-//! agent may delegate, the textual `task(...)` call as an alternative ([`task_call`]). Nothing is
-//! written by hand per agent.
+//! agent may delegate, the textual `task(...)` call as an alternative ([`task_call`]), naming
+//! only the agents it may call (`tools::narrow_task`); a primary's free answer is otherwise
+//! unconstrained. Nothing is written by hand per agent.
 //!
 //! What a grammar cannot express is left to the contract checker and the repair loop, as for
 //! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`
@@ -49,8 +50,19 @@ pub fn for_request(
     request: &ModelRequest,
     schema: Option<&Value>,
 ) -> Result<Option<String>, GrammarError> {
+    let task = request.tools.iter().find(|t| t.name == TASK_TOOL);
     let Some(contract) = &request.response_contract else {
-        return Ok(None);
+        // A primary's turn has no contract: its answer is free text, but a delegation it starts
+        // is one well-formed call naming an agent it may call (a free answer cannot open with a
+        // backtick, so a code fence at the start is the call).
+        let Some(task) = task else {
+            return Ok(None);
+        };
+        let mut g = Gbnf::new();
+        let call = task_call_rules(&mut g, &subagent_names(&task.parameters));
+        let free = g.rule("free-answer", "[^`\\x00] [^\\x00]*");
+        g.rule("root", format!("{call} | {free}"));
+        return Ok(Some(g.render()));
     };
     let mut g = Gbnf::new();
     let answer = match contract.contract.format {
@@ -63,8 +75,8 @@ pub fn for_request(
         }
         ContractFormat::Envelope => envelope_rules(&mut g, contract),
     };
-    let root = if request.tools.iter().any(|t| t.name == TASK_TOOL) {
-        let call = task_call_rules(&mut g);
+    let root = if let Some(task) = task {
+        let call = task_call_rules(&mut g, &subagent_names(&task.parameters));
         format!("{answer} | {call}")
     } else {
         answer
@@ -93,7 +105,7 @@ pub fn envelope(contract: &ResponseContract) -> String {
 /// A grammar whose root is one textual `task(...)` call in a code block.
 pub fn task_call() -> String {
     let mut g = Gbnf::new();
-    let body = task_call_rules(&mut g);
+    let body = task_call_rules(&mut g, &[]);
     g.rule("root", body);
     g.render()
 }
@@ -579,11 +591,33 @@ fn answer_rules(g: &mut Gbnf, c: &crate::contract::Contract) -> String {
     g.rule("answer-text", text)
 }
 
-/// The textual delegation [`crate::model::textual`] parses: one call in a code block.
-fn task_call_rules(g: &mut Gbnf) -> String {
+/// The names `task`'s `subagent_type` is narrowed to (`tools::narrow_task`), if it is.
+fn subagent_names(parameters: &Value) -> Vec<String> {
+    parameters
+        .pointer("/properties/subagent_type/enum")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The textual delegation [`crate::model::textual`] parses: one call in a code block. With
+/// `names` (the agents the caller may delegate to) the subagent is one of them, so a small model
+/// cannot copy a placeholder such as `NAME` from its prompt; without, any well-formed name.
+fn task_call_rules(g: &mut Gbnf, names: &[String]) -> String {
     string_rule(g);
     let text = g.rule("call-text", "\"\\\"\" char{1,400} \"\\\"\"");
-    let name = g.rule("subagent-name", "\"\\\"\" [a-z] [a-z0-9_-]{0,63} \"\\\"\"");
+    let name = if names.is_empty() {
+        g.rule("subagent-name", "\"\\\"\" [a-z] [a-z0-9_-]{0,63} \"\\\"\"")
+    } else {
+        let alternatives: Vec<String> = names.iter().map(|n| lit(&format!("\"{n}\""))).collect();
+        g.rule("subagent-name", alternatives.join(" | "))
+    };
     g.rule(
         "task-call",
         format!(
@@ -789,6 +823,36 @@ mod tests {
         let calls = crate::model::textual::parse_task_calls(call);
         assert_eq!(calls[0].arguments["subagent_type"], "finder");
         request.response_contract = None;
-        assert_eq!(for_request(&request, None).unwrap(), None);
+        let primary = for_request(&request, None).unwrap().unwrap();
+        assert_eq!(rule(&primary, "root"), "task-call | free-answer");
+        request.tools.clear();
+        assert_eq!(
+            for_request(&request, None).unwrap(),
+            None,
+            "nothing to constrain"
+        );
+    }
+
+    #[test]
+    fn a_narrowed_task_tool_limits_the_call_to_the_callable_agents() {
+        let mut specs = vec![crate::tools::spec("task").unwrap()];
+        crate::tools::narrow_task(&mut specs, &["finder".into(), "reader".into()]);
+        let request = ModelRequest {
+            model: "m".into(),
+            agent: "lead".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: specs,
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            response_contract: None,
+        };
+        let g = for_request(&request, None).unwrap().unwrap();
+        assert_eq!(
+            rule(&g, "subagent-name"),
+            r#""\"finder\"" | "\"reader\"""#,
+            "{g}"
+        );
     }
 }
