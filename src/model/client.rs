@@ -100,6 +100,15 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 const ERROR_SNIPPET: usize = 600;
 
 impl HttpClient {
+    /// The `authorization: Bearer KEY` value OpenAI-compatible APIs take, when the provider has
+    /// a key. The value holds the secret: it goes into a request header and nowhere else.
+    pub(crate) fn bearer(&self) -> Option<String> {
+        self.config
+            .api_key
+            .as_ref()
+            .map(|k| format!("Bearer {}", k.expose()))
+    }
+
     pub fn new(config: HttpConfig) -> Result<HttpClient, ClientError> {
         install_crypto_provider();
         let client = Arc::new(OnceLock::new());

@@ -146,16 +146,9 @@ impl Embedder {
 
     async fn attempt(&self, body: &[u8], expected: usize) -> Result<Vec<Vec<f32>>, ModelError> {
         let started = Instant::now();
-        let auth = self
-            .http
-            .config
-            .api_key
-            .as_ref()
-            .map(|k| format!("Bearer {}", k.expose()));
-        let mut headers: Vec<(&str, &str)> = Vec::new();
-        if let Some(auth) = &auth {
-            headers.push(("authorization", auth.as_str()));
-        }
+        let auth = self.http.bearer();
+        let headers: Vec<(&str, &str)> =
+            auth.iter().map(|a| ("authorization", a.as_str())).collect();
         let response = self
             .http
             .post("/embeddings", &headers, body.to_vec())

@@ -91,16 +91,9 @@ impl OpenAi {
     }
 
     async fn attempt(&self, body: &[u8]) -> Result<ModelResponse, ModelError> {
-        let auth = self
-            .http
-            .config
-            .api_key
-            .as_ref()
-            .map(|k| format!("Bearer {}", k.expose()));
-        let mut headers: Vec<(&str, &str)> = Vec::new();
-        if let Some(auth) = &auth {
-            headers.push(("authorization", auth.as_str()));
-        }
+        let auth = self.http.bearer();
+        let headers: Vec<(&str, &str)> =
+            auth.iter().map(|a| ("authorization", a.as_str())).collect();
         self.http
             .exchange::<StreamAccumulator>("/chat/completions", &headers, body, |bytes| {
                 self.parse_body(bytes)
