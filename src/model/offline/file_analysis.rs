@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use std::sync::OnceLock;
 
 use super::Turn;
-use crate::contract::{ContractFormat, SchemaSource};
 use crate::model::{ModelRequest, Role as MsgRole};
 
 /// Most items of each kind in one answer (the contract allows 80).
@@ -23,21 +22,11 @@ const MAX_TEXT: usize = 300;
 
 /// Whether `request` owes a file analysis this role can write.
 pub fn applies(request: &ModelRequest) -> bool {
-    let Some(rc) = &request.response_contract else {
-        return false;
-    };
-    if rc.contract.format != ContractFormat::Json {
-        return false;
-    }
-    match rc.contract.json.as_ref().map(|j| &j.schema) {
-        Some(SchemaSource::Inline(schema)) => {
-            let props = &schema["properties"];
-            ["notes", "entities", "relations"]
-                .iter()
-                .all(|k| props.get(k).is_some())
-        }
-        _ => false,
-    }
+    super::json_contract_properties(request).is_some_and(|p| {
+        ["notes", "entities", "relations"]
+            .iter()
+            .all(|k| p.get(k).is_some())
+    })
 }
 
 /// The analysis of the chunk in the task (the first user message).

@@ -32,6 +32,19 @@ use super::{
     Usage,
 };
 
+/// The `properties` of the JSON Schema `request` owes, when it owes a `format: json` contract
+/// with an inline schema: the JSON roles (plan, file analysis) know their contract by its keys.
+fn json_contract_properties(request: &ModelRequest) -> Option<&Value> {
+    let rc = request.response_contract.as_ref()?;
+    if rc.contract.format != crate::contract::ContractFormat::Json {
+        return None;
+    }
+    match rc.contract.json.as_ref().map(|j| &j.schema) {
+        Some(crate::contract::SchemaSource::Inline(schema)) => Some(&schema["properties"]),
+        _ => None,
+    }
+}
+
 /// The offline provider. Holds no state; one value serves any number of sessions.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OfflineModel {

@@ -5,26 +5,14 @@
 //! `required_sources` properties); any other JSON contract is beyond what it can fill in.
 
 use super::Turn;
-use crate::contract::{ContractFormat, SchemaSource};
 use crate::model::ANSWER_MARK;
 use crate::model::{ModelRequest, Role as MsgRole};
 use serde_json::{json, Value};
 
 /// Whether `request` owes a plan this role can write.
 pub fn applies(request: &ModelRequest) -> bool {
-    let Some(rc) = &request.response_contract else {
-        return false;
-    };
-    if rc.contract.format != ContractFormat::Json {
-        return false;
-    }
-    match rc.contract.json.as_ref().map(|j| &j.schema) {
-        Some(SchemaSource::Inline(schema)) => {
-            let props = &schema["properties"];
-            props.get("request_type").is_some() && props.get("required_sources").is_some()
-        }
-        _ => false,
-    }
+    super::json_contract_properties(request)
+        .is_some_and(|p| p.get("request_type").is_some() && p.get("required_sources").is_some())
 }
 
 /// Request types, tried in order; the first whose words occur in the request wins.
