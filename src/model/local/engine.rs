@@ -19,6 +19,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use serde_json::Value;
 
+pub use super::error::EngineError;
 use super::sample::{stop_at, GrammarMode, GrammarStats, Picker, Streamer};
 use super::stream::PieceObserver;
 use super::template::{self, Specials};
@@ -31,35 +32,6 @@ use crate::model::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Us
 const PROMPT_BATCH: usize = 512;
 /// The least room for an answer worth starting.
 const MIN_ANSWER_ROOM: u32 = 16;
-
-/// Why the engine could not produce an answer. `LocalModel` turns each into a [`ModelError`]
-/// naming the model file.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum EngineError {
-    #[error("llama.cpp could not start: {0}")]
-    Backend(String),
-    #[error(transparent)]
-    Template(#[from] template::TemplateError),
-    #[error("the prompt is empty")]
-    EmptyPrompt,
-    /// The prompt leaves no room for an answer in the context window.
-    #[error("the prompt is {prompt_tokens} tokens and the context window {context}")]
-    Overflow { prompt_tokens: u32, context: u32 },
-    #[error("llama.cpp could not make a context of {context} tokens: {reason}")]
-    Context { context: u32, reason: String },
-    #[error("llama.cpp could not {step}: {reason}")]
-    Decode { step: &'static str, reason: String },
-    #[error(
-        "llama.cpp rejected the grammar derived from the contract ({0}); run with \
-         [providers.local] grammar = false to decode without it, and report the contract"
-    )]
-    Grammar(String),
-    #[error(
-        "the grammar admits no next token (the contract's grammar cannot be completed from \
-         here); run with [providers.local] grammar = false and report the contract"
-    )]
-    NoAdmissibleToken,
-}
 
 /// llama.cpp's process-wide backend, initialised once (a second init is an error), with its
 /// log silenced: the library never prints, and the errors that matter are named by us.

@@ -20,6 +20,8 @@ pub mod template;
 #[cfg(feature = "local")]
 pub mod engine;
 #[cfg(feature = "local")]
+mod error;
+#[cfg(feature = "local")]
 pub mod sample;
 
 use serde::Deserialize;

@@ -17,7 +17,7 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
-use super::engine::EngineError;
+use super::error::EngineError;
 
 /// Candidates the grammar sees before it sees the whole vocabulary.
 pub const SHORTLIST: usize = 64;
