@@ -185,16 +185,20 @@ fn local(
 ) -> Generated {
     m.generate(
         &Generate {
-            prompt,
-            grammar: gbnf,
+            prompt: prompt.to_string(),
+            grammar: gbnf.map(str::to_string),
             grammar_mode: mode,
             max_tokens: ANSWER_TOKENS,
             temperature: 0.0,
             top_p: 1.0,
             seed: 0,
-            stop: &[],
+            stop: Vec::new(),
             context: CONTEXT,
+            min_context: CONTEXT,
             threads: threads as i32,
+            // llama-server is asked with `cache_prompt: false`: both read the whole prompt.
+            reuse_prefix: false,
+            slots: 1,
         },
         None,
     )

@@ -1,6 +1,13 @@
 //! `switchboard eval`: runs a suite of tasks on one model and measures, per agent, how often its
 //! answers met their contract first time, after repairs, through the fallback, or not at all;
-//! whether the delegations the suite expects were made; tokens and time.
+//! whether the delegations the suite expects were made; how much of the cited evidence holds up;
+//! tokens and time.
+//!
+//! Two conformance figures are kept apart. "First time" is the whole contract: shape and
+//! content. "Shape" counts first answers free of violations of the rules a grammar derived from
+//! the contract can force ([`crate::contract::Rule::is_shape`]): a local model decoding under
+//! that grammar should score near 100 % there, while a cited file that does not exist is still
+//! the checker's to catch.
 //!
 //! A suite is YAML (evals/*.yaml):
 //!
@@ -13,8 +20,9 @@
 //!     expect: {delegates: [codebase-locator]}
 //! ```
 //!
-//! Each task runs as its own session, `runs` times; the counts come from the sessions' event
-//! logs (`contract.outcome`, `hop.started`), the same records `switchboard stats` reads.
+//! Each task runs as its own session, `runs` times in a row (so a local engine's prompt cache
+//! serves the repeats); the counts come from the sessions' event logs (`contract.outcome`,
+//! `contract.checked`, `hop.started`, `hop.completed`), the records `switchboard stats` reads.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -24,6 +32,7 @@ use std::time::Instant;
 
 use crate::agent::AgentSet;
 use crate::config::Config;
+use crate::contract::{tally_evidence, CheckContext, FileCache, Rule};
 use crate::model::Registry;
 use crate::project::Project;
 use crate::runtime::events::read_log;
@@ -107,6 +116,8 @@ pub struct AgentScore {
     /// Answers checked against the agent's contract.
     pub hops: u64,
     pub first_time: u64,
+    /// First answers with no shape violation (see the module doc); the content may still fail.
+    pub shape_first_time: u64,
     pub after_repairs: u64,
     pub fallback: u64,
     /// Failed or handed up marked non-conformant.
@@ -114,6 +125,10 @@ pub struct AgentScore {
     /// Delegations the suite expected of this agent, and how many were made.
     pub delegations_expected: u64,
     pub delegations_made: u64,
+    /// Evidence items in the hops' final answers, and those whose reference and excerpt hold
+    /// up against the project's files.
+    pub evidence_items: u64,
+    pub evidence_verified: u64,
     /// Sessions this agent was the primary of, with their tokens and seconds.
     pub sessions: u64,
     pub input_tokens: u64,
@@ -149,6 +164,9 @@ impl EvalReport {
         for s in self.agents.values() {
             t.hops += s.hops;
             t.first_time += s.first_time;
+            t.shape_first_time += s.shape_first_time;
+            t.evidence_items += s.evidence_items;
+            t.evidence_verified += s.evidence_verified;
             t.after_repairs += s.after_repairs;
             t.fallback += s.fallback;
             t.failed += s.failed;
@@ -162,8 +180,45 @@ impl EvalReport {
         t
     }
 
-    /// Adds one session's events, the task it ran and what it cost.
-    pub fn add_session(&mut self, task: &Task, events: &[Event], usage: (u64, u64), seconds: f64) {
+    /// Adds one session's events, the task it ran and what it cost; cited evidence is checked
+    /// against `project`'s files.
+    pub fn add_session(
+        &mut self,
+        project: &Project,
+        task: &Task,
+        events: &[Event],
+        usage: (u64, u64),
+        seconds: f64,
+    ) {
+        let files = FileCache::new();
+        let check = CheckContext::new(project, &files);
+        for e in events {
+            let Some(agent) = e.agent.as_deref() else {
+                continue;
+            };
+            match &e.kind {
+                EventKind::ContractChecked {
+                    repair: 0,
+                    violations,
+                    ..
+                } => {
+                    let shape_ok = !violations
+                        .iter()
+                        .any(|v| Rule::from_code(&v.code).is_none_or(Rule::is_shape));
+                    let s = self.agents.entry(agent.to_string()).or_default();
+                    s.shape_first_time += u64::from(shape_ok);
+                }
+                EventKind::HopCompleted { answer, .. } => {
+                    let t = tally_evidence(answer, &check);
+                    if t.items > 0 {
+                        let s = self.agents.entry(agent.to_string()).or_default();
+                        s.evidence_items += t.items;
+                        s.evidence_verified += t.verified;
+                    }
+                }
+                _ => {}
+            }
+        }
         for (agent, c) in tally(events, &StatsFilter::default()) {
             let s = self.agents.entry(agent).or_default();
             s.hops += c.total();
@@ -214,8 +269,8 @@ pub async fn run_suite(
         runs,
         ..EvalReport::default()
     };
-    for run in 1..=runs {
-        for task in &suite.tasks {
+    for task in &suite.tasks {
+        for run in 1..=runs {
             let options = RunOptions {
                 model: Some(model.to_string()),
                 ..RunOptions::default()
@@ -247,6 +302,7 @@ pub async fn run_suite(
                     .push(format!("{} (run {run}): {e}", task.agent));
             }
             report.add_session(
+                &ctx.project,
                 task,
                 &events,
                 (outcome.usage.input_tokens, outcome.usage.output_tokens),
@@ -316,19 +372,68 @@ mod tests {
                 delegates: vec!["locator".into(), "analyzer".into()],
             },
         };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let checked = |repair: u32, codes: &[&'static str]| {
+            let violations = codes
+                .iter()
+                .map(|c| crate::problem::Problem::in_text(Default::default(), *c, 0..1, "x"))
+                .collect();
+            event(
+                "locator",
+                EventKind::ContractChecked {
+                    contract: "c".into(),
+                    message_id: "m".into(),
+                    conformant: codes.is_empty(),
+                    repair,
+                    violations,
+                },
+            )
+        };
+        let completed = |answer: &str| {
+            event(
+                "locator",
+                EventKind::HopCompleted {
+                    status: crate::runtime::HopStatus::Completed,
+                    message_id: "m".into(),
+                    answer: answer.into(),
+                    usage: Default::default(),
+                    started_at: String::new(),
+                    ended_at: String::new(),
+                    duration_us: 0,
+                    steps: 1,
+                    conformant: Some(true),
+                    violations: Vec::new(),
+                    written: Vec::new(),
+                },
+            )
+        };
         let mut r = EvalReport::default();
         let events = vec![
             started("researcher", 0),
             started("locator", 1),
+            // First answers: one clean, one with only a content fault (shape ok), one with a
+            // shape fault; the repair of the last does not count.
+            checked(0, &[]),
+            checked(0, &["evidence/file-missing"]),
+            checked(0, &["envelope/tags", "evidence/file-missing"]),
+            checked(1, &[]),
+            completed(
+                "- **Evidence**: `a.txt:2`\n- **Excerpt**:\n  ```\n  two\n  ```\n\
+                 - **Evidence**: `a.txt:1`\n- **Excerpt**:\n  ```\n  two\n  ```\n",
+            ),
             outcome("locator", "valid", 0),
             outcome("locator", "repaired", 1),
             outcome("researcher", "fallback", 2),
             outcome("researcher", "failed", 2),
             outcome("researcher", "non_conformant", 2),
         ];
-        r.add_session(&task, &events, (100, 20), 1.5);
+        r.add_session(&project, &task, &events, (100, 20), 1.5);
         let loc = &r.agents["locator"];
         assert_eq!((loc.hops, loc.first_time, loc.after_repairs), (2, 1, 1));
+        assert_eq!(loc.shape_first_time, 2);
+        assert_eq!((loc.evidence_items, loc.evidence_verified), (2, 1));
         assert_eq!(loc.share(loc.first_time), 0.5);
         let res = &r.agents["researcher"];
         assert_eq!((res.hops, res.fallback, res.failed), (3, 1, 2));

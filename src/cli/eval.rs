@@ -1,6 +1,7 @@
 //! `switchboard eval SUITE --model M [--runs N] [--json]`: runs a suite of tasks and prints,
-//! per agent, the share of answers conformant first time, after repairs, through the fallback,
-//! and failed; delegations made of those expected; tokens and time (see `crate::eval`).
+//! per agent, the share of answers conformant first time (whole contract, and shape alone),
+//! after repairs, through the fallback, and failed; delegations made of those expected;
+//! evidence items verified; tokens and time (see `crate::eval`).
 
 use miette::IntoDiagnostic;
 use std::path::PathBuf;
@@ -85,8 +86,18 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
 fn print_table(report: &EvalReport) {
     println!("model {} · {} run(s)", report.model, report.runs);
     println!(
-        "{:<24} {:>5} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
-        "agent", "hops", "first", "repaired", "fallback", "failed", "delegated", "tokens", "tok/s"
+        "{:<24} {:>5} {:>6} {:>6} {:>8} {:>8} {:>6} {:>9} {:>8} {:>9} {:>8}",
+        "agent",
+        "hops",
+        "shape",
+        "first",
+        "repaired",
+        "fallback",
+        "failed",
+        "delegated",
+        "evidence",
+        "tokens",
+        "tok/s"
     );
     let total = report.total();
     for (agent, s) in report
@@ -113,14 +124,21 @@ fn row(s: &AgentScore) -> String {
     } else {
         "-".into()
     };
+    let evidence = if s.evidence_items == 0 {
+        "-".to_string()
+    } else {
+        format!("{}/{}", s.evidence_verified, s.evidence_items)
+    };
     format!(
-        "{:>5} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
+        "{:>5} {:>6} {:>6} {:>8} {:>8} {:>6} {:>9} {:>8} {:>9} {:>8}",
         s.hops,
+        pct(s.shape_first_time),
         pct(s.first_time),
         pct(s.after_repairs),
         pct(s.fallback),
         pct(s.failed),
         delegated,
+        evidence,
         s.input_tokens + s.output_tokens,
         rate
     )

@@ -143,6 +143,41 @@ pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
     }
 }
 
+/// How many Evidence items an answer holds, and how many of them hold up: a reference, an
+/// excerpt, and no evidence or excerpt problem inside the item (`switchboard eval`'s
+/// "evidence verified").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EvidenceTally {
+    pub items: u64,
+    pub verified: u64,
+}
+
+/// [`EvidenceTally`] of any markdown `text`, by the rules [`verify_evidence`] applies.
+pub fn tally_evidence(text: &str, ctx: &CheckContext) -> EvidenceTally {
+    let env = crate::contract::envelope::parse_document(text);
+    let problems = verify_document(text, ctx).violations;
+    let mut tally = EvidenceTally::default();
+    for item in &env.evidence {
+        tally.items += 1;
+        let end = item
+            .excerpt
+            .as_ref()
+            .and_then(|e| e.block.as_ref())
+            .map(|b| b.span.end);
+        let Some(end) = end else { continue };
+        let span = item.label.start..end;
+        let clean = !problems.iter().any(|p| {
+            p.span
+                .as_ref()
+                .is_some_and(|s| s.start >= span.start && s.start < span.end)
+        });
+        if clean && !item.references.is_empty() {
+            tally.verified += 1;
+        }
+    }
+    tally
+}
+
 /// Test helper: panics with the rendered report unless `text` conforms to `contract`.
 #[track_caller]
 pub fn assert_conforms(text: &str, contract: &Contract, ctx: &CheckContext) {
@@ -264,6 +299,27 @@ mod tests {
         let codes: Vec<_> = report.violations.iter().map(|v| v.code.as_ref()).collect();
         assert_eq!(codes, ["evidence/file-unreadable"]);
         assert_eq!(report.violations[0].line, 11);
+    }
+
+    #[test]
+    fn evidence_tally_counts_items_and_those_that_hold_up() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let text = "- **Evidence**: `a.txt:2`\n- **Excerpt**:\n  ```\n  two\n  ```\n\
+            - **Evidence**: `a.txt:1-2`\n- **Excerpt**:\n  ```\n  three\n  ```\n\
+            - **Evidence**: `gone.txt:1`\n- **Excerpt**:\n  ```\n  x\n  ```\n\
+            - **Evidence**: `a.txt:3`\n";
+        let t = tally_evidence(text, &ctx);
+        assert_eq!(
+            t,
+            EvidenceTally {
+                items: 4,
+                verified: 1
+            }
+        );
     }
 
     #[test]

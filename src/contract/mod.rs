@@ -31,8 +31,8 @@ pub mod schema;
 pub mod spec;
 
 pub use check::{
-    assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, verify_document,
-    verify_evidence, CheckContext, DocumentCheck,
+    assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, tally_evidence,
+    verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
 };
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,

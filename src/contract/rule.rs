@@ -135,6 +135,27 @@ impl Serialize for Rule {
 }
 
 impl Rule {
+    /// Whether the rule concerns the answer's shape, which a grammar derived from the contract
+    /// can force (tags, frontmatter, ids, sections, the Evidence/Excerpt form, JSON syntax,
+    /// types, enums, patterns, required keys), rather than its content, which only the checker
+    /// can judge (that a cited file exists and the excerpt matches it, cross-field JSON rules,
+    /// a second question). `switchboard eval` reports first answers free of shape violations as
+    /// the grammar's own figure.
+    pub fn is_shape(self) -> bool {
+        !matches!(
+            self,
+            Rule::PathOutsideRoot
+                | Rule::FileMissing
+                | Rule::FileUnreadable
+                | Rule::RangePastEnd
+                | Rule::ExcerptMismatch
+                | Rule::JsonConflict
+                | Rule::JsonSanitized
+                | Rule::JsonQuestion
+                | Rule::JsonSchemaInvalid
+        )
+    }
+
     /// An error of this rule at byte range `span` of the checked text; line and column are
     /// filled in when the report is finished.
     pub fn problem(self, span: Range<usize>, message: impl Into<String>) -> Problem {
@@ -165,6 +186,17 @@ mod tests {
             assert!(rule.code().contains('/'));
         }
         assert_eq!(Rule::from_code("nope"), None);
+    }
+
+    #[test]
+    fn shape_rules_are_the_ones_a_grammar_can_force() {
+        assert!(Rule::Tags.is_shape());
+        assert!(Rule::ReferenceFormat.is_shape());
+        assert!(Rule::JsonParse.is_shape());
+        assert!(Rule::JsonSchema.is_shape());
+        assert!(!Rule::FileMissing.is_shape());
+        assert!(!Rule::ExcerptMismatch.is_shape());
+        assert!(!Rule::JsonConflict.is_shape());
     }
 
     #[test]

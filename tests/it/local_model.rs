@@ -380,3 +380,97 @@ async fn an_unsupported_architecture_is_a_clear_error_naming_the_file() {
     );
     assert!(e.contains("nosucharch"), "{e}");
 }
+
+fn generate(prompt: &str, reuse_prefix: bool) -> switchboard::model::local::engine::Generate {
+    switchboard::model::local::engine::Generate {
+        prompt: prompt.to_string(),
+        grammar: None,
+        grammar_mode: switchboard::model::local::sample::GrammarMode::Shortlist,
+        max_tokens: 12,
+        temperature: 0.0,
+        top_p: 1.0,
+        seed: 0,
+        stop: Vec::new(),
+        context: 2048,
+        min_context: 1024,
+        threads: 2,
+        reuse_prefix,
+        slots: 1,
+    }
+}
+
+#[test]
+fn a_prompt_that_repeats_the_cached_prefix_decodes_only_what_is_new() {
+    // A file of its own, so the model (and its decoding thread) is not shared with the tests
+    // running beside this one, whose prompts would take the cache over.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let own = dir.path().join("smollm2.gguf");
+    if std::fs::hard_link(model_path(), &own).is_err() {
+        std::fs::copy(model_path(), &own).unwrap();
+    }
+    let loaded = switchboard::model::local::engine::load(&own).unwrap();
+    let system = "You answer in one short sentence. ".repeat(20);
+    let first = loaded
+        .prompt(&system, &[Message::user("Name a colour.")])
+        .unwrap();
+    let fresh = loaded.generate(&generate(&first, false), None).unwrap();
+    assert_eq!(fresh.cached_tokens, 0);
+    // The same prompt again: everything but its last token is in the cache.
+    let again = loaded.generate(&generate(&first, true), None).unwrap();
+    assert_eq!(again.cached_tokens, again.prompt_tokens - 1);
+    let third = loaded.generate(&generate(&first, true), None).unwrap();
+    assert_eq!(third.cached_tokens, third.prompt_tokens - 1);
+    assert_eq!(
+        again.text, third.text,
+        "the same cache state, the same greedy answer"
+    );
+    // The next turn of the conversation extends the prompt: the shared turns are not read
+    // again, only what follows them.
+    let next = loaded
+        .prompt(
+            &system,
+            &[
+                Message::user("Name a colour."),
+                Message::assistant(again.text.clone(), Vec::new()),
+                Message::user("And another one."),
+            ],
+        )
+        .unwrap();
+    let turn = loaded.generate(&generate(&next, true), None).unwrap();
+    assert!(
+        turn.cached_tokens > fresh.prompt_tokens / 2 && turn.cached_tokens < turn.prompt_tokens,
+        "cached {} of {} (the first prompt had {})",
+        turn.cached_tokens,
+        turn.prompt_tokens,
+        fresh.prompt_tokens
+    );
+    // A prompt that shares nothing past the template's opening reads (nearly) all of itself.
+    let other = loaded
+        .prompt("Reply in French.", &[Message::user("Bonjour.")])
+        .unwrap();
+    let other = loaded.generate(&generate(&other, true), None).unwrap();
+    assert!(other.cached_tokens < 8, "{}", other.cached_tokens);
+}
+
+#[tokio::test]
+async fn without_a_set_window_the_context_grows_to_the_prompt() {
+    let model = model_path();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::with_builtins(context(dir.path(), ""));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    // Over 4,096 tokens (the smallest window), under the model's 8,192 training tokens.
+    let long = "Tell me about the weather in the hills. ".repeat(520);
+    let mut req = request(None, "", &long);
+    req.max_tokens = Some(8);
+    let response = m.complete(&req).await.unwrap();
+    assert!(
+        response.usage.input_tokens > 4096,
+        "{}",
+        response.usage.input_tokens
+    );
+    // Past the training context it is an overflow that says so.
+    let longer = long.repeat(2);
+    let e = m.complete(&request(None, "", &longer)).await.unwrap_err();
+    assert!(matches!(e, ModelError::ContextOverflow { .. }), "{e:?}");
+    assert!(e.to_string().contains("training context"), "{e}");
+}

@@ -1,17 +1,21 @@
 //! The llama.cpp side of the `local` provider (cargo feature `local`): loading a GGUF once per
 //! process, laying out the prompt, and decoding under the contract's grammar.
 //!
-//! Decoding runs on a blocking thread (llama.cpp computes on the CPU threads it is given), one
-//! completion per model at a time. Each completion gets a fresh llama.cpp context (its KV
-//! cache), so hops never see each other's tokens.
+//! Each model has one decoding thread, which owns its llama.cpp context and runs one completion
+//! at a time (llama.cpp computes on the CPU threads it is given; two completions would compete
+//! for them). The context's KV cache is kept between completions, and a prompt that starts with
+//! the tokens already cached decodes only the rest: the next turn of a tool loop, a repair turn
+//! or the same agent again reads just what is new. The tokens after the shared prefix are
+//! dropped first, so a completion attends to exactly its own prompt, as with a fresh context.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -23,7 +27,10 @@ pub use super::error::EngineError;
 use super::sample::{stop_at, GrammarMode, GrammarStats, Picker, Streamer};
 use super::stream::PieceObserver;
 use super::template::{self, Specials};
-use super::{grammar, LocalError, LocalSettings, DEFAULT_CONTEXT, DEFAULT_MAX_TOKENS, PROVIDER};
+use super::{
+    grammar, LocalError, LocalSettings, DEFAULT_CACHE_SLOTS, DEFAULT_CONTEXT, DEFAULT_MAX_TOKENS,
+    PROVIDER,
+};
 use crate::contract::schema::SchemaSource;
 use crate::model::textual::TextualTools;
 use crate::model::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Usage};
@@ -53,8 +60,9 @@ pub struct Loaded {
     model: LlamaModel,
     chat_template: String,
     specials: Specials,
-    /// One completion at a time per model: two would compete for the same cores.
-    busy: Mutex<()>,
+    /// The model's decoding thread, which owns its llama.cpp context: one completion at a time
+    /// per model (two would compete for the same cores), in the order asked.
+    jobs: OnceLock<mpsc::Sender<Job>>,
 }
 
 /// Loads `path` once per process; later calls get the same model.
@@ -98,25 +106,53 @@ pub fn load(path: &Path) -> Result<Arc<Loaded>, LocalError> {
         model,
         chat_template,
         specials,
-        busy: Mutex::new(()),
+        jobs: OnceLock::new(),
     });
+    let (send, receive) = mpsc::channel();
+    let serving = loaded.clone();
+    std::thread::Builder::new()
+        .name("switchboard-local".into())
+        .spawn(move || serve(&serving, receive))
+        .map_err(|e| engine(format!("cannot start the decoding thread: {e}")))?;
+    // Only this function sets it, once, before anyone else sees `loaded`.
+    let _ = loaded.jobs.set(send);
     models.insert(key, loaded.clone());
     Ok(loaded)
 }
 
 /// What one completion asks of the engine.
 #[derive(Debug, Clone)]
-pub struct Generate<'a> {
-    pub prompt: &'a str,
-    pub grammar: Option<&'a str>,
+pub struct Generate {
+    pub prompt: String,
+    pub grammar: Option<String>,
     pub grammar_mode: GrammarMode,
     pub max_tokens: u32,
     pub temperature: f32,
     pub top_p: f32,
     pub seed: u32,
-    pub stop: &'a [String],
+    pub stop: Vec<String>,
+    /// The largest context window (tokens) the completion may use.
     pub context: u32,
+    /// The smallest window to allocate: the window is the prompt plus `max_tokens`, rounded
+    /// up, between the two. Equal to `context` for a fixed window.
+    pub min_context: u32,
     pub threads: i32,
+    /// Keep the KV cache of the previous completion's tokens and decode only what follows the
+    /// longest prefix this prompt shares with them (a tool loop's next turn, a repair turn, the
+    /// same agent again). `false` reads the whole prompt, as the prompt-speed benchmark needs.
+    pub reuse_prefix: bool,
+    /// Contexts the decoding thread keeps (at least 1): parallel hops take turns on the model,
+    /// and each turn goes to the context whose cache shares most of its prompt.
+    pub slots: u32,
+}
+
+impl Generate {
+    /// The context window for a prompt of `prompt_tokens`.
+    fn window(&self, prompt_tokens: u32) -> u32 {
+        let want = prompt_tokens.saturating_add(self.max_tokens);
+        let rounded = want.div_ceil(WINDOW_STEP).saturating_mul(WINDOW_STEP);
+        rounded.clamp(self.min_context.min(self.context), self.context)
+    }
 }
 
 /// What one completion produced, with its timings.
@@ -124,6 +160,8 @@ pub struct Generate<'a> {
 pub struct Generated {
     pub text: String,
     pub prompt_tokens: u32,
+    /// Prompt tokens whose KV cache was kept from the previous completion, not decoded again.
+    pub cached_tokens: u32,
     pub output_tokens: u32,
     /// Stopped at `max_tokens` or the end of the context, not at the end of the answer.
     pub truncated: bool,
@@ -132,6 +170,49 @@ pub struct Generated {
     /// From the start of reading the prompt to the first token chosen.
     pub first_token_seconds: f64,
     pub grammar: GrammarStats,
+}
+
+/// Window sizes are multiples of this many tokens, so nearby prompts share a context.
+const WINDOW_STEP: u32 = 1024;
+
+/// A completion for the decoding thread, and where its pieces and result go.
+struct Job {
+    generate: Generate,
+    reply: mpsc::Sender<Reply>,
+}
+
+enum Reply {
+    Piece(String),
+    Done(Result<Generated, EngineError>),
+}
+
+/// The decoding thread's one context and the tokens its KV cache holds, in order.
+struct Slot<'m> {
+    ctx: LlamaContext<'m>,
+    window: u32,
+    threads: i32,
+    kv: Vec<LlamaToken>,
+}
+
+/// The decoding thread: runs the jobs in order, keeping the context between them. A failed
+/// completion drops the context (its cache is in an unknown state); the next builds a new one.
+fn serve(loaded: &Loaded, jobs: mpsc::Receiver<Job>) {
+    // Least recently used first.
+    let mut slots: Vec<Slot<'_>> = Vec::new();
+    for job in jobs {
+        let reply = job.reply;
+        let mut piece = |text: &str| {
+            // A caller that went away no longer wants the pieces; the answer still finishes.
+            let _ = reply.send(Reply::Piece(text.to_string()));
+        };
+        let done = loaded.decode(&mut slots, &job.generate, &mut piece);
+        let _ = reply.send(Reply::Done(done));
+    }
+}
+
+/// How many leading tokens `a` and `b` share.
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl Loaded {
@@ -154,15 +235,86 @@ impl Loaded {
         )?)
     }
 
-    /// Decodes one answer, handing its text to `sink` as it comes. Blocking: call it from a
-    /// blocking thread.
+    /// Decodes one answer on the model's decoding thread, handing its text to `sink` as it
+    /// comes. Blocking: call it from a blocking thread.
     pub fn generate(
         &self,
-        g: &Generate<'_>,
-        sink: Option<&mut dyn FnMut(&str)>,
+        g: &Generate,
+        mut sink: Option<&mut dyn FnMut(&str)>,
     ) -> Result<Generated, EngineError> {
-        let _busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let backend = backend()?;
+        let stopped = || EngineError::Backend("the model's decoding thread has stopped".into());
+        let (reply, replies) = mpsc::channel();
+        self.jobs
+            .get()
+            .ok_or_else(stopped)?
+            .send(Job {
+                generate: g.clone(),
+                reply,
+            })
+            .map_err(|_| stopped())?;
+        loop {
+            match replies.recv().map_err(|_| stopped())? {
+                Reply::Piece(text) => {
+                    if let Some(sink) = sink.as_mut() {
+                        sink(&text);
+                    }
+                }
+                Reply::Done(done) => return done,
+            }
+        }
+    }
+
+    /// The context for a prompt of `tokens` needing `window`: the kept one sharing the longest
+    /// prefix with it, else a new one (dropping the least recently used when all are kept).
+    fn take_slot<'m>(
+        &'m self,
+        slots: &mut Vec<Slot<'m>>,
+        g: &Generate,
+        tokens: &[LlamaToken],
+        window: u32,
+    ) -> Result<Slot<'m>, EngineError> {
+        let room = g.slots.max(1) as usize;
+        let best = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.threads == g.threads && s.window >= window)
+            .map(|(i, s)| (common_prefix(&s.kv, tokens), i))
+            .max();
+        match best {
+            Some((shared, i)) if shared > 0 || slots.len() >= room => return Ok(slots.remove(i)),
+            _ => {}
+        }
+        if slots.len() >= room {
+            slots.remove(0);
+        }
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(window))
+            .with_n_batch(PROMPT_BATCH as u32)
+            .with_n_ubatch(PROMPT_BATCH as u32)
+            .with_n_threads(g.threads)
+            .with_n_threads_batch(g.threads);
+        let ctx = self
+            .model
+            .new_context(backend()?, params)
+            .map_err(|e| EngineError::Context {
+                context: window,
+                reason: e.to_string(),
+            })?;
+        Ok(Slot {
+            ctx,
+            window,
+            threads: g.threads,
+            kv: Vec::new(),
+        })
+    }
+
+    /// One completion on the decoding thread, reusing a kept context and its cached prefix.
+    fn decode<'m>(
+        &'m self,
+        slots: &mut Vec<Slot<'m>>,
+        g: &Generate,
+        sink: &mut dyn FnMut(&str),
+    ) -> Result<Generated, EngineError> {
         let vocab = self.model.vocab();
         // The template writes the special tokens (BOS included when the model wants one).
         let tokens = vocab.tokenize(g.prompt.as_bytes(), false, true);
@@ -176,23 +328,14 @@ impl Loaded {
                 context: g.context,
             });
         }
-        let max_tokens = g.max_tokens.min(g.context - prompt_tokens);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(g.context))
-            .with_n_batch(PROMPT_BATCH as u32)
-            .with_n_ubatch(PROMPT_BATCH as u32)
-            .with_n_threads(g.threads)
-            .with_n_threads_batch(g.threads);
-        let mut ctx =
-            self.model
-                .new_context(backend, params)
-                .map_err(|e| EngineError::Context {
-                    context: g.context,
-                    reason: e.to_string(),
-                })?;
+        let window = g.window(prompt_tokens);
+        let max_tokens = g.max_tokens.min(window - prompt_tokens);
+        // Taken out: put back only after a completion that left the cache in a known state.
+        let mut s = self.take_slot(slots, g, &tokens, window)?;
+        let max_tokens = max_tokens.min(s.window - prompt_tokens);
         let mut picker = Picker::new(
             &self.model,
-            g.grammar,
+            g.grammar.as_deref(),
             g.grammar_mode,
             g.temperature,
             g.top_p,
@@ -206,31 +349,49 @@ impl Loaded {
         };
 
         let started = Instant::now();
+        // At least the last prompt token is decoded again: its logits choose the first token.
+        let mut keep = if g.reuse_prefix {
+            common_prefix(&s.kv, &tokens).min(tokens.len() - 1)
+        } else {
+            0
+        };
+        let removed = s
+            .ctx
+            .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
+            .unwrap_or(false);
+        if !removed {
+            // A model whose cache cannot drop a tail (recurrent state) starts over.
+            s.ctx.clear_kv_cache();
+            keep = 0;
+        }
+        s.kv.truncate(keep);
         let mut batch = LlamaBatch::new(PROMPT_BATCH, 1);
         let last = tokens.len() - 1;
-        for (chunk_no, chunk) in tokens.chunks(PROMPT_BATCH).enumerate() {
+        for (chunk_no, chunk) in tokens[keep..].chunks(PROMPT_BATCH).enumerate() {
             batch.clear();
             for (i, token) in chunk.iter().enumerate() {
-                let pos = chunk_no * PROMPT_BATCH + i;
+                let pos = keep + chunk_no * PROMPT_BATCH + i;
                 batch
                     .add(*token, pos as i32, &[0], pos == last)
                     .map_err(|e| decode("batch the prompt")(&e))?;
             }
-            ctx.decode(&mut batch)
+            s.ctx
+                .decode(&mut batch)
                 .map_err(|e| decode("read the prompt")(&e))?;
+            s.kv.extend_from_slice(chunk);
         }
         let prompt_seconds = started.elapsed().as_secs_f64();
 
         let generating = Instant::now();
         let mut first_token_seconds = None;
-        let mut stream = Streamer::new(g.stop, sink);
+        let mut stream = Streamer::new(&g.stop, Some(sink));
         let mut bytes: Vec<u8> = Vec::new();
         let mut output_tokens = 0u32;
         let mut truncated = true;
         let mut pos = prompt_tokens as i32;
         let mut logits_at = batch.n_tokens() - 1;
         while output_tokens < max_tokens {
-            let token = picker.next(&ctx, logits_at)?;
+            let token = picker.next(&s.ctx, logits_at)?;
             first_token_seconds.get_or_insert_with(|| started.elapsed().as_secs_f64());
             if vocab.is_eog(token) {
                 truncated = false;
@@ -238,7 +399,7 @@ impl Loaded {
             }
             output_tokens += 1;
             vocab.token_to_piece_into(token, &mut bytes, false, None);
-            if let Some(cut) = stop_at(&bytes, g.stop) {
+            if let Some(cut) = stop_at(&bytes, &g.stop) {
                 bytes.truncate(cut);
                 truncated = false;
                 break;
@@ -253,13 +414,17 @@ impl Loaded {
                 .map_err(|e| decode("batch the answer")(&e))?;
             pos += 1;
             logits_at = 0;
-            ctx.decode(&mut batch)
+            s.ctx
+                .decode(&mut batch)
                 .map_err(|e| decode("decode the answer")(&e))?;
+            s.kv.push(token);
         }
         stream.finish(&bytes);
+        slots.push(s);
         Ok(Generated {
             text: String::from_utf8_lossy(&bytes).into_owned(),
             prompt_tokens,
+            cached_tokens: keep as u32,
             output_tokens,
             truncated,
             prompt_seconds,
@@ -332,18 +497,20 @@ impl LocalModel {
     }
 
     /// What the engine is asked for `request` and its `prompt`.
-    fn generate_params<'a>(
-        &'a self,
+    fn generate_params(
+        &self,
         request: &ModelRequest,
-        prompt: &'a str,
-        grammar: Option<&'a str>,
+        prompt: String,
+        grammar: Option<String>,
         n_ctx_train: u32,
-    ) -> Generate<'a> {
-        let context = self
-            .settings
-            .context
-            .unwrap_or(DEFAULT_CONTEXT)
-            .min(n_ctx_train.max(MIN_ANSWER_ROOM * 2));
+    ) -> Generate {
+        let most = n_ctx_train.max(MIN_ANSWER_ROOM * 2);
+        // A window set in switchboard.toml is used as is; otherwise it grows from the default
+        // to what the prompt and answer need, up to the model's training context.
+        let (min_context, context) = match self.settings.context {
+            Some(fixed) => (fixed.min(most), fixed.min(most)),
+            None => (DEFAULT_CONTEXT.min(most), most),
+        };
         let threads = self.settings.threads.map(|t| t as i32).unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get() as i32)
@@ -367,9 +534,16 @@ impl LocalModel {
                 .unwrap_or(0.0) as f32,
             top_p: request.top_p.unwrap_or(0.95) as f32,
             seed: self.settings.seed.unwrap_or(0),
-            stop: &self.settings.stop,
+            stop: self.settings.stop.clone(),
             context,
+            min_context,
             threads,
+            reuse_prefix: self.settings.prompt_cache_slots != Some(0),
+            slots: self
+                .settings
+                .prompt_cache_slots
+                .unwrap_or(DEFAULT_CACHE_SLOTS)
+                .max(1),
         }
     }
 
@@ -385,8 +559,7 @@ impl LocalModel {
         let prompt = loaded
             .prompt(&textual.system, &textual.messages)
             .map_err(fatal)?;
-        let params =
-            self.generate_params(request, &prompt, grammar.as_deref(), loaded.n_ctx_train());
+        let params = self.generate_params(request, prompt, grammar, loaded.n_ctx_train());
         let mut send = |piece: &str| {
             if let Some(sink) = &sink {
                 sink(piece)
@@ -399,14 +572,24 @@ impl LocalModel {
                     prompt_tokens,
                     context,
                 } => ModelError::ContextOverflow {
-                    message: format!(
-                        "{}: the prompt of agent `{}` is {prompt_tokens} tokens and the context \
-                         window {context} (raise [providers.local] context, up to the model's \
-                         {} training tokens)",
-                        self.path.display(),
-                        request.agent,
-                        loaded.n_ctx_train()
-                    ),
+                    message: if context < loaded.n_ctx_train() {
+                        format!(
+                            "{}: the prompt of agent `{}` is {prompt_tokens} tokens and the \
+                             context window {context} (raise [providers.local] context, up to \
+                             the model's {} training tokens)",
+                            self.path.display(),
+                            request.agent,
+                            loaded.n_ctx_train()
+                        )
+                    } else {
+                        format!(
+                            "{}: the prompt of agent `{}` is {prompt_tokens} tokens, beyond the \
+                             model's {context}-token training context (shorten the agent's \
+                             prompt or its tools' output, or use a model with a longer context)",
+                            self.path.display(),
+                            request.agent,
+                        )
+                    },
                 },
                 other => fatal(other),
             })?;

@@ -36,9 +36,14 @@ pub const PROVIDER: &str = "local";
 
 /// Output limit when neither the agent nor `[providers.local]` sets one.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
-/// Context window when `[providers.local] context` does not set one (capped at the model's
-/// training context).
+/// The smallest context window when `[providers.local] context` does not set one; it grows to
+/// what a prompt and its answer need, up to the model's training context.
 pub const DEFAULT_CONTEXT: u32 = 4096;
+
+/// Contexts kept for prompt caching when `[providers.local] prompt_cache_slots` is unset: two
+/// hops in parallel each keep their cache (more would hold more memory; sibling hops of one
+/// agent share their system prompt, so they reuse each other's prefix anyway).
+pub const DEFAULT_CACHE_SLOTS: u32 = 2;
 
 /// `[providers.local]` in switchboard.toml.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -47,7 +52,9 @@ pub struct LocalSettings {
     /// Model names for `local/NAME`: `NAME = "path/to/model.gguf"`.
     #[serde(default)]
     pub models: BTreeMap<String, String>,
-    /// Context window in tokens (prompt plus answer).
+    /// Context window in tokens (prompt plus answer). Unset, the window grows from
+    /// [`DEFAULT_CONTEXT`] to what each prompt and answer need, up to the model's training
+    /// context.
     pub context: Option<u32>,
     /// CPU threads; the machine's available parallelism when absent.
     pub threads: Option<u32>,
@@ -66,6 +73,11 @@ pub struct LocalSettings {
     /// none is admitted (default true; same greedy choice, far fewer checks). `false` checks
     /// every token at every step, as llama.cpp's own sampler chain does: for comparison only.
     pub grammar_shortlist: Option<bool>,
+    /// Contexts kept between completions, each with the KV cache of its last prompt and
+    /// answer, so a prompt decodes only what it adds to the longest cached prefix (default
+    /// [`DEFAULT_CACHE_SLOTS`]; each holds a window's KV cache in memory). `0` reads every
+    /// prompt whole.
+    pub prompt_cache_slots: Option<u32>,
 }
 
 impl LocalSettings {
