@@ -391,7 +391,7 @@ impl Loaded {
         let mut pos = prompt_tokens as i32;
         let mut logits_at = batch.n_tokens() - 1;
         while output_tokens < max_tokens {
-            let token = picker.next(&s.ctx, logits_at)?;
+            let token = picker.next(&s.ctx, logits_at, &bytes)?;
             first_token_seconds.get_or_insert_with(|| started.elapsed().as_secs_f64());
             if vocab.is_eog(token) {
                 truncated = false;
@@ -479,7 +479,16 @@ impl LocalModel {
             return Ok(None);
         }
         let schema = self.schema(request)?;
-        grammar::for_request(request, schema.as_ref()).map_err(|e| {
+        // The files the conversation named are the only ones an Evidence item may cite.
+        let files = crate::project::Project::open(&self.project_root)
+            .map(|project| {
+                let texts = std::iter::once(request.system.as_str())
+                    .chain(request.messages.iter().map(|m| m.content.as_str()));
+                super::cited::named_files(&project, texts)
+            })
+            .unwrap_or_default();
+        let max_tokens = self.max_tokens(request);
+        grammar::for_request(request, schema.as_ref(), max_tokens, &files).map_err(|e| {
             let file = match request
                 .response_contract
                 .as_ref()
@@ -494,6 +503,14 @@ impl LocalModel {
                  [providers.local] grammar = false to decode without one)"
             ))
         })
+    }
+
+    /// The answer's token limit: the agent's, else `[providers.local]`'s, else the default.
+    fn max_tokens(&self, request: &ModelRequest) -> u32 {
+        request
+            .max_tokens
+            .or(self.settings.max_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS)
     }
 
     /// What the engine is asked for `request` and its `prompt`.
@@ -524,10 +541,7 @@ impl LocalModel {
             } else {
                 GrammarMode::Full
             },
-            max_tokens: request
-                .max_tokens
-                .or(self.settings.max_tokens)
-                .unwrap_or(DEFAULT_MAX_TOKENS),
+            max_tokens: self.max_tokens(request),
             temperature: request
                 .temperature
                 .or(self.settings.temperature)

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+mod length;
+
 /// A grammar under construction; `root` is the start rule.
 #[derive(Debug, Default, Clone)]
 pub struct Gbnf {
@@ -107,7 +109,8 @@ fn class_char(c: char) -> String {
     }
 }
 
-/// How often `*`, `+` and `{m,}` may repeat in a translated pattern.
+/// How often `*`, `+` and `{m,}` may repeat in a translated pattern, unless the caller asks
+/// for fewer to fit a token budget.
 pub const PATTERN_REPEAT_MAX: u32 = 40;
 
 /// Why a pattern is not translated (the caller falls back to any string and leaves the pattern
@@ -119,15 +122,20 @@ pub struct Untranslatable(pub String);
 /// (without the JSON quotes). Supported: literals, escapes `\d \w \s \. \-` and the like,
 /// classes `[…]`/`[^…]`, `.`, groups `(…)`/`(?:…)`, `|`, and the quantifiers `* + ? {m} {m,}
 /// {m,n}`. Characters JSON would have to escape (`"`, `\`, control characters) are kept out of
-/// classes, so the result is always the body of a valid JSON string.
-pub fn pattern_to_gbnf(pattern: &str) -> Result<String, Untranslatable> {
+/// classes, so the result is always the body of a valid JSON string. Unbounded repetition
+/// repeats at most `repeat_max` times.
+pub fn pattern_to_gbnf(pattern: &str, repeat_max: u32) -> Result<String, Untranslatable> {
     let inner = pattern
         .strip_prefix('^')
         .and_then(|p| p.strip_suffix('$'))
         .filter(|p| !p.ends_with("\\$") || p.ends_with("\\\\$"))
         .ok_or_else(|| Untranslatable("not anchored with ^…$".into()))?;
     let chars: Vec<char> = inner.chars().collect();
-    let mut p = PatternReader { chars, pos: 0 };
+    let mut p = PatternReader {
+        chars,
+        pos: 0,
+        repeat_max,
+    };
     let out = p.alternation()?;
     if p.pos != p.chars.len() {
         return Err(Untranslatable(format!("unexpected `{}`", p.chars[p.pos])));
@@ -138,6 +146,7 @@ pub fn pattern_to_gbnf(pattern: &str) -> Result<String, Untranslatable> {
 struct PatternReader {
     chars: Vec<char>,
     pos: usize,
+    repeat_max: u32,
 }
 
 impl PatternReader {
@@ -181,11 +190,11 @@ impl PatternReader {
             // string until its token limit: the grammar admits a subset of the pattern.
             Some('*') => {
                 self.pos += 1;
-                format!("{{0,{PATTERN_REPEAT_MAX}}}")
+                format!("{{0,{}}}", self.repeat_max)
             }
             Some('+') => {
                 self.pos += 1;
-                format!("{{1,{PATTERN_REPEAT_MAX}}}")
+                format!("{{1,{}}}", self.repeat_max)
             }
             Some('?') => {
                 self.pos += 1;
@@ -208,7 +217,7 @@ impl PatternReader {
                 match body.split_once(',') {
                     Some((lo, "")) => {
                         let lo: u32 = lo.parse().unwrap_or(0);
-                        format!("{{{lo},{}}}", lo.max(PATTERN_REPEAT_MAX))
+                        format!("{{{lo},{}}}", lo.max(self.repeat_max))
                     }
                     _ => format!("{{{body}}}"),
                 }
@@ -370,15 +379,15 @@ mod tests {
     #[test]
     fn the_analyst_patterns_translate() {
         assert_eq!(
-            pattern_to_gbnf("^[a-z][a-z0-9_]*$").unwrap(),
+            pattern_to_gbnf("^[a-z][a-z0-9_]*$", PATTERN_REPEAT_MAX).unwrap(),
             "[a-z] [a-z0-9_]{0,40}"
         );
         assert_eq!(
-            pattern_to_gbnf("^[a-z][a-z0-9_]*_v[0-9]+(_[a-z]+)?$").unwrap(),
+            pattern_to_gbnf("^[a-z][a-z0-9_]*_v[0-9]+(_[a-z]+)?$", PATTERN_REPEAT_MAX).unwrap(),
             "[a-z] [a-z0-9_]{0,40} \"_\" \"v\" [0-9]{1,40} (\"_\" [a-z]{1,40})?"
         );
         assert_eq!(
-            pattern_to_gbnf(r"^\d{4}-(a|bc)\.x{2,}$").unwrap(),
+            pattern_to_gbnf(r"^\d{4}-(a|bc)\.x{2,}$", PATTERN_REPEAT_MAX).unwrap(),
             "[0-9]{4} \"-\" ((\"a\" | \"b\" \"c\")) \".\" \"x\"{2,40}"
         );
     }
@@ -386,7 +395,7 @@ mod tests {
     #[test]
     fn negated_classes_keep_json_string_safe() {
         assert_eq!(
-            pattern_to_gbnf("^[^ab]+$").unwrap(),
+            pattern_to_gbnf("^[^ab]+$", PATTERN_REPEAT_MAX).unwrap(),
             "[^ab\"\\\\\\x00-\\x1F]{1,40}"
         );
     }
@@ -403,7 +412,10 @@ mod tests {
             "^a{x}$",        // bad quantifier
             "^\"$",          // a quote JSON would escape
         ] {
-            assert!(pattern_to_gbnf(p).is_err(), "{p} should be refused");
+            assert!(
+                pattern_to_gbnf(p, PATTERN_REPEAT_MAX).is_err(),
+                "{p} should be refused"
+            );
         }
     }
 }

@@ -32,25 +32,144 @@ pub struct GrammarError {
     pub reason: String,
 }
 
-/// Longest free text the envelope's `<thinking>` may hold, in characters: a small model that
-/// rambles must still reach `<answer>` inside its token budget.
-pub const THINKING_MAX_CHARS: u32 = 240;
-/// Longest JSON string the grammar admits, in characters, unless `minLength` asks for more: a
-/// tighter bound than the schema's `maxLength` is still conformant, and a small model must
-/// close its strings inside its token budget.
-pub const STRING_MAX_CHARS: u64 = 160;
-/// Most items of a JSON array (members of a free-form object) the grammar admits, unless
-/// `minItems` asks for more: for the same reason (a file-analyzer answer of 80 notes ran out of
-/// tokens and was cut off as unparseable JSON).
-pub const ARRAY_MAX_ITEMS: u64 = 8;
+/// How long each free part of a grammar may run. Tighter limits than the schema's are still
+/// conformant, and a small model that rambles must close its answer inside its token budget
+/// (a file-analyzer answer of 80 notes once ran out of tokens and was cut off as unparseable
+/// JSON): [`for_request`] takes the loosest step of [`Limits::LADDER`] whose longest answer
+/// fits the request's `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Characters of the envelope's `<thinking>`.
+    pub thinking: u32,
+    /// Characters of a JSON string, unless `minLength` asks for more.
+    pub string: u64,
+    /// Items of a JSON array (members of a free-form object), unless `minItems` asks for more.
+    pub items: u64,
+    /// Characters of one line of an answer's prose.
+    pub prose_line: u32,
+    /// Blocks (prose lines, signal items, evidence items) under one heading of an answer.
+    pub blocks: u32,
+    /// Lines of one excerpt (never more than the contract's `excerpt_max_lines`).
+    pub excerpt_lines: u32,
+    /// Characters of one excerpt line: a quoted line must fit whole, so this shrinks least.
+    pub excerpt_line: u32,
+    /// Repeats of a JSON Schema pattern's `*`, `+` and `{m,}`.
+    pub pattern_repeat: u32,
+    /// Nesting of a JSON value whose schema leaves it free.
+    pub depth: u32,
+}
+
+impl Limits {
+    /// From loose to tight.
+    pub const LADDER: [Limits; 6] = [
+        Limits::step(240, 160, 8, 300, 6, 12, 200, 40, 3),
+        Limits::step(200, 120, 6, 200, 4, 6, 160, 24, 3),
+        Limits::step(160, 100, 4, 160, 3, 4, 160, 16, 2),
+        Limits::step(120, 80, 3, 120, 2, 3, 120, 12, 2),
+        Limits::step(80, 60, 2, 100, 1, 2, 120, 8, 1),
+        Limits::step(60, 40, 1, 80, 1, 1, 100, 6, 1),
+    ];
+
+    // One argument per limit keeps the ladder a readable table.
+    #[allow(clippy::too_many_arguments)]
+    const fn step(
+        thinking: u32,
+        string: u64,
+        items: u64,
+        prose_line: u32,
+        blocks: u32,
+        excerpt_lines: u32,
+        excerpt_line: u32,
+        pattern_repeat: u32,
+        depth: u32,
+    ) -> Limits {
+        Limits {
+            thinking,
+            string,
+            items,
+            prose_line,
+            blocks,
+            excerpt_lines,
+            excerpt_line,
+            pattern_repeat,
+            depth,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::LADDER[0]
+    }
+}
+
+/// Characters one answer token is counted as when fitting a grammar to `max_tokens`: English
+/// runs near four per token in SmolLM2's and most BPE vocabularies, JSON and code nearer three.
+pub const CHARS_PER_TOKEN: u64 = 3;
+
+/// The rule writer and the limits the rules are written to.
+struct Writer {
+    gbnf: Gbnf,
+    limits: Limits,
+}
+
+impl Writer {
+    fn new(limits: Limits) -> Self {
+        Writer {
+            gbnf: Gbnf::new(),
+            limits,
+        }
+    }
+}
+
+impl std::ops::Deref for Writer {
+    type Target = Gbnf;
+    fn deref(&self) -> &Gbnf {
+        &self.gbnf
+    }
+}
+
+impl std::ops::DerefMut for Writer {
+    fn deref_mut(&mut self) -> &mut Gbnf {
+        &mut self.gbnf
+    }
+}
 
 /// The grammar for one request, or `None` when nothing constrains it (a primary agent's
-/// turn, which has no contract). `schema` is the JSON contract's schema, already loaded.
+/// turn, which has no contract). `schema` is the JSON contract's schema, already loaded. The
+/// grammar is written to the loosest [`Limits`] whose longest answer fits `max_tokens` (at
+/// [`CHARS_PER_TOKEN`]), the tightest when none does; a grammar with no longest answer (a
+/// free-form JSON value) keeps the loosest. `files` are the paths an Evidence item may cite
+/// (`cited::named_files`); empty, any well-formed path.
 pub fn for_request(
     request: &ModelRequest,
     schema: Option<&Value>,
+    max_tokens: u32,
+    files: &[String],
 ) -> Result<Option<String>, GrammarError> {
+    let budget = u64::from(max_tokens).saturating_mul(CHARS_PER_TOKEN);
+    let mut last = None;
+    for limits in Limits::LADDER {
+        let Some(g) = write_request(request, schema, limits, files)? else {
+            return Ok(None);
+        };
+        match g.max_chars("root") {
+            Some(n) if n > budget => last = Some(g),
+            _ => return Ok(Some(g.render())),
+        }
+    }
+    Ok(last.map(|g| g.render()))
+}
+
+/// The grammar of [`for_request`] at one step of limits.
+fn write_request(
+    request: &ModelRequest,
+    schema: Option<&Value>,
+    limits: Limits,
+    files: &[String],
+) -> Result<Option<Writer>, GrammarError> {
     let task = request.tools.iter().find(|t| t.name == TASK_TOOL);
+    let mut g = Writer::new(limits);
     let Some(contract) = &request.response_contract else {
         // A primary's turn has no contract: its answer is free text, but a delegation it starts
         // is one well-formed call naming an agent it may call (a free answer cannot open with a
@@ -58,13 +177,11 @@ pub fn for_request(
         let Some(task) = task else {
             return Ok(None);
         };
-        let mut g = Gbnf::new();
         let call = task_call_rules(&mut g, &subagent_names(&task.parameters));
         let free = g.rule("free-answer", "[^`\\x00] [^\\x00]*");
         g.rule("root", format!("{call} | {free}"));
-        return Ok(Some(g.render()));
+        return Ok(Some(g));
     };
-    let mut g = Gbnf::new();
     let answer = match contract.contract.format {
         ContractFormat::Json => {
             let schema = schema.ok_or_else(|| GrammarError {
@@ -73,7 +190,7 @@ pub fn for_request(
             })?;
             json_rules(&mut g, schema)?
         }
-        ContractFormat::Envelope => envelope_rules(&mut g, contract),
+        ContractFormat::Envelope => envelope_rules(&mut g, contract, files),
     };
     let root = if let Some(task) = task {
         let call = task_call_rules(&mut g, &subagent_names(&task.parameters));
@@ -82,13 +199,13 @@ pub fn for_request(
         answer
     };
     g.rule("root", root);
-    Ok(Some(g.render()))
+    Ok(Some(g))
 }
 
 /// A grammar whose root is one JSON value matching `schema` (see the module doc for what is
 /// left to the checker).
 pub fn json_schema(schema: &Value) -> Result<String, GrammarError> {
-    let mut g = Gbnf::new();
+    let mut g = Writer::new(Limits::default());
     let value = json_rules(&mut g, schema)?;
     g.rule("root", value);
     Ok(g.render())
@@ -96,73 +213,89 @@ pub fn json_schema(schema: &Value) -> Result<String, GrammarError> {
 
 /// A grammar whose root is the envelope for `contract`.
 pub fn envelope(contract: &ResponseContract) -> String {
-    let mut g = Gbnf::new();
-    let body = envelope_rules(&mut g, contract);
+    let mut g = Writer::new(Limits::default());
+    let body = envelope_rules(&mut g, contract, &[]);
     g.rule("root", body);
     g.render()
 }
 
 /// A grammar whose root is one textual `task(...)` call in a code block.
 pub fn task_call() -> String {
-    let mut g = Gbnf::new();
+    let mut g = Writer::new(Limits::default());
     let body = task_call_rules(&mut g, &[]);
     g.rule("root", body);
     g.render()
 }
 
-fn json_rules(g: &mut Gbnf, schema: &Value) -> Result<String, GrammarError> {
+fn json_rules(g: &mut Writer, schema: &Value) -> Result<String, GrammarError> {
     g.rule("ws", "[ \\t\\n]{0,4}");
     let value = schema_rule(g, schema, "")?;
     Ok(format!("ws {value} ws"))
 }
 
 /// The generic JSON rules, added once.
-fn any_value(g: &mut Gbnf) -> String {
+/// Any JSON value (a schema that does not say which): the names of its value rule and of its
+/// object rule. Nesting stops at `Limits::depth` (scalars below), so even a free-form value
+/// has a longest text and the grammar can be fitted to the token budget.
+fn any_rules(g: &mut Writer) -> (String, String) {
+    let l = g.limits;
     let string = string_rule(g);
     let number = number_rule(g);
-    g.rule(
-        "value",
-        format!("object | array | {string} | {number} | \"true\" | \"false\" | \"null\""),
+    let scalar = g.rule(
+        "scalar",
+        format!("{string} | {number} | \"true\" | \"false\" | \"null\""),
     );
-    g.rule(
-        "object",
-        format!("\"{{\" ws ( {string} ws \":\" ws value ws ( \",\" ws {string} ws \":\" ws value ws ){{0,{}}} )? \"}}\"", ARRAY_MAX_ITEMS - 1),
-    );
-    g.rule(
-        "array",
-        format!(
-            "\"[\" ws ( value ws ( \",\" ws value ws ){{0,{}}} )? \"]\"",
-            ARRAY_MAX_ITEMS - 1
-        ),
-    );
-    "value".into()
+    let more = l.items.saturating_sub(1);
+    let mut value = scalar.clone();
+    let mut object = g.rule("object-0", "\"{\" ws \"}\"");
+    for depth in 1..=l.depth.max(1) {
+        object = g.rule(
+            &format!("object-{depth}"),
+            format!(
+                "\"{{\" ws ( {string} ws \":\" ws {value} ws ( \",\" ws {string} ws \":\" ws {value} ws ){{0,{more}}} )? \"}}\""
+            ),
+        );
+        let array = g.rule(
+            &format!("array-{depth}"),
+            format!("\"[\" ws ( {value} ws ( \",\" ws {value} ws ){{0,{more}}} )? \"]\""),
+        );
+        value = g.rule(
+            &format!("any-{depth}"),
+            format!("{object} | {array} | {scalar}"),
+        );
+    }
+    (value, object)
 }
 
-fn string_rule(g: &mut Gbnf) -> String {
-    g.rule(
-        "char",
-        "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )",
-    );
-    g.rule(
-        "string",
-        format!("\"\\\"\" char{{0,{STRING_MAX_CHARS}}} \"\\\"\""),
-    )
+fn any_value(g: &mut Writer) -> String {
+    any_rules(g).0
 }
 
-fn number_rule(g: &mut Gbnf) -> String {
+/// A JSON string's characters: anything but `"`, `\` and control characters, which only come
+/// as the two-character escapes. `\uXXXX` is left out: every character can be written as
+/// itself, and an escape six characters long would make the grammar's longest answer (which
+/// is fitted to the token budget) six times a string's length.
+fn string_rule(g: &mut Writer) -> String {
+    let l = g.limits;
+    g.rule("char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt]");
+    let most = l.string;
+    g.rule("string", format!("\"\\\"\" char{{0,{most}}} \"\\\"\""))
+}
+
+fn number_rule(g: &mut Writer) -> String {
     g.rule(
         "number",
         "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?",
     )
 }
 
-fn integer_rule(g: &mut Gbnf) -> String {
+fn integer_rule(g: &mut Writer) -> String {
     g.rule("integer", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )")
 }
 
 /// A rule for `schema` at `pointer`; returns the expression to use (a rule name or an inline
 /// alternative).
-fn schema_rule(g: &mut Gbnf, schema: &Value, pointer: &str) -> Result<String, GrammarError> {
+fn schema_rule(g: &mut Writer, schema: &Value, pointer: &str) -> Result<String, GrammarError> {
     let err = |reason: String| GrammarError {
         pointer: pointer.to_string(),
         reason,
@@ -240,11 +373,12 @@ fn schema_rule(g: &mut Gbnf, schema: &Value, pointer: &str) -> Result<String, Gr
     })
 }
 
-fn string_schema(g: &mut Gbnf, obj: &serde_json::Map<String, Value>, hint: &str) -> String {
+fn string_schema(g: &mut Writer, obj: &serde_json::Map<String, Value>, hint: &str) -> String {
+    let l = g.limits;
     if let Some(body) = obj
         .get("pattern")
         .and_then(Value::as_str)
-        .and_then(|p| pattern_to_gbnf(p).ok())
+        .and_then(|p| pattern_to_gbnf(p, l.pattern_repeat).ok())
     {
         return g.rule(hint, format!("\"\\\"\" {body} \"\\\"\""));
     }
@@ -254,25 +388,26 @@ fn string_schema(g: &mut Gbnf, obj: &serde_json::Map<String, Value>, hint: &str)
         .get("maxLength")
         .and_then(Value::as_u64)
         .unwrap_or(u64::MAX)
-        .min(STRING_MAX_CHARS.max(min));
+        .min(l.string.max(min));
     string_rule(g);
     let reps = format!("{{{min},{}}}", max.max(min));
     g.rule(hint, format!("\"\\\"\" char{reps} \"\\\"\""))
 }
 
 fn array_schema(
-    g: &mut Gbnf,
+    g: &mut Writer,
     obj: &serde_json::Map<String, Value>,
     pointer: &str,
     hint: &str,
 ) -> Result<String, GrammarError> {
+    let l = g.limits;
     let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
     let mut max = obj.get("maxItems").and_then(Value::as_u64);
     if let Some(rule) = unique_enum_array(g, obj, min, max, hint) {
         return Ok(rule);
     }
-    // Bounded for the token budget (see ARRAY_MAX_ITEMS); a larger minItems wins.
-    max = Some(max.unwrap_or(u64::MAX).min(ARRAY_MAX_ITEMS.max(min)));
+    // Bounded for the token budget (see Limits); a larger minItems wins.
+    max = Some(max.unwrap_or(u64::MAX).min(l.items.max(min)));
     let item = match obj.get("items") {
         Some(items) => schema_rule(g, items, &format!("{pointer}/items"))?,
         None => any_value(g),
@@ -323,7 +458,7 @@ const UNIQUE_ENUM_MAX: usize = 16;
 /// (`minItems` at most 1, `maxItems` absent or at least the enum's size); otherwise the plain
 /// repetition is bounded and the checker sees duplicates.
 fn unique_enum_array(
-    g: &mut Gbnf,
+    g: &mut Writer,
     obj: &serde_json::Map<String, Value>,
     min: u64,
     max: Option<u64>,
@@ -370,7 +505,7 @@ fn unique_enum_array(
 }
 
 fn object_schema(
-    g: &mut Gbnf,
+    g: &mut Writer,
     obj: &serde_json::Map<String, Value>,
     pointer: &str,
     hint: &str,
@@ -382,15 +517,14 @@ fn object_schema(
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let Some(props) = props.filter(|p| !p.is_empty()) else {
+        let (value, object) = any_rules(g);
         if required.is_empty() {
-            any_value(g);
-            return Ok("object".into());
+            return Ok(object);
         }
         // Required keys without declared shapes: each with any value.
-        any_value(g);
         let members: Vec<String> = required
             .iter()
-            .map(|k| format!("{} ws \":\" ws value", lit(&Value::from(*k).to_string())))
+            .map(|k| format!("{} ws \":\" ws {value}", lit(&Value::from(*k).to_string())))
             .collect();
         return Ok(g.rule(
             hint,
@@ -452,7 +586,8 @@ fn object_schema(
 
 /// The envelope: the frontmatter with the hop's ids (literally: the runtime allocated them)
 /// and the contract's fields, one `<thinking>`, one `<answer>`.
-fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
+fn envelope_rules(g: &mut Writer, rc: &ResponseContract, files: &[String]) -> String {
+    let l = g.limits;
     let c = &rc.contract;
     let date = g.rule(
         "date",
@@ -505,7 +640,12 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
             FieldRule::Kind(FieldKind::Timestamp) => {
                 g.rule("timestamp-any", format!("{date} \"T\" {time} \"Z\""))
             }
-            // A relative path; that it exists is the checker's business.
+            // One of the files the conversation named; else any relative path, and that it
+            // exists is the checker's business.
+            FieldRule::Kind(FieldKind::Path) if !files.is_empty() => {
+                let names: Vec<String> = files.iter().map(|f| lit(f)).collect();
+                g.rule("named-path", names.join(" | "))
+            }
             FieldRule::Kind(FieldKind::Path) => {
                 g.rule("path", "[A-Za-z0-9_] [A-Za-z0-9_./-]{0,120}")
             }
@@ -520,9 +660,9 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
     let frontmatter = g.rule("frontmatter", front);
     let thinking = g.rule(
         "thinking-text",
-        format!("[^<` \\t\\n] [^<`]{{0,{THINKING_MAX_CHARS}}}"),
+        format!("[^<` \\t\\n] [^<`]{{0,{}}}", l.thinking),
     );
-    let answer = answer_rules(g, c);
+    let answer = answer_rules(g, c, files);
     g.rule(
         "envelope",
         format!(
@@ -532,33 +672,37 @@ fn envelope_rules(g: &mut Gbnf, rc: &ResponseContract) -> String {
     )
 }
 
-/// Longest line of free text in an answer, in characters.
-const PROSE_LINE_MAX_CHARS: u32 = 300;
-/// Most blocks (prose lines, signal items, evidence items) under one heading of an answer.
-const BLOCKS_MAX: u32 = 6;
-
 /// The `<answer>` text: the contract's required sections as headings in order (free text
 /// before them), each holding prose lines, signal items (`#### Finding: title`, with their
 /// Evidence when the contract requires it) and Evidence items (`- **Evidence**: `path:N-M``,
 /// `- **Excerpt**:`, a fenced block of at most `excerpt_max_lines` lines). Prose cannot open a
 /// code fence (it would swallow `</answer>`), a heading or a bold label: those only come in the
 /// shapes above. Whether the cited lines exist and match is the checker's business.
-fn answer_rules(g: &mut Gbnf, c: &crate::contract::Contract) -> String {
+fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String]) -> String {
+    let l = g.limits;
     // A backtick only before another character: inline code, never a fence.
     let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
     let prose = g.rule(
         "prose-line",
-        format!("[^<`#*\\n \\t] {prose_char}{{0,{PROSE_LINE_MAX_CHARS}}} \"\\n\""),
+        format!("[^<`#*\\n \\t] {prose_char}{{0,{}}} \"\\n\"", l.prose_line),
     );
-    let path = g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}");
+    let path = if files.is_empty() {
+        g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}")
+    } else {
+        let names: Vec<String> = files.iter().map(|f| lit(f)).collect();
+        g.rule("named-path", names.join(" | "))
+    };
     let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
-    let excerpt_line = g.rule("excerpt-line", "[^`<\\n]{0,200} \"\\n\"");
+    let excerpt_line = g.rule(
+        "excerpt-line",
+        format!("[^`<\\n]{{0,{}}} \"\\n\"", l.excerpt_line),
+    );
     let evidence = g.rule(
         "evidence-item",
         format!(
             "\"- **Evidence**: `\" {path} \":\" {line_no} ( \"-\" {line_no} )? \"`\\n- **Excerpt**:\\n```\\n\" \
              {excerpt_line}{{1,{}}} \"```\\n\"",
-            c.excerpt_max_lines.max(1)
+            c.excerpt_max_lines.min(l.excerpt_lines).max(1)
         ),
     );
     let mut blocks = vec![prose.clone(), evidence.clone()];
@@ -579,7 +723,7 @@ fn answer_rules(g: &mut Gbnf, c: &crate::contract::Contract) -> String {
         ));
     }
     let block = g.rule("answer-block", blocks.join(" | "));
-    let body = format!("( {block} \"\\n\"? ){{1,{BLOCKS_MAX}}}");
+    let body = format!("( {block} \"\\n\"? ){{1,{}}}", l.blocks);
     let mut text = format!("( {prose} \"\\n\"? )?");
     if c.required_sections.is_empty() {
         text = body;
@@ -609,7 +753,7 @@ fn subagent_names(parameters: &Value) -> Vec<String> {
 /// The textual delegation [`crate::model::textual`] parses: one call in a code block. With
 /// `names` (the agents the caller may delegate to) the subagent is one of them, so a small model
 /// cannot copy a placeholder such as `NAME` from its prompt; without, any well-formed name.
-fn task_call_rules(g: &mut Gbnf, names: &[String]) -> String {
+fn task_call_rules(g: &mut Writer, names: &[String]) -> String {
     string_rule(g);
     let text = g.rule("call-text", "\"\\\"\" char{1,400} \"\\\"\"");
     let name = if names.is_empty() {
@@ -713,6 +857,67 @@ mod tests {
         }
     }
 
+    /// A budget no grammar here comes near.
+    const LOOSE: u32 = 1_000_000;
+
+    fn shipped_contract(agent: &str) -> (Contract, Option<Value>) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let project = crate::project::Project::open(root).unwrap();
+        let agents = crate::agent::load(&project, &crate::agent::LoadOptions::default());
+        let a = agents.get(agent).unwrap();
+        let c = a.contract.clone().unwrap();
+        let schema = c.json.as_ref().map(|j| match &j.schema {
+            crate::contract::schema::SchemaSource::Inline(v) => v.clone(),
+            crate::contract::schema::SchemaSource::Path(p) => {
+                crate::contract::schema::read_schema(&project, p).unwrap()
+            }
+        });
+        (c, schema)
+    }
+
+    fn longest(grammar: &str) -> Option<u64> {
+        let mut g = Gbnf::new();
+        for line in grammar.lines() {
+            let (name, body) = line.split_once(" ::= ").unwrap();
+            g.rule(name, body);
+        }
+        g.max_chars("root")
+    }
+
+    #[test]
+    fn the_grammar_is_fitted_to_the_token_budget() {
+        for agent in [
+            "file-analyzer",
+            "thoughts-analyzer",
+            "codebase-analyzer",
+            "analyst",
+        ] {
+            let (contract, schema) = shipped_contract(agent);
+            let request = ModelRequest {
+                model: String::new(),
+                agent: agent.into(),
+                system: String::new(),
+                messages: Vec::new(),
+                tools: Vec::new(),
+                temperature: None,
+                top_p: None,
+                max_tokens: None,
+                response_contract: Some(rc(contract)),
+            };
+            let loose = for_request(&request, schema.as_ref(), LOOSE, &[])
+                .unwrap()
+                .unwrap();
+            let fitted = for_request(&request, schema.as_ref(), 1024, &[])
+                .unwrap()
+                .unwrap();
+            let (loose, fitted) = (longest(&loose).unwrap(), longest(&fitted).unwrap());
+            assert!(
+                fitted <= 1024 * CHARS_PER_TOKEN && fitted <= loose,
+                "{agent}: longest answer {fitted} characters (loose {loose})"
+            );
+        }
+    }
+
     #[test]
     fn schemas_that_admit_nothing_are_refused_with_their_place() {
         let e = json_schema(&json!({"properties": {"a": {"enum": []}}, "required": ["a"]}))
@@ -776,6 +981,29 @@ mod tests {
     }
 
     #[test]
+    fn named_files_are_the_only_evidence_paths() {
+        let request = ModelRequest {
+            model: String::new(),
+            agent: "reader".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            response_contract: Some(rc(Contract::envelope())),
+        };
+        let files = ["README.md".to_string(), "src/a \"b\".rs".to_string()];
+        let g = for_request(&request, None, LOOSE, &files).unwrap().unwrap();
+        assert_eq!(rule(&g, "named-path"), r#""README.md" | "src/a \"b\".rs""#);
+        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        assert!(
+            rule(&g, "evidence-path").starts_with("[A-Za-z0-9_.]"),
+            "{g}"
+        );
+    }
+
+    #[test]
     fn without_allocated_ids_the_envelope_uses_the_id_patterns() {
         let mut r = rc(Contract::document_analysis());
         r.message_id.clear();
@@ -805,14 +1033,14 @@ mod tests {
             max_tokens: None,
             response_contract: Some(rc(Contract::envelope())),
         };
-        let without = for_request(&request, None).unwrap().unwrap();
+        let without = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
         assert_eq!(rule(&without, "root"), "envelope");
         request.tools.push(crate::model::ToolSpec {
             name: TASK_TOOL.into(),
             description: String::new(),
             parameters: json!({}),
         });
-        let with = for_request(&request, None).unwrap().unwrap();
+        let with = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
         assert_eq!(rule(&with, "root"), "envelope | task-call");
         assert!(
             rule(&with, "task-call").contains("task({ subagent_type: "),
@@ -823,11 +1051,11 @@ mod tests {
         let calls = crate::model::textual::parse_task_calls(call);
         assert_eq!(calls[0].arguments["subagent_type"], "finder");
         request.response_contract = None;
-        let primary = for_request(&request, None).unwrap().unwrap();
+        let primary = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
         assert_eq!(rule(&primary, "root"), "task-call | free-answer");
         request.tools.clear();
         assert_eq!(
-            for_request(&request, None).unwrap(),
+            for_request(&request, None, LOOSE, &[]).unwrap(),
             None,
             "nothing to constrain"
         );
@@ -848,7 +1076,7 @@ mod tests {
             max_tokens: None,
             response_contract: None,
         };
-        let g = for_request(&request, None).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
         assert_eq!(
             rule(&g, "subagent-name"),
             r#""\"finder\"" | "\"reader\"""#,

@@ -12,6 +12,7 @@
 //! The grammar and template code is plain Rust and always compiled (so its tests run in every
 //! build); only the engine needs llama.cpp.
 
+pub mod cited;
 pub mod gbnf;
 pub mod grammar;
 pub mod stream;

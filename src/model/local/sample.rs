@@ -44,7 +44,8 @@ pub struct GrammarStats {
 }
 
 /// The samplers of one completion.
-pub struct Picker {
+pub struct Picker<'m> {
+    model: &'m LlamaModel,
     penalties: LlamaSampler,
     grammar: Option<LlamaSampler>,
     pick: LlamaSampler,
@@ -52,10 +53,10 @@ pub struct Picker {
     pub stats: GrammarStats,
 }
 
-impl Picker {
+impl<'m> Picker<'m> {
     /// `grammar` is GBNF text with a `root` rule; llama.cpp refusing it is an error.
     pub fn new(
-        model: &LlamaModel,
+        model: &'m LlamaModel,
         grammar: Option<&str>,
         mode: GrammarMode,
         temperature: f32,
@@ -81,6 +82,7 @@ impl Picker {
             ])
         };
         Ok(Picker {
+            model,
             penalties: LlamaSampler::penalties(
                 model.n_vocab(),
                 PENALTY_WINDOW,
@@ -96,22 +98,47 @@ impl Picker {
     }
 
     /// The next token from the logits of output `idx` of the last decode, accepted by every
-    /// sampler (so the grammar moves on).
-    pub fn next(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> Result<LlamaToken, EngineError> {
+    /// sampler (so the grammar moves on). `text` is the answer so far: under a grammar, a
+    /// citation's range is kept in order ([`range_guard`]), which GBNF cannot compare.
+    pub fn next(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        idx: i32,
+        text: &[u8],
+    ) -> Result<LlamaToken, EngineError> {
         let started = std::time::Instant::now();
         let mut all = LlamaTokenDataArray::from_iter(ctx.candidates_ith(idx), false);
         all.apply_sampler(&mut self.penalties);
+        let open = range_guard(text);
+        let model = self.model;
+        let guard = |data: &mut LlamaTokenDataArray| {
+            if let Some(open) = &open {
+                for t in data.data.iter_mut().filter(|t| admitted(t)) {
+                    let piece = model.vocab().token_to_piece(t.id(), true, None);
+                    if !open.admits(&piece) {
+                        t.set_logit(f32::NEG_INFINITY);
+                    }
+                }
+            }
+        };
         let mut chosen = match (&mut self.grammar, self.mode) {
             (None, _) => all,
-            (Some(grammar), GrammarMode::Full) => all.with_sampler(grammar),
+            (Some(grammar), GrammarMode::Full) => {
+                let mut full = all.with_sampler(grammar);
+                guard(&mut full);
+                full
+            }
             (Some(grammar), GrammarMode::Shortlist) => {
                 let mut short = LlamaTokenDataArray::new(best(&mut all.data, SHORTLIST), false);
                 short.apply_sampler(grammar);
+                guard(&mut short);
                 if short.data.iter().any(admitted) {
                     short
                 } else {
                     self.stats.full_checks += 1;
-                    all.with_sampler(grammar)
+                    let mut full = all.with_sampler(grammar);
+                    guard(&mut full);
+                    full
                 }
             }
         };
@@ -130,6 +157,68 @@ impl Picker {
         self.stats.sampling_seconds += started.elapsed().as_secs_f64();
         Ok(token)
     }
+}
+
+/// The second number of a citation range being written: the text ends in `` `path:N-D ``
+/// with `D` the digits so far (perhaps none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenRange {
+    first: u64,
+    digits: String,
+}
+
+impl OpenRange {
+    /// Whether a token `piece` may follow: one that ends the number (anything after its
+    /// leading digits) must leave it no smaller than the first, so `path:12-5` cannot be
+    /// written (the model has to go on to `path:12-50`, say, and the checker judges the lines).
+    pub fn admits(&self, piece: &[u8]) -> bool {
+        let lead = piece.iter().take_while(|b| b.is_ascii_digit()).count();
+        if lead == piece.len() {
+            return true;
+        }
+        let mut digits = self.digits.clone();
+        digits.push_str(&String::from_utf8_lossy(&piece[..lead]));
+        digits.parse::<u64>().is_ok_and(|m| m >= self.first)
+    }
+}
+
+/// [`OpenRange`] when `text` ends inside a backticked citation's second number.
+pub fn range_guard(text: &[u8]) -> Option<OpenRange> {
+    let digits_at = |end: usize| {
+        text[..end]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let m = digits_at(text.len());
+    let dash = text.len() - m;
+    if dash == 0 || text[dash - 1] != b'-' {
+        return None;
+    }
+    let n = digits_at(dash - 1);
+    let colon = dash - 1 - n;
+    if n == 0 || colon == 0 || text[colon - 1] != b':' {
+        return None;
+    }
+    // The path runs back to the opening backtick, without spaces or line breaks.
+    let path = text[..colon - 1]
+        .iter()
+        .rev()
+        .take_while(|&&b| b != b'`' && b != b' ' && b != b'\n')
+        .count();
+    let tick = colon - 1 - path;
+    if path == 0 || tick == 0 || text[tick - 1] != b'`' {
+        return None;
+    }
+    let first = std::str::from_utf8(&text[dash - 1 - n..dash - 1])
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(OpenRange {
+        first,
+        digits: String::from_utf8_lossy(&text[dash..]).into_owned(),
+    })
 }
 
 fn admitted(t: &LlamaTokenData) -> bool {
@@ -213,6 +302,23 @@ impl<'a> Streamer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_citation_range_cannot_close_below_its_first_line() {
+        let open = range_guard(b"- **Evidence**: `src/a.rs:12-5").unwrap();
+        assert!(!open.admits(b"`"), "12-5 would close reversed");
+        assert!(!open.admits(b"`\n"));
+        assert!(open.admits(b"0"), "12-50 is still being written");
+        assert!(open.admits(b"0`"), "12-50 closes in order");
+        assert!(open.admits(b"1`"), "12-51");
+        let open = range_guard(b"`a.md:7-").unwrap();
+        assert!(open.admits(b"7`") && open.admits(b"12") && !open.admits(b"3`"));
+        // Not a citation: a date in prose, a number range in prose, an unticked path.
+        assert_eq!(range_guard(b"on 2026-11"), None);
+        assert_eq!(range_guard(b"lines 12-5"), None);
+        assert_eq!(range_guard(b"see a.rs:12-5"), None);
+        assert_eq!(range_guard(b"`a.rs:12"), None);
+    }
 
     #[test]
     fn stop_texts_cut_at_the_earliest() {
