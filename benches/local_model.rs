@@ -359,9 +359,16 @@ fn main() {
     );
 
     // Time to first answer text: in-process through the provider, over HTTP to the server.
+    // No prompt cache: the server is asked with `cache_prompt: false`, so both read the whole
+    // prompt every time.
+    let mut providers = std::collections::BTreeMap::new();
+    providers.insert(
+        "local".to_string(),
+        toml::from_str::<toml::Table>("prompt_cache_slots = 0").expect("settings"),
+    );
     let registry = Registry::with_builtins(ProviderContext {
         project_root: root(),
-        providers: Default::default(),
+        providers,
         stream: None,
     });
     let (m, _) = registry

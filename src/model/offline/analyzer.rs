@@ -151,12 +151,32 @@ pub fn analysis(request: &ModelRequest, doc: &Document) -> String {
     {
         answer.push_str(&format!("- **Superseded by**: `{next}`\n"));
     }
-    answer.push_str("\n### Extracted Signal\n\n");
-    if items.is_empty() {
+    // The contract's required sections, when it names any, hold the answer: the first gets
+    // what was extracted, the others say they are empty.
+    let required = request
+        .response_contract
+        .as_ref()
+        .map(|rc| rc.contract.required_sections.clone())
+        .unwrap_or_default();
+    let first = required
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "Extracted Signal".to_string());
+    answer.push_str(&format!("\n### {first}\n\n"));
+    // Code states no decisions: its definitions are what can be quoted.
+    let definitions = if items.is_empty() {
+        definitions(doc)
+    } else {
+        Vec::new()
+    };
+    if items.is_empty() && definitions.is_empty() {
         answer.push_str("No decisions, constraints or specs in this document.\n\n");
     }
-    for item in &items {
+    for item in items.iter().chain(&definitions) {
         answer.push_str(&render_item(request, doc, item));
+    }
+    for section in required.iter().skip(1) {
+        answer.push_str(&format!("### {section}\n\nNone.\n\n"));
     }
     answer.push_str("### Verification Notes\n- Not checked against code: the offline model quotes the document only.\n");
     let mut counts: BTreeMap<Kind, usize> = BTreeMap::new();
@@ -171,7 +191,12 @@ pub fn analysis(request: &ModelRequest, doc: &Document) -> String {
         "`{}` is dated {date} with status {status}. Read {} lines. {} Context, motivation and rejected alternatives left out.",
         doc.path,
         doc.lines.len(),
-        if items.is_empty() {
+        if items.is_empty() && !definitions.is_empty() {
+            format!(
+                "No decisions in it; quoted its first {} definition(s).",
+                definitions.len()
+            )
+        } else if items.is_empty() {
             "Nothing in it commits the project: no Decision, Constraint or Spec section and no MUST or \"we will\" sentence.".to_string()
         } else {
             format!("Kept {} item(s): {}.", items.len(), summary.join(", "))
@@ -183,6 +208,26 @@ pub fn analysis(request: &ModelRequest, doc: &Document) -> String {
         answer,
     }
     .render(request.response_contract.as_ref())
+}
+
+/// Most definitions quoted from a file with no decisions in it.
+const MAX_DEFINITIONS: usize = 5;
+
+/// The first definitions of a code file (`fn`, `struct`, `class`…), each its own line.
+fn definitions(doc: &Document) -> Vec<Item> {
+    (1..=doc.lines.len())
+        .filter_map(|n| {
+            let line = doc.line(n)?;
+            let c = super::file_analysis::symbol_re().captures(line)?;
+            Some(Item {
+                kind: Kind::Spec,
+                title: format!("`{} {}` is defined at line {n}", &c[1], &c[2]),
+                start: n,
+                end: n,
+            })
+        })
+        .take(MAX_DEFINITIONS)
+        .collect()
 }
 
 fn render_item(request: &ModelRequest, doc: &Document, item: &Item) -> String {

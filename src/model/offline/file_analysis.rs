@@ -98,7 +98,8 @@ fn heading_re() -> &'static Regex {
     re(&R, r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 }
 
-fn symbol_re() -> &'static Regex {
+/// A definition line in code: `fn`, `struct`, `class`, `def`… and its name.
+pub(super) fn symbol_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     re(
         &R,
