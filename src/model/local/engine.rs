@@ -569,6 +569,7 @@ impl LocalModel {
         let fatal = |e: EngineError| ModelError::Fatal(format!("{}: {e}", self.path.display()));
         let loaded = load(&self.path).map_err(|e| ModelError::Fatal(e.to_string()))?;
         let grammar = self.grammar(request)?;
+        let constrained = grammar.is_some();
         let textual = TextualTools::textual_request(request);
         let prompt = loaded
             .prompt(&textual.system, &textual.messages)
@@ -621,6 +622,11 @@ impl LocalModel {
             .iter()
             .any(|t| t.name == crate::model::textual::TASK_TOOL)
             && !response.truncated
+            // Under the grammar a delegation is the whole answer (its `task-call` branch, which
+            // opens with the fence and names a callable agent); a free answer that writes a call
+            // further down escaped the grammar's list of agents (SmolLM2 copied the prompt's
+            // placeholder `NAME` thirty times in a row that way): it is an answer, not a call.
+            && (!constrained || response.content.starts_with("```"))
         {
             response.tool_calls = TextualTools::calls_in_answer(request, &response.content);
         }
