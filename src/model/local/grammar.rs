@@ -642,10 +642,7 @@ fn envelope_rules(g: &mut Writer, rc: &ResponseContract, files: &[String]) -> St
             }
             // One of the files the conversation named; else any relative path, and that it
             // exists is the checker's business.
-            FieldRule::Kind(FieldKind::Path) if !files.is_empty() => {
-                let names: Vec<String> = files.iter().map(|f| lit(f)).collect();
-                g.rule("named-path", names.join(" | "))
-            }
+            FieldRule::Kind(FieldKind::Path) if !files.is_empty() => named_path(g, files),
             FieldRule::Kind(FieldKind::Path) => {
                 g.rule("path", "[A-Za-z0-9_] [A-Za-z0-9_./-]{0,120}")
             }
@@ -689,8 +686,7 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String])
     let path = if files.is_empty() {
         g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}")
     } else {
-        let names: Vec<String> = files.iter().map(|f| lit(f)).collect();
-        g.rule("named-path", names.join(" | "))
+        named_path(g, files)
     };
     let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
     let excerpt_line = g.rule(
@@ -733,6 +729,12 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String])
         }
     }
     g.rule("answer-text", text)
+}
+
+/// One of `files` (`cited::named_files`): the rule Evidence paths and `path` fields share.
+fn named_path(g: &mut Writer, files: &[String]) -> String {
+    let names: Vec<String> = files.iter().map(|f| lit(f)).collect();
+    g.rule("named-path", names.join(" | "))
 }
 
 /// The names `task`'s `subagent_type` is narrowed to (`tools::narrow_task`), if it is.
@@ -783,6 +785,21 @@ mod tests {
             message_id: "analyzer-2026-11-23-001".into(),
             correlation_id: "corr-1".into(),
             timestamp: "2026-11-23T12:00:00Z".into(),
+        }
+    }
+
+    /// A request with no conversation and no tools, under `contract`.
+    fn request_for(contract: Option<ResponseContract>) -> ModelRequest {
+        ModelRequest {
+            model: String::new(),
+            agent: "reader".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            response_contract: contract,
         }
     }
 
@@ -893,17 +910,7 @@ mod tests {
             "analyst",
         ] {
             let (contract, schema) = shipped_contract(agent);
-            let request = ModelRequest {
-                model: String::new(),
-                agent: agent.into(),
-                system: String::new(),
-                messages: Vec::new(),
-                tools: Vec::new(),
-                temperature: None,
-                top_p: None,
-                max_tokens: None,
-                response_contract: Some(rc(contract)),
-            };
+            let request = request_for(Some(rc(contract)));
             let loose = for_request(&request, schema.as_ref(), LOOSE, &[])
                 .unwrap()
                 .unwrap();
@@ -982,17 +989,7 @@ mod tests {
 
     #[test]
     fn named_files_are_the_only_evidence_paths() {
-        let request = ModelRequest {
-            model: String::new(),
-            agent: "reader".into(),
-            system: String::new(),
-            messages: Vec::new(),
-            tools: Vec::new(),
-            temperature: None,
-            top_p: None,
-            max_tokens: None,
-            response_contract: Some(rc(Contract::envelope())),
-        };
+        let request = request_for(Some(rc(Contract::envelope())));
         let files = ["README.md".to_string(), "src/a \"b\".rs".to_string()];
         let g = for_request(&request, None, LOOSE, &files).unwrap().unwrap();
         assert_eq!(rule(&g, "named-path"), r#""README.md" | "src/a \"b\".rs""#);
@@ -1022,17 +1019,7 @@ mod tests {
 
     #[test]
     fn a_request_that_may_delegate_admits_the_task_call() {
-        let mut request = ModelRequest {
-            model: "m".into(),
-            agent: "a".into(),
-            system: String::new(),
-            messages: Vec::new(),
-            tools: Vec::new(),
-            temperature: None,
-            top_p: None,
-            max_tokens: None,
-            response_contract: Some(rc(Contract::envelope())),
-        };
+        let mut request = request_for(Some(rc(Contract::envelope())));
         let without = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
         assert_eq!(rule(&without, "root"), "envelope");
         request.tools.push(crate::model::ToolSpec {
