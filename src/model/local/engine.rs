@@ -332,7 +332,6 @@ impl Loaded {
         let max_tokens = g.max_tokens.min(window - prompt_tokens);
         // Taken out: put back only after a completion that left the cache in a known state.
         let mut s = self.take_slot(slots, g, &tokens, window)?;
-        let max_tokens = max_tokens.min(s.window - prompt_tokens);
         let mut picker = Picker::new(
             &self.model,
             g.grammar.as_deref(),
