@@ -11,6 +11,7 @@ pub mod embeddings;
 pub mod local;
 pub mod notice;
 pub mod openai;
+pub mod recover;
 pub mod retry;
 pub mod secrets;
 pub mod settings;

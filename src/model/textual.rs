@@ -93,6 +93,22 @@ fn scan(code: &str, out: &mut Vec<Map<String, Value>>) {
     }
 }
 
+/// One JS / Python / JSON literal at the start of `text` (after whitespace), leniently read as
+/// models write them (single quotes, bare keys, trailing commas, `True`/`None`), and the bytes it
+/// took. Used by [`super::recover`] for calls written as JSON.
+pub(crate) fn literal(text: &str) -> Option<(Value, usize)> {
+    let mut cur = Cursor { s: text, pos: 0 };
+    cur.ws();
+    let value = cur.value()?;
+    Some((value, cur.pos))
+}
+
+/// The arguments of a `task(` call whose `(` ends at byte `open` of `text`, and the byte after
+/// its `)`. For [`super::recover`], which finds the calls itself.
+pub(crate) fn task_arguments(text: &str, open: usize) -> Option<(Map<String, Value>, usize)> {
+    call_arguments(Cursor { s: text, pos: open })
+}
+
 /// The arguments after `task(`: one object literal, or `key=value` pairs.
 fn call_arguments(mut cur: Cursor<'_>) -> Option<(Map<String, Value>, usize)> {
     cur.ws();

@@ -112,6 +112,16 @@ pub enum EventKind {
         model: String,
         reason: String,
     },
+    /// Tool calls the model wrote as text (a JSON object, `<tool_call>`, `[TOOL_CALLS]`,
+    /// `<|python_tag|>`, `task(...)`) although tools were offered: read back and run like native
+    /// calls (see `model::recover`). `form` names how they were written.
+    #[serde(rename = "model.tool_call_recovered")]
+    ModelToolCallRecovered {
+        step: u32,
+        form: String,
+        tools: Vec<String>,
+        call_ids: Vec<String>,
+    },
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -311,6 +321,7 @@ impl EventKind {
             EventKind::ModelRetry { .. } => "model.retry",
             EventKind::ModelTruncated { .. } => "model.truncated",
             EventKind::ModelToolsFallback { .. } => "model.tools_fallback",
+            EventKind::ModelToolCallRecovered { .. } => "model.tool_call_recovered",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::WebFetch(_) => "web.fetch",

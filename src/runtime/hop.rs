@@ -36,7 +36,10 @@ use super::truncation::{Next, Pieces};
 use super::validator::{self, Review};
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
-use crate::model::{BoxFuture, Message, Model, ModelError, ModelRequest, ResponseContract, Usage};
+use crate::model::recover;
+use crate::model::{
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, Usage,
+};
 use crate::tools;
 
 /// Model turns a hop gets when its agent does not set `steps`.
@@ -337,6 +340,7 @@ impl HopState {
                 max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),
             };
+            let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
             self.ctx.emit(EventKind::ModelRequest {
                 step: turn,
                 messages: request.messages.len(),
@@ -402,6 +406,9 @@ impl HopState {
             if !response.content.trim().is_empty() {
                 // Again: the answer may now be joined from pieces.
                 self.last_content = response.content.clone();
+            }
+            if response.tool_calls.is_empty() {
+                self.recover_calls(&mut response, &offered, turn);
             }
             if response.tool_calls.is_empty() {
                 self.messages
@@ -510,6 +517,22 @@ impl HopState {
                 checkpointing = Some((why, self.last_content.clone()));
             }
         }
+    }
+
+    /// Reads tool calls the model wrote as text into `response` (only tools offered this turn)
+    /// and logs how they were written, so the turn goes on as if they were native calls.
+    fn recover_calls(&self, response: &mut ModelResponse, offered: &[String], turn: u32) {
+        let names: Vec<&str> = offered.iter().map(String::as_str).collect();
+        let Some(found) = recover::recover(&response.content, &names, turn) else {
+            return;
+        };
+        self.ctx.emit(EventKind::ModelToolCallRecovered {
+            step: turn,
+            form: found.form.as_str().to_string(),
+            tools: found.calls.iter().map(|c| c.name.clone()).collect(),
+            call_ids: found.calls.iter().map(|c| c.id.clone()).collect(),
+        });
+        response.tool_calls = found.calls;
     }
 
     /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as

@@ -176,6 +176,92 @@ async fn session_with_textual_task_calls_for_a_model_without_tools() {
     }
 }
 
+/// The field report's shapes: a delegation written as text, over the wire, by a model that
+/// was offered tools natively. Each is read back, run, and logged with its form.
+#[tokio::test]
+async fn tool_calls_written_as_text_are_recovered_and_logged() {
+    let cases = [
+        (
+            "I will delegate.\n\n```json\n{\"name\": \"task\", \"arguments\": {\"description\": \"read a.md\", \"prompt\": \"What is in a.md?\"}, \"subagent_type\": \"helper\"}\n```",
+            "flattened",
+        ),
+        (
+            "<tool_call>\n{\"name\": \"task\", \"arguments\": {\"subagent_type\": \"helper\", \"description\": \"read a.md\", \"prompt\": \"What is in a.md?\"}}\n</tool_call>",
+            "hermes",
+        ),
+        (
+            "{\"name\": \"task\", \"arguments\": {\"subagent_type\": \"helper\", \"description\": \"read a.md\", \"prompt\": \"What is in a.md?\"}}",
+            "json",
+        ),
+    ];
+    for proto in [Proto::OpenAi, Proto::Anthropic] {
+        for (text, form) in cases {
+            let (_dir, project) = project();
+            let mock = Mock::start().await;
+            mock.push(answer(text, vec![]))
+                .push(answer("hello", vec![]))
+                .push(answer("Final: hello.", vec![]));
+            let (outcome, events) = session(&project, &config(&mock, proto, ""), "mock/m1").await;
+            assert_eq!(outcome.status, "completed", "{proto:?} {form} {outcome:?}");
+            assert_eq!(outcome.answer, "Final: hello.", "{proto:?} {form}");
+            let started: Vec<_> = events
+                .iter()
+                .filter(|e| e.kind.name() == "hop.started")
+                .filter_map(|e| e.agent.clone())
+                .collect();
+            assert_eq!(started, ["boss", "helper"], "{proto:?} {form}");
+            let recovered: Vec<_> = events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::ModelToolCallRecovered {
+                        form,
+                        tools,
+                        call_ids,
+                        ..
+                    } => Some((form.clone(), tools.clone(), call_ids.clone())),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                recovered,
+                [(
+                    form.to_string(),
+                    vec!["task".to_string()],
+                    vec!["recovered_t1_1".to_string()]
+                )],
+                "{proto:?} {form}"
+            );
+            // The boss's next request carries the helper's answer for the recovered call.
+            let last = mock.requests()[2].body.to_string();
+            assert!(last.contains("recovered_t1_1"), "{last}");
+        }
+    }
+}
+
+/// An answer that only talks about the tool, or quotes a call as an example, stays an answer.
+#[tokio::test]
+async fn answers_that_mention_a_tool_are_not_calls() {
+    let texts = [
+        "I would use the task tool to ask helper, but a.md is small: it holds hello.",
+        "For example:\n```json\n{\"name\": \"task\", \"arguments\": {\"subagent_type\": \"helper\", \"prompt\": \"p\"}}\n```",
+    ];
+    for text in texts {
+        let (_dir, project) = project();
+        let mock = Mock::start().await;
+        mock.push(answer(text, vec![]));
+        let (outcome, events) =
+            session(&project, &config(&mock, Proto::OpenAi, ""), "mock/m1").await;
+        assert_eq!(outcome.answer, text);
+        assert!(
+            !events
+                .iter()
+                .any(|e| e.kind.name() == "model.tool_call_recovered"),
+            "{text}"
+        );
+        assert_eq!(mock.requests().len(), 1);
+    }
+}
+
 #[tokio::test]
 async fn bad_provider_config_is_a_clear_error() {
     let (_dir, project) = project();

@@ -1,0 +1,551 @@
+//! Tool calls a model wrote as text although tools were offered natively.
+//!
+//! Small open models served through a chat template often know they should call a tool but
+//! write the call into the answer instead of the template's call channel: a fenced JSON object
+//! `{"name": "task", "arguments": {…}}`, Qwen/Hermes `<tool_call>{…}</tool_call>`, Mistral's
+//! `[TOOL_CALLS] […]`, Llama's `<|python_tag|>{…}`, our own `task({…})` — or a flattened object
+//! with the arguments beside `name`. Taken as a final answer, such a reply ends a session
+//! "completed" with no delegation at all. [`recover`] reads those calls back so the runtime runs
+//! them like native ones (and logs a `model.tool_call_recovered` event naming the form).
+//!
+//! Recovery must not turn talk about a tool into a call, so a candidate counts only when
+//! * it names a tool offered to this agent in this turn;
+//! * it starts a line (outside code) or fills a whole code block: a call inside inline code in a
+//!   sentence is a quotation;
+//! * the prose just before it does not introduce an example ("for example", "e.g.", "such as",
+//!   "would look like", …);
+//! * at most one short line follows the last call: an answer that goes on after the "call" is
+//!   an answer that quotes one.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use serde_json::{Map, Value};
+
+use super::textual::{literal, task_arguments, TASK_TOOL};
+use super::ToolCall;
+
+/// How a recovered call was written; the `form` of the `model.tool_call_recovered` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `{"name": …, "arguments": {…}}` (or `parameters`/`args`/`input`, or OpenAI's
+    /// `{"function": {"name": …, "arguments": "…"}}`), fenced or bare, alone or in an array.
+    Json,
+    /// `<tool_call>{…}</tool_call>` (Hermes, Qwen).
+    Hermes,
+    /// `[TOOL_CALLS] [{…}]` or `[TOOL_CALLS]name[ARGS]{…}` (Mistral).
+    Mistral,
+    /// `<|python_tag|>{…}` (Llama 3.x).
+    PythonTag,
+    /// `task({…})` or `task(key="…", …)`, the form our prompts show.
+    TaskCall,
+    /// A JSON call with (some of) its arguments beside `name` instead of inside `arguments`.
+    Flattened,
+}
+
+impl Form {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Form::Json => "json",
+            Form::Hermes => "hermes",
+            Form::Mistral => "mistral",
+            Form::PythonTag => "python_tag",
+            Form::TaskCall => "task_call",
+            Form::Flattened => "flattened",
+        }
+    }
+}
+
+/// Calls read back from an answer's text.
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    pub calls: Vec<ToolCall>,
+    /// The form of the first call (an answer rarely mixes forms).
+    pub form: Form,
+}
+
+/// Keys of a JSON call object that are not arguments.
+const META_KEYS: &[&str] = &[
+    "name",
+    "arguments",
+    "parameters",
+    "args",
+    "input",
+    "id",
+    "type",
+];
+/// Keys that may hold the arguments object.
+const ARGUMENT_KEYS: &[&str] = &["arguments", "parameters", "args", "input"];
+
+/// Words that, at the end of the prose before a candidate, make it an example, not a call.
+const EXAMPLE_CUES: &[&str] = &[
+    "example",
+    "e.g.",
+    "for instance",
+    "such as",
+    "like this",
+    "like so",
+    "looks like",
+    "look like",
+    "would be written",
+    "syntax",
+    "usage",
+    "you can call",
+    "you could call",
+    "one could",
+    "could be called",
+    "the format",
+    "format is",
+    "schema",
+];
+
+/// The tool calls written as text in `answer`, if it holds any that are calls by the rules in the
+/// module docs. `offered` are the names of the tools offered in this turn; `turn` goes into the
+/// ids (`recovered_t{turn}_{n}`), so they stay unique within a hop.
+pub fn recover(answer: &str, offered: &[&str], turn: u32) -> Option<Recovered> {
+    if offered.is_empty() || answer.trim().is_empty() {
+        return None;
+    }
+    let found = candidates(answer, offered);
+    let last_end = found.last()?.end;
+    if !short_tail(&answer[last_end..]) {
+        return None;
+    }
+    let mut calls = Vec::new();
+    let mut form = None;
+    for c in found {
+        if introduces_example(&answer[..c.start]) {
+            return None;
+        }
+        form.get_or_insert(c.form);
+        calls.extend(c.calls);
+    }
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, arguments))| ToolCall {
+            id: format!("recovered_t{turn}_{}", i + 1),
+            name,
+            arguments: Value::Object(arguments),
+        })
+        .collect();
+    Some(Recovered { calls, form: form? })
+}
+
+/// One place in the answer that holds calls: byte range, form, and `(name, arguments)` pairs.
+#[derive(Debug)]
+struct Candidate {
+    start: usize,
+    end: usize,
+    form: Form,
+    calls: Vec<(String, Map<String, Value>)>,
+}
+
+/// Every candidate in `answer`, in order: whole code blocks that are nothing but calls, and calls
+/// that start a line of the prose around them.
+fn candidates(answer: &str, offered: &[&str]) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    // Code blocks, by byte range of the whole block (fences included) and of its content.
+    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    let mut open: Option<(usize, usize, usize)> = None; // (block start, content start, content end)
+    for (event, range) in Parser::new_ext(answer, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => open = Some((range.start, usize::MAX, 0)),
+            Event::Text(_) => {
+                if let Some((_, from, to)) = open.as_mut() {
+                    *from = (*from).min(range.start);
+                    *to = (*to).max(range.end);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                if let Some((start, from, to)) = open.take() {
+                    blocks.push((start, range.end));
+                    if from < to {
+                        if let Some(mut c) = whole(&answer[from..to], offered) {
+                            c.start = start;
+                            c.end = range.end;
+                            found.push(c);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Prose: a call that starts a line outside every code block.
+    let mut pos = 0;
+    while pos < answer.len() {
+        if let Some(&(_, end)) = blocks.iter().find(|(s, e)| *s <= pos && pos < *e) {
+            pos = end;
+            continue;
+        }
+        let line_end = answer[pos..]
+            .find('\n')
+            .map_or(answer.len(), |i| pos + i + 1);
+        let indent = answer[pos..line_end].len() - answer[pos..line_end].trim_start().len();
+        let at = pos + indent;
+        match one(answer, at, offered) {
+            Some(c) if c.end > at => {
+                // Go on at the line after the one the call ended on.
+                pos = if answer[..c.end].ends_with('\n') {
+                    c.end
+                } else {
+                    answer[c.end..]
+                        .find('\n')
+                        .map_or(answer.len(), |i| c.end + i + 1)
+                };
+                found.push(c);
+            }
+            _ => pos = line_end,
+        }
+    }
+    found.sort_by_key(|c| c.start);
+    found
+}
+
+/// A code block's content when it is nothing but calls.
+fn whole(code: &str, offered: &[&str]) -> Option<Candidate> {
+    let mut at = code.len() - code.trim_start().len();
+    let mut calls = Vec::new();
+    let mut form = None;
+    while at < code.len() {
+        let c = one(code, at, offered)?;
+        form.get_or_insert(c.form);
+        calls.extend(c.calls);
+        at = c.end;
+        let rest = &code[at..];
+        at += rest.len()
+            - rest
+                .trim_start_matches([' ', '\t', '\n', '\r', ';', ','])
+                .len();
+    }
+    Some(Candidate {
+        start: 0,
+        end: code.len(),
+        form: form?,
+        calls,
+    })
+}
+
+/// The call(s) that start at byte `at` of `text`, in any form.
+fn one(text: &str, at: usize, offered: &[&str]) -> Option<Candidate> {
+    let rest = &text[at..];
+    let (form, after_marker, close) = if let Some(r) = rest.strip_prefix("<tool_call>") {
+        (Form::Hermes, rest.len() - r.len(), Some("</tool_call>"))
+    } else if let Some(r) = rest.strip_prefix("[TOOL_CALLS]") {
+        (Form::Mistral, rest.len() - r.len(), None)
+    } else if let Some(r) = rest.strip_prefix("<|python_tag|>") {
+        (Form::PythonTag, rest.len() - r.len(), Some("<|eom_id|>"))
+    } else {
+        (Form::Json, 0, None)
+    };
+    let body = at + after_marker;
+    let (calls, mut end, flattened) = match form {
+        Form::Mistral => mistral(text, body, offered)?,
+        _ => match json_calls(text, body, offered) {
+            Some(found) => found,
+            None if form == Form::Json => {
+                let (call, end) = task_call(text, body, offered)?;
+                return Some(Candidate {
+                    start: at,
+                    end,
+                    form: Form::TaskCall,
+                    calls: vec![call],
+                });
+            }
+            None => {
+                let (call, end) = task_call(text, skip_ws(text, body), offered)?;
+                (vec![call], end, false)
+            }
+        },
+    };
+    if let Some(close) = close {
+        let after = skip_ws(text, end);
+        if text[after..].starts_with(close) {
+            end = after + close.len();
+        }
+    }
+    let form = if flattened && form == Form::Json {
+        Form::Flattened
+    } else {
+        form
+    };
+    Some(Candidate {
+        start: at,
+        end,
+        form,
+        calls,
+    })
+}
+
+type Found = (Vec<(String, Map<String, Value>)>, usize, bool);
+
+/// A JSON call object, or an array of them, at `at`: the calls, the end, and whether any was
+/// flattened.
+fn json_calls(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
+    let at = skip_ws(text, at);
+    if !matches!(text.as_bytes().get(at), Some(b'{' | b'[')) {
+        return None;
+    }
+    let (value, used) = literal(&text[at..])?;
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => return None,
+        object => vec![object],
+    };
+    let mut calls = Vec::new();
+    let mut flattened = false;
+    for item in items {
+        let (name, arguments, flat) = call_object(item, offered)?;
+        flattened |= flat;
+        calls.push((name, arguments));
+    }
+    Some((calls, at + used, flattened))
+}
+
+/// `(name, arguments, flattened)` of one JSON call object naming an offered tool.
+fn call_object(value: Value, offered: &[&str]) -> Option<(String, Map<String, Value>, bool)> {
+    let Value::Object(mut object) = value else {
+        return None;
+    };
+    // OpenAI's wire shape: {"type": "function", "function": {"name", "arguments": "<json>"}}.
+    if let Some(Value::Object(function)) = object.remove("function") {
+        return call_object(Value::Object(function), offered);
+    }
+    let name = match object.get("name").or_else(|| object.get("tool")) {
+        Some(Value::String(name)) => name.trim().to_string(),
+        _ => return None,
+    };
+    if !offered.contains(&name.as_str()) {
+        return None;
+    }
+    object.remove("tool");
+    let mut arguments = Map::new();
+    for key in ARGUMENT_KEYS {
+        match object.remove(*key) {
+            Some(Value::Object(map)) => {
+                arguments = map;
+                break;
+            }
+            // Arguments as a JSON string, as the OpenAI wire carries them.
+            Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+                Ok(Value::Object(map)) => {
+                    arguments = map;
+                    break;
+                }
+                _ => return None,
+            },
+            Some(Value::Null) | None => {}
+            Some(_) => return None,
+        }
+    }
+    let mut flattened = false;
+    for (key, value) in object {
+        if META_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        flattened = true;
+        arguments.entry(key).or_insert(value);
+    }
+    Some((name, arguments, flattened))
+}
+
+/// Mistral's `[TOOL_CALLS]` body: a JSON array/object, or `name[ARGS]{…}` (repeated).
+fn mistral(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
+    if let Some(found) = json_calls(text, at, offered) {
+        return Some(found);
+    }
+    let mut calls = Vec::new();
+    let mut pos = skip_ws(text, at);
+    loop {
+        let rest = &text[pos..];
+        let marker = rest.find("[ARGS]")?;
+        let name = rest[..marker].trim();
+        if !offered.contains(&name) {
+            return None;
+        }
+        let args_at = pos + marker + "[ARGS]".len();
+        let (value, used) = literal(&text[args_at..])?;
+        let Value::Object(arguments) = value else {
+            return None;
+        };
+        calls.push((name.to_string(), arguments));
+        pos = args_at + used;
+        let next = skip_ws(text, pos);
+        match text[next..].strip_prefix("[TOOL_CALLS]") {
+            Some(_) => pos = next + "[TOOL_CALLS]".len(),
+            None => return Some((calls, pos, false)),
+        }
+    }
+}
+
+/// `task(` at `at`, with its arguments (when `task` is offered).
+fn task_call(
+    text: &str,
+    at: usize,
+    offered: &[&str],
+) -> Option<((String, Map<String, Value>), usize)> {
+    if !offered.contains(&TASK_TOOL) {
+        return None;
+    }
+    let rest = text[at..].strip_prefix(TASK_TOOL)?;
+    let paren = rest.len() - rest.trim_start().len();
+    if !rest[paren..].starts_with('(') {
+        return None;
+    }
+    let open = at + TASK_TOOL.len() + paren + 1;
+    let (arguments, end) = task_arguments(text, open)?;
+    Some(((TASK_TOOL.to_string(), arguments), end))
+}
+
+fn skip_ws(text: &str, at: usize) -> usize {
+    let rest = &text[at..];
+    at + rest.len() - rest.trim_start().len()
+}
+
+/// Whether what follows the last call is at most one short line (a closing tag, "Waiting for
+/// the result."), not more answer.
+fn short_tail(tail: &str) -> bool {
+    let lines: Vec<&str> = tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("```") && !is_closing_tag(l))
+        .collect();
+    match lines.as_slice() {
+        [] => true,
+        [one] => one.chars().count() <= 120,
+        _ => false,
+    }
+}
+
+/// `</answer>`, `</tool_call>`, `<|eot_id|>` and the like: markup, not prose.
+fn is_closing_tag(line: &str) -> bool {
+    (line.starts_with("</") && line.ends_with('>'))
+        || (line.starts_with("<|") && line.ends_with("|>"))
+}
+
+/// Whether the prose right before a candidate introduces an example of a call.
+fn introduces_example(before: &str) -> bool {
+    let last = before
+        .trim_end()
+        .trim_end_matches("```json")
+        .trim_end_matches("```")
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("```"))
+        .unwrap_or("")
+        .to_lowercase();
+    EXAMPLE_CUES.iter().any(|cue| last.contains(cue))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TOOLS: &[&str] = &["task", "read", "grep"];
+
+    fn calls(text: &str) -> Option<(Form, Vec<(String, Value)>)> {
+        recover(text, TOOLS, 1).map(|r| {
+            (
+                r.form,
+                r.calls.into_iter().map(|c| (c.name, c.arguments)).collect(),
+            )
+        })
+    }
+
+    #[test]
+    fn the_flattened_fenced_call_of_the_field_report_is_recovered() {
+        let text = "I will delegate this.\n\n```json\n{\"name\": \"task\", \"arguments\": \
+                    {\"description\": \"find yaml decision\", \"prompt\": \"Find it\"}, \
+                    \"subagent_type\": \"codebase-analyzer\"}\n```";
+        let (form, found) = calls(text).expect("a call");
+        assert_eq!(form, Form::Flattened);
+        assert_eq!(found[0].0, "task");
+        assert_eq!(found[0].1["subagent_type"], "codebase-analyzer");
+        assert_eq!(found[0].1["prompt"], "Find it");
+    }
+
+    #[test]
+    fn every_form_is_recovered() {
+        let cases = [
+            (
+                "{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}",
+                Form::Json,
+            ),
+            (
+                "<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}\n</tool_call>",
+                Form::Hermes,
+            ),
+            (
+                "<tool_call>{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}",
+                Form::Hermes,
+            ),
+            (
+                "[TOOL_CALLS] [{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}]",
+                Form::Mistral,
+            ),
+            ("[TOOL_CALLS]read[ARGS]{\"path\": \"a.md\"}", Form::Mistral),
+            (
+                "<|python_tag|>{\"name\": \"read\", \"parameters\": {\"path\": \"a.md\"}}<|eom_id|>",
+                Form::PythonTag,
+            ),
+            (
+                "task({subagent_type: \"thoughts-locator\", description: \"d\", prompt: \"p\"})",
+                Form::TaskCall,
+            ),
+            (
+                "{\"type\": \"function\", \"function\": {\"name\": \"read\", \"arguments\": \"{\\\"path\\\": \\\"a.md\\\"}\"}}",
+                Form::Json,
+            ),
+        ];
+        for (text, form) in cases {
+            let (got, found) = calls(text).unwrap_or_else(|| panic!("no call in {text}"));
+            assert_eq!(got, form, "{text}");
+            assert_eq!(found.len(), 1, "{text}");
+            if found[0].0 == "read" {
+                assert_eq!(found[0].1, json!({"path": "a.md"}), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn several_calls_keep_their_order_and_get_distinct_ids() {
+        let text = "<tool_call>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"a\"}}\n</tool_call>\n\
+                    <tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"b\"}}\n</tool_call>";
+        let r = recover(text, TOOLS, 3).expect("calls");
+        let ids: Vec<_> = r.calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["recovered_t3_1", "recovered_t3_2"]);
+        assert_eq!(r.calls[0].name, "grep");
+        assert_eq!(r.calls[1].name, "read");
+    }
+
+    #[test]
+    fn talk_about_tools_is_no_call() {
+        let cases = [
+            // A tool that was not offered.
+            "{\"name\": \"bash\", \"arguments\": {\"cmd\": \"ls\"}}",
+            // Inline code in a sentence.
+            "You could delegate with `task({subagent_type: \"x\", prompt: \"p\"})` later.",
+            // Introduced as an example.
+            "For example:\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n```",
+            "A call would look like this:\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}",
+            // The answer goes on after the quoted call.
+            "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n```\n\nThis reads a.\n\
+             The file holds the decision, which we took on 2026-11-20 for speed.",
+            // A code block with more than calls.
+            "```python\nresult = task({\"subagent_type\": \"x\", \"prompt\": \"p\"})\nprint(result)\n```",
+            // Mentions only.
+            "I will use the task tool to ask thoughts-locator.",
+            // JSON that is not a call.
+            "{\"status\": \"ok\", \"name\": \"report\"}",
+        ];
+        for text in cases {
+            assert!(calls(text).is_none(), "recovered a call from: {text}");
+        }
+    }
+
+    #[test]
+    fn nothing_is_recovered_when_no_tool_was_offered() {
+        assert!(recover("{\"name\": \"read\", \"arguments\": {}}", &[], 1).is_none());
+    }
+}
