@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::agent::AgentSet;
+use crate::agent::{AgentSet, Mode};
 use crate::config::Config;
 use crate::contract::{tally_evidence, CheckContext, FileCache, Rule};
 use crate::model::Registry;
@@ -63,6 +63,10 @@ pub struct Expect {
     /// Agents the primary should delegate to (each at least once per run).
     #[serde(default)]
     pub delegates: Vec<String>,
+    /// Files the primary's deliverable must cite (as an Evidence reference), relative to the
+    /// project root: the sources that answer the question.
+    #[serde(default)]
+    pub sources: Vec<String>,
 }
 
 /// Why a suite cannot be run.
@@ -147,12 +151,181 @@ impl AgentScore {
     }
 }
 
+/// One session of a primary: what it delivered and what it cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PrimarySession {
+    pub prompt: String,
+    pub run: u32,
+    /// The session's detailed status (`completed`, `partial`, …).
+    pub status: String,
+    /// Whether the analyst's plan passed the retrieval gate (`gate.plan`) in this session.
+    pub planned: bool,
+    /// Child hops the primary started (its delegations, the planning agent's included).
+    pub delegations: u64,
+    /// Whether the agent declares `deliver:`; then the deliverable the last `deliver.checked`
+    /// named, and whether it met the declaration.
+    pub owes: bool,
+    pub deliverable: Option<String>,
+    pub delivered: bool,
+    /// Verified Evidence items of the deliverable, as the project's files stand after the run.
+    pub evidence_verified: u64,
+    pub sources_expected: Vec<String>,
+    /// The expected sources the deliverable cites in an Evidence reference.
+    pub sources_cited: Vec<String>,
+    /// Completed, delivered, planned first (when the agent has a gate), at least one
+    /// delegation, every expected source cited.
+    pub passed: bool,
+    pub tokens: u64,
+    pub seconds: f64,
+}
+
+/// A primary's sessions added up. `completed_without_deliverable` is the number that must stay 0:
+/// a session that ended COMPLETED although its `deliver:` was not met.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PrimaryScore {
+    pub sessions: u64,
+    pub passed: u64,
+    pub completed: u64,
+    pub delivered: u64,
+    pub completed_without_deliverable: u64,
+    pub planned: u64,
+    pub with_delegation: u64,
+    pub delegations: u64,
+    pub evidence_verified: u64,
+    pub sources_expected: u64,
+    pub sources_cited: u64,
+    pub tokens: u64,
+    pub seconds: f64,
+    pub runs: Vec<PrimarySession>,
+}
+
+impl PrimaryScore {
+    /// Mean tokens and seconds per session.
+    pub fn per_session(&self) -> (f64, f64) {
+        if self.sessions == 0 {
+            return (0.0, 0.0);
+        }
+        let n = self.sessions as f64;
+        (self.tokens as f64 / n, self.seconds / n)
+    }
+
+    fn add(&mut self, s: PrimarySession) {
+        self.sessions += 1;
+        self.passed += u64::from(s.passed);
+        let completed = s.status == "completed";
+        self.completed += u64::from(completed);
+        self.delivered += u64::from(s.delivered);
+        self.completed_without_deliverable += u64::from(completed && s.owes && !s.delivered);
+        self.planned += u64::from(s.planned);
+        self.with_delegation += u64::from(s.delegations > 0);
+        self.delegations += s.delegations;
+        self.evidence_verified += s.evidence_verified;
+        self.sources_expected += s.sources_expected.len() as u64;
+        self.sources_cited += s.sources_cited.len() as u64;
+        self.tokens += s.tokens;
+        self.seconds += s.seconds;
+        self.runs.push(s);
+    }
+}
+
+/// What a primary's session is judged by, besides its events.
+pub struct PrimaryRun<'a> {
+    pub task: &'a Task,
+    pub run: u32,
+    pub status: &'a str,
+    /// Whether the agent declares `gate:` (then the plan must come first).
+    pub gated: bool,
+    /// Whether the agent declares `deliver:`.
+    pub owes: bool,
+    pub tokens: u64,
+    pub seconds: f64,
+}
+
+/// Judges one primary session from its event log and the files it left.
+pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> PrimarySession {
+    let root = events
+        .iter()
+        .find(|e| e.parent_hop_id.is_none() && e.kind.name() == "hop.started")
+        .and_then(|e| e.hop_id.clone());
+    let of_root = |e: &&Event| e.hop_id == root;
+    let planned = events
+        .iter()
+        .filter(of_root)
+        .any(|e| matches!(e.kind, EventKind::GatePlan { .. }));
+    let delegations = events
+        .iter()
+        .filter(|e| {
+            e.kind.name() == "hop.started" && e.parent_hop_id.is_some() && e.parent_hop_id == root
+        })
+        .count() as u64;
+    let last_check = events
+        .iter()
+        .filter(of_root)
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::DeliverChecked { path, outcome, .. } => {
+                Some((path.clone(), outcome.clone()))
+            }
+            _ => None,
+        });
+    let (deliverable, delivered) = match last_check {
+        Some((path, outcome)) => (path, outcome == "met"),
+        None => (None, false),
+    };
+    let files = FileCache::new();
+    let ctx = CheckContext::new(project, &files);
+    let text = deliverable
+        .as_ref()
+        .and_then(|p| project.resolve(p).ok())
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let evidence_verified = tally_evidence(&text, &ctx).verified;
+    let cited: Vec<String> = crate::contract::parse_document(&text)
+        .evidence
+        .iter()
+        .flat_map(|item| {
+            item.references
+                .iter()
+                .map(|c| c.path.trim_start_matches("./").to_string())
+        })
+        .collect();
+    let sources_expected = run.task.expect.sources.clone();
+    let sources_cited: Vec<String> = sources_expected
+        .iter()
+        .filter(|want| cited.iter().any(|c| c == want.trim_start_matches("./")))
+        .cloned()
+        .collect();
+    let passed = run.status == "completed"
+        && (delivered || !run.owes)
+        && (planned || !run.gated)
+        && delegations > 0
+        && sources_cited.len() == sources_expected.len();
+    PrimarySession {
+        prompt: run.task.prompt.clone(),
+        run: run.run,
+        status: run.status.to_string(),
+        planned,
+        delegations,
+        owes: run.owes,
+        deliverable,
+        delivered,
+        evidence_verified,
+        sources_expected,
+        sources_cited,
+        passed,
+        tokens: run.tokens,
+        seconds: run.seconds,
+    }
+}
+
 /// The suite's result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EvalReport {
     pub model: String,
     pub runs: u32,
     pub agents: BTreeMap<String, AgentScore>,
+    /// The main job, per primary agent: did its sessions deliver (see [`PrimaryScore`]).
+    pub primaries: BTreeMap<String, PrimaryScore>,
     /// Sessions that could not start (the model could not be built, …), with the reason.
     pub errors: Vec<String>,
 }
@@ -308,6 +481,34 @@ pub async fn run_suite(
                 (outcome.usage.input_tokens, outcome.usage.output_tokens),
                 seconds,
             );
+            let primary = ctx
+                .agents
+                .get(&task.agent)
+                .filter(|a| a.mode == Mode::Primary || a.deliver.is_some());
+            if let Some(agent) = primary {
+                let status = serde_json::to_value(outcome.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let judged = judge_primary(
+                    &ctx.project,
+                    &PrimaryRun {
+                        task,
+                        run,
+                        status: &status,
+                        gated: agent.gate.is_some(),
+                        owes: agent.deliver.is_some(),
+                        tokens: outcome.usage.input_tokens + outcome.usage.output_tokens,
+                        seconds,
+                    },
+                    &events,
+                );
+                report
+                    .primaries
+                    .entry(task.agent.clone())
+                    .or_default()
+                    .add(judged);
+            }
             progress(&format!(
                 "run {run}/{runs} {}: {:?} in {seconds:.1}s",
                 task.agent, outcome.status
@@ -370,6 +571,7 @@ mod tests {
             prompt: "p".into(),
             expect: Expect {
                 delegates: vec!["locator".into(), "analyzer".into()],
+                sources: Vec::new(),
             },
         };
         let dir = tempfile::tempdir().unwrap();

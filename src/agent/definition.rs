@@ -167,6 +167,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "gate",
     "validator",
     "workflow",
+    "deliver",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -246,6 +247,8 @@ pub(crate) struct RawFrontmatter {
     pub gate: Option<Spanned<super::gate::GateDecl>>,
     pub validator: Option<String>,
     pub workflow: Option<String>,
+    #[serde(default)]
+    pub deliver: Option<Spanned<super::deliver::DeliverDecl>>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -285,6 +288,10 @@ pub struct Agent {
     /// tool. Left out of `agents --json` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
+    /// What the agent owes besides its answer (`deliver:`): a file and its verified evidence.
+    /// Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliver: Option<super::deliver::Deliver>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

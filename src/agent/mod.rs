@@ -5,6 +5,7 @@
 //! and every problem carries file:line:col.
 
 pub mod definition;
+pub mod deliver;
 pub mod discovery;
 pub mod frontmatter;
 pub mod gate;

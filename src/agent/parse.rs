@@ -226,6 +226,27 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         },
     };
 
+    let deliver = match &raw.deliver {
+        None => None,
+        Some(decl) => match super::deliver::Deliver::settle(&decl.value) {
+            Ok(d) => Some(d),
+            Err(message) => {
+                diags.push(
+                    Problem::new(Severity::Error, "agent/deliver", file, message)
+                        .at_line_of(
+                            text,
+                            decl.referenced.line() as usize + line_offset,
+                            decl.referenced.column() as usize,
+                        )
+                        .with_help(
+                            "write it as `deliver: {write: \"thoughts/shared/research/*.md\", evidence: 3}`",
+                        ),
+                );
+                return failed(diags);
+            }
+        },
+    };
+
     let body = text[split.body.clone()].to_string();
     let (body_is_template, unknown_variables) = match render::parse_check(&body) {
         Ok(vars) => (true, vars),
@@ -276,6 +297,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         gate,
         validator: raw.validator.filter(|v| !v.trim().is_empty()),
         workflow: raw.workflow,
+        deliver,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -112,6 +112,12 @@ pub fn agent_schema() -> Value {
             "validator": { "type": "string", "minLength": 1,
                 "description": "A subagent that reviews each checked answer: accept, revise (private feedback to this agent, bounded by its repair turns) or reject (BLOCKED)" },
             "workflow": { "type": "string", "description": "The checkpoint workflow (workflow/<name>.yaml) the agent reports its steps to with the `step` tool" },
+            "deliver": { "type": "object", "additionalProperties": false, "required": ["write"],
+                "description": "What the agent owes besides its answer: a file matching `write` (a glob relative to the project root) with at least `evidence` verified Evidence items; checked at its final answer (repair turns, then PARTIAL)",
+                "properties": {
+                    "write": { "type": "string", "minLength": 1 },
+                    "evidence": { "type": "integer", "minimum": 0 }
+                } },
             "budget": {
                 "oneOf": [
                     { "type": "integer", "minimum": 1 },

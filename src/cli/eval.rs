@@ -107,6 +107,40 @@ fn print_table(report: &EvalReport) {
     {
         println!("{:<24} {}", agent, row(s));
     }
+    if !report.primaries.is_empty() {
+        println!();
+        println!(
+            "{:<12} {:>8} {:>6} {:>9} {:>7} {:>9} {:>8} {:>7} {:>9} {:>8} {:>9}",
+            "primary",
+            "sessions",
+            "passed",
+            "delivered",
+            "planned",
+            "delegated",
+            "evidence",
+            "sources",
+            "done-w/o",
+            "tok/sess",
+            "s/sess"
+        );
+        for (agent, p) in &report.primaries {
+            let (tokens, seconds) = p.per_session();
+            println!(
+                "{:<12} {:>8} {:>6} {:>9} {:>7} {:>9} {:>8} {:>7} {:>9} {:>8.0} {:>9.1}",
+                agent,
+                p.sessions,
+                p.passed,
+                p.delivered,
+                p.planned,
+                p.with_delegation,
+                p.evidence_verified,
+                format!("{}/{}", p.sources_cited, p.sources_expected),
+                p.completed_without_deliverable,
+                tokens,
+                seconds
+            );
+        }
+    }
     for e in &report.errors {
         println!("error: {e}");
     }

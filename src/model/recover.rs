@@ -136,7 +136,7 @@ struct Candidate {
     start: usize,
     end: usize,
     form: Form,
-    calls: Vec<(String, Map<String, Value>)>,
+    calls: Vec<Call>,
 }
 
 /// Every candidate in `answer`, in order: whole code blocks that are nothing but calls, and calls
@@ -276,7 +276,10 @@ fn one(text: &str, at: usize, offered: &[&str]) -> Option<Candidate> {
     })
 }
 
-type Found = (Vec<(String, Map<String, Value>)>, usize, bool);
+/// One call: tool name and arguments.
+type Call = (String, Map<String, Value>);
+/// Calls found, where they end, and whether any was flattened.
+type Found = (Vec<Call>, usize, bool);
 
 /// A JSON call object, or an array of them, at `at`: the calls, the end, and whether any was
 /// flattened.
@@ -378,11 +381,7 @@ fn mistral(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
 }
 
 /// `task(` at `at`, with its arguments (when `task` is offered).
-fn task_call(
-    text: &str,
-    at: usize,
-    offered: &[&str],
-) -> Option<((String, Map<String, Value>), usize)> {
+fn task_call(text: &str, at: usize, offered: &[&str]) -> Option<(Call, usize)> {
     if !offered.contains(&TASK_TOOL) {
         return None;
     }

@@ -122,6 +122,19 @@ pub enum EventKind {
         tools: Vec<String>,
         call_ids: Vec<String>,
     },
+    /// A final answer held to the agent's `deliver:` declaration: `outcome` is `met` (with the
+    /// file), `repair` (a repair turn says what is missing) or `partial` (repairs used up: the
+    /// hop ends PARTIAL). `verified` counts the best matching file's verified evidence.
+    #[serde(rename = "deliver.checked")]
+    DeliverChecked {
+        write: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        verified: u64,
+        required: u32,
+        outcome: String,
+        repair: u32,
+    },
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -322,6 +335,7 @@ impl EventKind {
             EventKind::ModelTruncated { .. } => "model.truncated",
             EventKind::ModelToolsFallback { .. } => "model.tools_fallback",
             EventKind::ModelToolCallRecovered { .. } => "model.tool_call_recovered",
+            EventKind::DeliverChecked { .. } => "deliver.checked",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::WebFetch(_) => "web.fetch",

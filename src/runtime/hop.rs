@@ -24,6 +24,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::check::{Gate, Verdict};
 use super::checkpoint::{self, Checkpoint};
+use super::deliver;
 use super::ending::{action, cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
 use super::handoff::{HopRequest, HopResult};
@@ -34,6 +35,7 @@ use super::shared::{HopCtx, Shared};
 use super::status::HopStatus;
 use super::truncation::{Next, Pieces};
 use super::validator::{self, Review};
+use crate::agent::deliver::Deliver;
 use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::model::recover;
@@ -312,6 +314,8 @@ impl HopState {
         let mut checkpointing: Option<(String, String)> = None;
         // Validator reviews so far, bounded like repair turns.
         let mut reviews = 0u32;
+        // Repair turns for a missing deliverable, bounded like the contract's.
+        let mut deliver_repairs = 0u32;
         let max_reviews = contract.as_ref().map_or(2, |c| c.max_repairs);
         let hop_clock = Instant::now();
         let mut turn = 0u32;
@@ -453,6 +457,25 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
+                // What the agent owes besides its answer (`deliver:`): repair, then PARTIAL.
+                if status == HopStatus::Completed {
+                    if let Some(owed) = self.agent.deliver.clone() {
+                        let repair = deliver_repairs + 1;
+                        match self.owed(&owed, &answer, repair, max_reviews) {
+                            Owed::Met => {}
+                            Owed::Repair(prompt) => {
+                                deliver_repairs = repair;
+                                self.steps -= 1;
+                                self.messages.push(Message::user(prompt));
+                                continue;
+                            }
+                            Owed::Partial(why) => {
+                                self.last_content = answer;
+                                return self.partial(why);
+                            }
+                        }
+                    }
+                }
                 // A checked answer of a worker with a validator is reviewed before it goes up.
                 if let (HopStatus::Completed, Some(v)) = (status, self.agent.validator.clone()) {
                     reviews += 1;
@@ -533,6 +556,46 @@ impl HopState {
             call_ids: found.calls.iter().map(|c| c.id.clone()).collect(),
         });
         response.tool_calls = found.calls;
+    }
+
+    /// Holds a final answer to `deliver:` (see [`deliver`]) and logs `deliver.checked`. `repair`
+    /// is the number this repair turn would have; past `max` the hop ends PARTIAL.
+    fn owed(&self, owed: &Deliver, answer: &str, repair: u32, max: u32) -> Owed {
+        let shared = &self.ctx.shared;
+        let found = deliver::check(owed, &self.written, &shared.project);
+        let (path, verified) = match &found {
+            Ok((path, verified)) => (Some(path.clone()), *verified),
+            Err(deliver::Missing::Evidence { path, verified, .. }) => {
+                (Some(path.clone()), *verified)
+            }
+            Err(deliver::Missing::NotWritten) => (None, 0),
+        };
+        let (next, outcome) = match found {
+            Ok(_) => (Owed::Met, "met"),
+            Err(missing) if repair <= max => (
+                Owed::Repair(deliver::repair_prompt(
+                    owed,
+                    &missing,
+                    self.agent.workflow.as_deref(),
+                    deliver::looks_like_call(answer),
+                )),
+                "repair",
+            ),
+            Err(missing) => (Owed::Partial(missing.summary(owed)), "partial"),
+        };
+        self.ctx.emit(EventKind::DeliverChecked {
+            write: owed.write.clone(),
+            path,
+            verified,
+            required: owed.evidence,
+            outcome: outcome.to_string(),
+            repair: if outcome == "repair" {
+                repair
+            } else {
+                repair - 1
+            },
+        });
+        next
     }
 
     /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as
@@ -628,4 +691,11 @@ impl HopState {
         };
         finish(&self.ctx, ending, finished, elapsed)
     }
+}
+
+/// What [`HopState::owed`] decided about a final answer.
+enum Owed {
+    Met,
+    Repair(String),
+    Partial(String),
 }

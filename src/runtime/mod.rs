@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod check;
 pub mod checkpoint;
+pub mod deliver;
 pub mod dispatch;
 pub(crate) mod ending;
 pub mod event_schema;

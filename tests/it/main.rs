@@ -13,6 +13,7 @@ mod conformance_json;
 mod contract_props;
 mod contract_scaling;
 mod delegation_props;
+mod deliver;
 mod eval_cli;
 mod event_log_compat;
 mod gate;

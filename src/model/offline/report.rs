@@ -240,8 +240,14 @@ pub fn report(wf: &Workflow, question: &str, history: &History) -> String {
         .map(String::from)
         .collect();
     let one_line = first_line(question).replace('"', "'");
+    // A report that found nothing says so where the runtime's `deliver:` check reads it.
+    let none = if g.findings.is_empty() {
+        "findings: none\n"
+    } else {
+        ""
+    };
     let mut out = format!(
-        "---\ndate: {}\nstatus: {status}\ntopic: {}\ntags: [{kind_tag}, {}]\ncorrelation_id: {}\n---\n\n",
+        "---\ndate: {}\nstatus: {status}\n{none}topic: {}\ntags: [{kind_tag}, {}]\ncorrelation_id: {}\n---\n\n",
         wf.today,
         serde_json::to_string(&one_line).unwrap_or_default(),
         topic_words.join(", "),

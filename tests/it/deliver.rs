@@ -1,0 +1,156 @@
+//! A primary that owes a document (`deliver:`) does not end COMPLETED without it: a final answer
+//! with no matching file, or with too little verified evidence, gets repair turns that say what
+//! is missing, then the hop ends PARTIAL. Over the wire, against the mock on 127.0.0.1.
+
+use crate::support;
+
+use serde_json::json;
+use std::sync::Arc;
+
+use support::mock::{answer, call, Mock, Proto};
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::model::{ProviderContext, Registry};
+use switchboard::project::Project;
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome};
+
+const LEAD: &str = "---\nname: lead\ndescription: \"Writes a report.\"\nmode: primary\ntools: {read: true, write: true}\ndeliver: {write: \"thoughts/reports/*.md\", evidence: 1}\n---\nYou are {{ agent }}. Write a report under thoughts/reports/.\n";
+
+fn project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("thoughts/reports")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
+    std::fs::write(dir.path().join("a.md"), "hello\nworld\n").expect("write");
+    let p = Project::open(dir.path()).expect("project");
+    (dir, p)
+}
+
+async fn session(project: &Project, mock: &Mock) -> (SessionOutcome, Vec<Event>) {
+    let config = format!(
+        "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\nrequest_timeout_secs = 5\n",
+        mock.base_url(Proto::OpenAi)
+    );
+    let config = Config::parse(&config, "switchboard.toml").expect("config");
+    let agents = Arc::new(load(project, &LoadOptions::default()));
+    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
+    let registry = Registry::with_builtins(ProviderContext {
+        project_root: project.root().to_path_buf(),
+        providers: config.providers.clone(),
+        stream: None,
+    });
+    let options = RunOptions {
+        model: Some("mock/m1".into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        "lead",
+        "What is in a.md?",
+    )
+    .expect("session");
+    let outcome = session.run().await;
+    let events = read_log(&outcome.events).expect("log");
+    (outcome, events)
+}
+
+fn checks(events: &[Event]) -> Vec<(String, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DeliverChecked {
+                outcome, verified, ..
+            } => Some((outcome.clone(), *verified)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The last user message of request `i`.
+fn last_user(mock: &Mock, i: usize) -> String {
+    let body = &mock.requests()[i].body;
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+const REPORT: &str = "# a.md\n\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n  ```\n  hello\n  ```\n";
+
+#[tokio::test]
+async fn an_answer_without_the_document_is_repaired_then_partial_never_completed() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    // A delegation written as text, naming the subagent as if it were a tool: no offered tool,
+    // so nothing runs, and the answer owes the document.
+    let as_text =
+        "```json\n{\"name\": \"codebase-analyzer\", \"arguments\": {\"prompt\": \"p\"}}\n```";
+    mock.push(answer(as_text, vec![]))
+        .push(answer("a.md says hello.", vec![]))
+        .push(answer("a.md says hello.", vec![]));
+    let (outcome, events) = session(&project, &mock).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(outcome.status, "partial", "{outcome:?} {kinds:?}");
+    assert_eq!(
+        checks(&events),
+        [
+            ("repair".to_string(), 0),
+            ("repair".to_string(), 0),
+            ("partial".to_string(), 0)
+        ]
+    );
+    assert_eq!(mock.requests().len(), 3);
+    let first = last_user(&mock, 1);
+    assert!(first.contains("written as text"), "{first}");
+    assert!(first.contains("thoughts/reports/*.md"), "{first}");
+    assert!(first.contains("**Excerpt**"), "{first}");
+    let second = last_user(&mock, 2);
+    assert!(!second.contains("written as text"), "{second}");
+}
+
+#[tokio::test]
+async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_one_completes() {
+    let (dir, project) = project();
+    let mock = Mock::start().await;
+    let wrong = REPORT.replace("  hello\n", "  goodbye\n");
+    mock.push(answer(
+        "",
+        vec![call(
+            "w1",
+            "write",
+            json!({"path": "thoughts/reports/a.md", "content": wrong}),
+        )],
+    ))
+    .push(answer("Report: thoughts/reports/a.md", vec![]))
+    .push(answer(
+        "",
+        vec![call(
+            "w2",
+            "write",
+            json!({"path": "thoughts/reports/a.md", "content": REPORT}),
+        )],
+    ))
+    .push(answer("Report: thoughts/reports/a.md", vec![]));
+    let (outcome, events) = session(&project, &mock).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(
+        checks(&events),
+        [("repair".to_string(), 0), ("met".to_string(), 1)]
+    );
+    let repair = last_user(&mock, 2);
+    assert!(repair.contains("thoughts/reports/a.md"), "{repair}");
+    assert!(
+        repair.contains("0 verified Evidence item(s) of 1"),
+        "{repair}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("thoughts/reports/a.md")).expect("report"),
+        REPORT
+    );
+}
