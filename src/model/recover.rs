@@ -21,7 +21,77 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::{Map, Value};
 
 use super::textual::{literal, task_arguments, TASK_TOOL};
-use super::ToolCall;
+use super::{ToolCall, ToolSpec};
+
+/// The tools offered in a turn: their names, and the parameters each takes (to recognise an
+/// arguments object written without its tool's name).
+#[derive(Debug, Clone, Default)]
+pub struct Offered {
+    tools: Vec<OfferedTool>,
+}
+
+#[derive(Debug, Clone)]
+struct OfferedTool {
+    name: String,
+    required: Vec<String>,
+    properties: Vec<String>,
+}
+
+impl Offered {
+    /// From the specs sent to the model.
+    pub fn from_specs(specs: &[ToolSpec]) -> Self {
+        let names = |v: Option<&Value>| -> Vec<String> {
+            match v {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_string))
+                    .collect(),
+                Some(Value::Object(map)) => map.keys().cloned().collect(),
+                _ => Vec::new(),
+            }
+        };
+        Offered {
+            tools: specs
+                .iter()
+                .map(|s| OfferedTool {
+                    name: s.name.clone(),
+                    required: names(s.parameters.get("required")),
+                    properties: names(s.parameters.get("properties")),
+                })
+                .collect(),
+        }
+    }
+
+    /// Names only (no shapes): for callers that know no schemas.
+    pub fn names(names: &[&str]) -> Self {
+        Offered {
+            tools: names
+                .iter()
+                .map(|n| OfferedTool {
+                    name: n.to_string(),
+                    required: Vec::new(),
+                    properties: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    /// The one tool whose parameters `object` fits exactly: every required parameter present
+    /// (at least one), no key it does not take. Two fitting tools: none (ambiguous).
+    fn by_shape(&self, object: &Map<String, Value>) -> Option<&str> {
+        let mut fits = self.tools.iter().filter(|t| {
+            !t.required.is_empty()
+                && t.required.iter().all(|r| object.contains_key(r))
+                && object.keys().all(|k| t.properties.contains(k))
+        });
+        let first = fits.next()?;
+        fits.next().is_none().then_some(first.name.as_str())
+    }
+}
 
 /// How a recovered call was written; the `form` of the `model.tool_call_recovered` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +170,8 @@ const EXAMPLE_CUES: &[&str] = &[
 /// The tool calls written as text in `answer`, if it holds any that are calls by the rules in the
 /// module docs. `offered` are the names of the tools offered in this turn; `turn` goes into the
 /// ids (`recovered_t{turn}_{n}`), so they stay unique within a hop.
-pub fn recover(answer: &str, offered: &[&str], turn: u32) -> Option<Recovered> {
-    if offered.is_empty() || answer.trim().is_empty() {
+pub fn recover(answer: &str, offered: &Offered, turn: u32) -> Option<Recovered> {
+    if offered.tools.is_empty() || answer.trim().is_empty() {
         return None;
     }
     let found = candidates(answer, offered);
@@ -118,7 +188,14 @@ pub fn recover(answer: &str, offered: &[&str], turn: u32) -> Option<Recovered> {
         form.get_or_insert(c.form);
         calls.extend(c.calls);
     }
-    let calls = calls
+    // Small models often write one call twice (fenced, then bare): it is one call.
+    let mut unique: Vec<Call> = Vec::new();
+    for call in calls {
+        if !unique.contains(&call) {
+            unique.push(call);
+        }
+    }
+    let calls = unique
         .into_iter()
         .enumerate()
         .map(|(i, (name, arguments))| ToolCall {
@@ -141,7 +218,7 @@ struct Candidate {
 
 /// Every candidate in `answer`, in order: whole code blocks that are nothing but calls, and calls
 /// that start a line of the prose around them.
-fn candidates(answer: &str, offered: &[&str]) -> Vec<Candidate> {
+fn candidates(answer: &str, offered: &Offered) -> Vec<Candidate> {
     let mut found = Vec::new();
     // Code blocks, by byte range of the whole block (fences included) and of its content.
     let mut blocks: Vec<(usize, usize)> = Vec::new();
@@ -202,7 +279,7 @@ fn candidates(answer: &str, offered: &[&str]) -> Vec<Candidate> {
 }
 
 /// A code block's content when it is nothing but calls.
-fn whole(code: &str, offered: &[&str]) -> Option<Candidate> {
+fn whole(code: &str, offered: &Offered) -> Option<Candidate> {
     let mut at = code.len() - code.trim_start().len();
     let mut calls = Vec::new();
     let mut form = None;
@@ -226,7 +303,7 @@ fn whole(code: &str, offered: &[&str]) -> Option<Candidate> {
 }
 
 /// The call(s) that start at byte `at` of `text`, in any form.
-fn one(text: &str, at: usize, offered: &[&str]) -> Option<Candidate> {
+fn one(text: &str, at: usize, offered: &Offered) -> Option<Candidate> {
     let rest = &text[at..];
     let (form, after_marker, close) = if let Some(r) = rest.strip_prefix("<tool_call>") {
         (Form::Hermes, rest.len() - r.len(), Some("</tool_call>"))
@@ -283,7 +360,7 @@ type Found = (Vec<Call>, usize, bool);
 
 /// A JSON call object, or an array of them, at `at`: the calls, the end, and whether any was
 /// flattened.
-fn json_calls(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
+fn json_calls(text: &str, at: usize, offered: &Offered) -> Option<Found> {
     let at = skip_ws(text, at);
     if !matches!(text.as_bytes().get(at), Some(b'{' | b'[')) {
         return None;
@@ -305,7 +382,7 @@ fn json_calls(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
 }
 
 /// `(name, arguments, flattened)` of one JSON call object naming an offered tool.
-fn call_object(value: Value, offered: &[&str]) -> Option<(String, Map<String, Value>, bool)> {
+fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, Value>, bool)> {
     let Value::Object(mut object) = value else {
         return None;
     };
@@ -315,9 +392,14 @@ fn call_object(value: Value, offered: &[&str]) -> Option<(String, Map<String, Va
     }
     let name = match object.get("name").or_else(|| object.get("tool")) {
         Some(Value::String(name)) => name.trim().to_string(),
+        // No name: the arguments alone, when they fit exactly one offered tool.
+        None => {
+            let name = offered.by_shape(&object)?.to_string();
+            return Some((name, object, true));
+        }
         _ => return None,
     };
-    if !offered.contains(&name.as_str()) {
+    if !offered.contains(&name) {
         return None;
     }
     object.remove("tool");
@@ -352,7 +434,7 @@ fn call_object(value: Value, offered: &[&str]) -> Option<(String, Map<String, Va
 }
 
 /// Mistral's `[TOOL_CALLS]` body: a JSON array/object, or `name[ARGS]{…}` (repeated).
-fn mistral(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
+fn mistral(text: &str, at: usize, offered: &Offered) -> Option<Found> {
     if let Some(found) = json_calls(text, at, offered) {
         return Some(found);
     }
@@ -362,7 +444,7 @@ fn mistral(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
         let rest = &text[pos..];
         let marker = rest.find("[ARGS]")?;
         let name = rest[..marker].trim();
-        if !offered.contains(&name) {
+        if !offered.contains(name) {
             return None;
         }
         let args_at = pos + marker + "[ARGS]".len();
@@ -381,8 +463,8 @@ fn mistral(text: &str, at: usize, offered: &[&str]) -> Option<Found> {
 }
 
 /// `task(` at `at`, with its arguments (when `task` is offered).
-fn task_call(text: &str, at: usize, offered: &[&str]) -> Option<(Call, usize)> {
-    if !offered.contains(&TASK_TOOL) {
+fn task_call(text: &str, at: usize, offered: &Offered) -> Option<(Call, usize)> {
+    if !offered.contains(TASK_TOOL) {
         return None;
     }
     let rest = text[at..].strip_prefix(TASK_TOOL)?;
@@ -444,7 +526,7 @@ mod tests {
     const TOOLS: &[&str] = &["task", "read", "grep"];
 
     fn calls(text: &str) -> Option<(Form, Vec<(String, Value)>)> {
-        recover(text, TOOLS, 1).map(|r| {
+        recover(text, &Offered::names(TOOLS), 1).map(|r| {
             (
                 r.form,
                 r.calls.into_iter().map(|c| (c.name, c.arguments)).collect(),
@@ -511,11 +593,48 @@ mod tests {
     fn several_calls_keep_their_order_and_get_distinct_ids() {
         let text = "<tool_call>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"a\"}}\n</tool_call>\n\
                     <tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"b\"}}\n</tool_call>";
-        let r = recover(text, TOOLS, 3).expect("calls");
+        let r = recover(text, &Offered::names(TOOLS), 3).expect("calls");
         let ids: Vec<_> = r.calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["recovered_t3_1", "recovered_t3_2"]);
         assert_eq!(r.calls[0].name, "grep");
         assert_eq!(r.calls[1].name, "read");
+    }
+
+    #[test]
+    fn a_call_written_twice_is_one_call() {
+        let text = "```json\n{\"name\": \"list\", \"arguments\": {\"path\": \"a\"}}\n```\n\n\
+                    {\"name\": \"list\", \"arguments\": {\"path\": \"a\"}}";
+        let r = recover(text, &Offered::names(&["list"]), 1).expect("a call");
+        assert_eq!(r.calls.len(), 1);
+    }
+
+    #[test]
+    fn arguments_without_a_name_are_the_call_of_the_one_tool_they_fit() {
+        let spec = |name: &str, required: &[&str], props: &[&str]| ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: json!({
+                "type": "object",
+                "required": required,
+                "properties": props.iter().map(|p| (p.to_string(), json!({}))).collect::<Map<_, _>>(),
+            }),
+        };
+        let offered = Offered::from_specs(&[
+            spec("write", &["path", "content"], &["path", "content"]),
+            spec("read", &["path"], &["path", "offset", "limit"]),
+        ]);
+        // A real answer: the write's arguments, fenced, with raw newlines inside the string.
+        let text =
+            "```\n{\n  \"path\": \"thoughts/r.md\",\n  \"content\": \"## Q\nWhat?\n\"\n}\n```";
+        let r = recover(text, &offered, 1).expect("a call");
+        assert_eq!(r.form, Form::Flattened);
+        assert_eq!(r.calls[0].name, "write");
+        assert_eq!(r.calls[0].arguments["content"], "## Q\nWhat?\n");
+        let r = recover("{\"path\": \"a.md\", \"limit\": 5}", &offered, 1).expect("a call");
+        assert_eq!(r.calls[0].name, "read");
+        // Keys no tool takes, or no required key: no call.
+        assert!(recover("{\"path\": \"a.md\", \"mode\": 1}", &offered, 1).is_none());
+        assert!(recover("{\"offset\": 3}", &offered, 1).is_none());
     }
 
     #[test]
@@ -545,6 +664,11 @@ mod tests {
 
     #[test]
     fn nothing_is_recovered_when_no_tool_was_offered() {
-        assert!(recover("{\"name\": \"read\", \"arguments\": {}}", &[], 1).is_none());
+        assert!(recover(
+            "{\"name\": \"read\", \"arguments\": {}}",
+            &Offered::default(),
+            1
+        )
+        .is_none());
     }
 }

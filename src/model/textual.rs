@@ -310,7 +310,9 @@ impl<'a> Cursor<'a> {
                 return Some(out);
             }
             let c = rest.chars().next()?;
-            if c == '\n' && close.len() == 1 && !raw {
+            // A line break ends a single-quoted string that was never closed; models do write
+            // raw line breaks inside double-quoted JSON strings, which are read as written.
+            if c == '\n' && close.len() == 1 && !raw && quote != b'"' {
                 return None;
             }
             self.pos += c.len_utf8();

@@ -113,11 +113,13 @@ pub fn declares_no_findings(text: &str) -> bool {
 
 /// The repair turn: what is missing, how to deliver it, and the shape of one evidence item.
 /// `looks_like_call`: the answer holds a tool call written as text, which ran nothing.
+/// `first_step`: what to do first when the agent has not started the work (its gate's plan).
 pub fn repair_prompt(
     owed: &Deliver,
     missing: &Missing,
     workflow: Option<&str>,
     looks_like_call: bool,
+    first_step: Option<&str>,
 ) -> String {
     let mut out = String::new();
     if looks_like_call {
@@ -161,6 +163,11 @@ pub fn repair_prompt(
                 }
             }
         }
+    }
+    if let Some(step) = first_step {
+        out.push('\n');
+        out.push_str(step);
+        out.push('\n');
     }
     if workflow.is_none() && owed.evidence > 0 {
         out.push_str(
@@ -279,7 +286,14 @@ mod tests {
 
     #[test]
     fn the_repair_prompt_names_the_glob_and_the_call_written_as_text() {
-        let text = repair_prompt(&owed(3), &Missing::NotWritten, None, true);
+        let text = repair_prompt(
+            &owed(3),
+            &Missing::NotWritten,
+            None,
+            true,
+            Some("Start here."),
+        );
+        assert!(text.contains("Start here."), "{text}");
         assert!(text.contains("reports/*.md"), "{text}");
         assert!(text.contains("written as text"), "{text}");
         assert!(text.contains("**Excerpt**"), "{text}");

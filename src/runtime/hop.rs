@@ -181,6 +181,7 @@ pub(crate) fn run_hop_on(
             steps: 0,
             last_content: String::new(),
             written: Vec::new(),
+            seen_calls: Default::default(),
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
         };
@@ -222,6 +223,8 @@ struct HopState {
     steps: u32,
     last_content: String,
     written: Vec<String>,
+    /// Tool calls made so far (tool and arguments), to refuse identical repeats.
+    seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
     plan_gate: Option<PlanGate>,
     /// The checkpoint of this hop's earlier PARTIAL attempt, when `resume` runs it again.
@@ -329,22 +332,23 @@ impl HopState {
                      No more tool calls.",
                 ));
             }
+            let offer_tools = !(last_step || checkpointing.is_some());
             let request = ModelRequest {
                 model: self.model_name.clone(),
                 agent: self.agent.name.clone(),
                 system: self.system.clone(),
                 messages: self.messages.clone(),
-                tools: if last_step || checkpointing.is_some() {
-                    Vec::new()
-                } else {
+                tools: if offer_tools {
                     tool_specs.clone()
+                } else {
+                    Vec::new()
                 },
                 temperature: self.agent.temperature,
                 top_p: self.agent.top_p,
                 max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),
             };
-            let offered: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+            let offered = recover::Offered::from_specs(&request.tools);
             self.ctx.emit(EventKind::ModelRequest {
                 step: turn,
                 messages: request.messages.len(),
@@ -544,9 +548,8 @@ impl HopState {
 
     /// Reads tool calls the model wrote as text into `response` (only tools offered this turn)
     /// and logs how they were written, so the turn goes on as if they were native calls.
-    fn recover_calls(&self, response: &mut ModelResponse, offered: &[String], turn: u32) {
-        let names: Vec<&str> = offered.iter().map(String::as_str).collect();
-        let Some(found) = recover::recover(&response.content, &names, turn) else {
+    fn recover_calls(&self, response: &mut ModelResponse, offered: &recover::Offered, turn: u32) {
+        let Some(found) = recover::recover(&response.content, offered, turn) else {
             return;
         };
         self.ctx.emit(EventKind::ModelToolCallRecovered {
@@ -578,6 +581,10 @@ impl HopState {
                     &missing,
                     self.agent.workflow.as_deref(),
                     deliver::looks_like_call(answer),
+                    self.plan_gate
+                        .as_ref()
+                        .and_then(|g| g.first_step())
+                        .as_deref(),
                 )),
                 "repair",
             ),

@@ -167,6 +167,30 @@ impl PlanGate {
         self.gate.plan_agent() == Some(name)
     }
 
+    /// Before a plan is accepted: the call that starts the work, for a repair turn to show a
+    /// model that answered without it. `None` once a plan passed, or when the plan comes from a
+    /// contract rather than an agent.
+    pub fn first_step(&self) -> Option<String> {
+        if self.accepted.is_some() {
+            return None;
+        }
+        let plan = self.gate.plan_agent()?;
+        Some(format!(
+            "Nothing is open before a plan: start with it. Call the `task` tool with \
+             {{\"subagent_type\": \"{plan}\", \"description\": \"Plan the question\", \
+             \"prompt\": \"<the user's question, word for word>\"}}."
+        ))
+    }
+
+    /// What the gate opens now, as a key: a call refused under one state may pass under the
+    /// next (the hop's memory of failed calls is keyed by it).
+    pub fn state_key(&self) -> String {
+        match &self.accepted {
+            None => "no plan".to_string(),
+            Some(a) => a.allowed.iter().cloned().collect::<Vec<_>>().join(","),
+        }
+    }
+
     #[cfg(test)]
     pub fn accepted(&self) -> Option<&Accepted> {
         self.accepted.as_ref()

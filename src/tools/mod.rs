@@ -327,7 +327,15 @@ fn resolve_with(
     name: &str,
     how: fn(&Project, &str) -> Result<std::path::PathBuf, crate::project::PathError>,
 ) -> Result<std::path::PathBuf, ToolError> {
-    let path = how(ctx.project, name).map_err(|e| refused(tool, name, e))?;
+    let path = how(ctx.project, name).map_err(|e| match e {
+        // A path that is not there is a mistake the model can fix (list the folder), not an
+        // attempt to leave the project: a tool error it reads, never a refusal that blocks.
+        crate::project::PathError::NotFound(_) => ToolError::Failed {
+            tool: tool.to_string(),
+            message: format!("{e}; `list` or `glob` its folder to see what is there"),
+        },
+        e => refused(tool, name, e),
+    })?;
     open_to_tools(ctx.project, tool, name, &path)?;
     Ok(path)
 }

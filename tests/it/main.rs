@@ -34,6 +34,7 @@ mod pipelines;
 mod providers;
 mod providers_real;
 mod providers_runtime;
+mod repeated_calls;
 #[cfg(feature = "restate")]
 mod restate;
 mod runtime_e2e;

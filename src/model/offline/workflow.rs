@@ -31,10 +31,11 @@ pub struct Workflow {
 }
 
 static SUBAGENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"subagent_type\s*[:=]\s*["']([A-Za-z0-9_./-]+)["']"#).expect("static regex")
+    Regex::new(r#"subagent_type["']?\s*[:=]\s*["']([A-Za-z0-9_./-]+)["']"#).expect("static regex")
 });
-static PROMPT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"\bprompt\s*[:=]\s*"((?:[^"\\]|\\.)*)""#).expect("static regex"));
+static PROMPT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\bprompt"?\s*[:=]\s*"((?:[^"\\]|\\.)*)""#).expect("static regex")
+});
 static REPORT_TARGET: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"`([A-Za-z0-9_./-]+/)(\d{4}-\d{2}-\d{2})?-?(?:\{\{\s*today\s*\}\}-)?<slug>\.md`")
         .expect("static regex")

@@ -98,6 +98,23 @@ impl HopState {
                 arguments: call.arguments.clone(),
             });
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
+            // A call that failed, made again unchanged, fails the same way: a small model caught
+            // in a loop repeats one refused call for its whole budget. `task` is exempt (a
+            // subagent may answer differently); a write or a delegation clears the memory.
+            let key = self.call_key(&tool, call);
+            if tool != "task" {
+                if let Some(msg) = self
+                    .seen_calls
+                    .get(&key)
+                    .and_then(|s| s.repeat_message(&tool))
+                {
+                    pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
+                    continue;
+                }
+                self.seen_calls
+                    .entry(key)
+                    .or_insert_with(|| SeenCall::pending(self.steps));
+            }
             if let Some(gate) = self.plan_gate.as_mut() {
                 let target = (tool == "task")
                     .then(|| super::super::dispatch::TaskCall::parse(&call.arguments).ok())
@@ -308,6 +325,17 @@ impl HopState {
             if child.is_none() {
                 shared.add_written(&written);
             }
+            // A write changes files, and a subagent's answer may change what the gate opens:
+            // either makes an earlier answer stale.
+            if !written.is_empty() || child.is_some() {
+                self.seen_calls.clear();
+            } else {
+                let tool = crate::agent::grants::canonical_tool_name(&call.name);
+                let key = self.call_key(&tool, call);
+                if let Some(seen) = self.seen_calls.get_mut(&key) {
+                    seen.settle(&message);
+                }
+            }
             self.written.extend(written.iter().cloned());
             self.ctx.emit(EventKind::ToolResult {
                 call_id: call.id.clone(),
@@ -323,6 +351,17 @@ impl HopState {
             self.permit = shared.semaphore.clone().acquire_owned().await.ok();
         }
         out
+    }
+
+    /// What makes two calls the same for [`SeenCall`]: the tool, its arguments, and what the
+    /// gate opens at the time.
+    fn call_key(&self, tool: &str, call: &ToolCall) -> String {
+        let gate = self
+            .plan_gate
+            .as_ref()
+            .map(|g| g.state_key())
+            .unwrap_or_default();
+        format!("{tool}\u{0}{}\u{0}{gate}", call.arguments)
     }
 
     /// Offers a planning agent's answer to the gate as the plan; the note tells the calling
@@ -377,5 +416,48 @@ fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) ->
         sources: accepted.sources.clone(),
         allowed: accepted.allowed.iter().cloned().collect(),
         fallback,
+    }
+}
+
+/// A tool call this hop made, for refusing an identical one (see [`HopState::tools_turn`]).
+#[derive(Debug, Clone)]
+pub(super) struct SeenCall {
+    turn: u32,
+    /// The first line of its error; `None` when it succeeded (or has not answered yet).
+    error: Option<String>,
+    settled: bool,
+}
+
+impl SeenCall {
+    fn pending(turn: u32) -> Self {
+        SeenCall {
+            turn,
+            error: None,
+            settled: false,
+        }
+    }
+
+    /// Records the result of the first call; a repeat's refusal never overwrites it.
+    fn settle(&mut self, result: &Message) {
+        if self.settled {
+            return;
+        }
+        self.settled = true;
+        if result.is_error {
+            let line = result.content.lines().next().unwrap_or("").to_string();
+            self.error = Some(cut(&line, 300));
+        }
+    }
+
+    /// What the model reads instead of running the call again: only for a call that failed
+    /// (a successful one may be repeated on purpose, and its tool may have effects).
+    fn repeat_message(&self, tool: &str) -> Option<String> {
+        let error = self.error.as_ref()?;
+        Some(format!(
+            "not run: you made this exact `{tool}` call already (turn {}), and it failed: \
+             {error}. Repeating it gives the same answer. Call something different, or do the \
+             next step of your task.",
+            self.turn
+        ))
     }
 }

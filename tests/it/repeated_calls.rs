@@ -1,0 +1,102 @@
+//! A model that repeats an identical tool call that failed gets a refusal that points back at
+//! the first error instead of running it again (a small model otherwise loops on one refused call
+//! for its whole budget); a successful call may be repeated, a write in between clears the
+//! memory, and `task` is never refused this way.
+
+use crate::support;
+
+use serde_json::json;
+use std::sync::Arc;
+
+use support::mock::{answer, call, Mock, Proto};
+use switchboard::agent::{load, LoadOptions};
+use switchboard::config::Config;
+use switchboard::model::{ProviderContext, Registry};
+use switchboard::project::Project;
+use switchboard::runtime::events::read_log;
+use switchboard::runtime::{EventKind, RunOptions, Session};
+
+const LEAD: &str = "---\nname: lead\ndescription: \"Reads.\"\nmode: primary\ntools: {read: true, write: true}\n---\nYou are {{ agent }}.\n";
+
+#[tokio::test]
+async fn an_identical_failed_call_is_not_run_again_until_a_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
+    std::fs::write(dir.path().join("thoughts/b.md"), "bee\n").expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let read = |id: &str, path: &str| call(id, "read", json!({"path": path}));
+    mock.push(answer(
+        "",
+        vec![read("r", "thoughts/a.md"), read("b", "thoughts/b.md")],
+    ))
+    .push(answer(
+        "",
+        vec![read("r2", "thoughts/a.md"), read("b2", "thoughts/b.md")],
+    ))
+    .push(answer(
+        "",
+        vec![call(
+            "w",
+            "write",
+            json!({"path": "thoughts/a.md", "content": "two\n"}),
+        )],
+    ))
+    .push(answer("", vec![read("r3", "thoughts/a.md")]))
+    .push(answer("done", vec![]));
+    let config = format!(
+        "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\n",
+        mock.base_url(Proto::OpenAi)
+    );
+    let config = Config::parse(&config, "switchboard.toml").expect("config");
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    let registry = Registry::with_builtins(ProviderContext {
+        project_root: project.root().to_path_buf(),
+        providers: config.providers.clone(),
+        stream: None,
+    });
+    let options = RunOptions {
+        model: Some("mock/m1".into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        "lead",
+        "read a",
+    )
+    .expect("session");
+    let outcome = session.run().await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let events = read_log(&outcome.events).expect("log");
+    let results: Vec<(String, bool, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id,
+                is_error,
+                output,
+                ..
+            } => Some((call_id.clone(), *is_error, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 6, "{results:?}");
+    // a.md does not exist yet: the read fails, and the same read is not run again.
+    assert!(results[0].1, "{results:?}");
+    assert!(results[2].1, "{results:?}");
+    assert!(
+        results[2].2.contains("made this exact `read` call already"),
+        "{results:?}"
+    );
+    // A read that succeeded runs again.
+    assert!(!results[1].1 && results[1].2.contains("bee"), "{results:?}");
+    assert!(!results[3].1 && results[3].2.contains("bee"), "{results:?}");
+    // After the write, the failed read runs again and sees the file.
+    assert!(!results[5].1 && results[5].2.contains("two"), "{results:?}");
+}
