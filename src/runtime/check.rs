@@ -134,6 +134,12 @@ impl Gate<'_> {
                 answer: None,
             };
         };
+        // A markdown answer wrapped whole in one code fence (small models do this to every
+        // answer) is judged, and handed up, without the fence: the fence carries nothing.
+        let unfenced = (contract.format != ContractFormat::Json)
+            .then(|| unwrap_fence(answer))
+            .flatten();
+        let answer = unfenced.unwrap_or(answer);
         let Judged { mut outcome, json } = self.check(answer, contract);
         let question = json.as_ref().and_then(|j| j.question.clone());
         if outcome.conformant && question.is_some() && self.questions_asked > 0 {
@@ -164,7 +170,8 @@ impl Gate<'_> {
             repair: self.repairs,
             violations: outcome.violations.clone(),
         });
-        let sanitized = json.as_ref().map_or(0, |j| j.sanitized.len() as u32);
+        let sanitized =
+            json.as_ref().map_or(0, |j| j.sanitized.len() as u32) + u32::from(unfenced.is_some());
         let repairs = self.repairs;
         let settle = |outcome: &str, reason: Option<&str>, question: bool| {
             Some(EventKind::ContractOutcome {
@@ -191,7 +198,8 @@ impl Gate<'_> {
             let answer = json
                 .filter(|j| !j.sanitized.is_empty())
                 .and_then(|j| j.value)
-                .and_then(|v| serde_json::to_string_pretty(&v).ok());
+                .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                .or_else(|| unfenced.map(str::to_string));
             return Verdict::Accept {
                 conformant: Some(true),
                 answer,
@@ -365,6 +373,34 @@ mod tests {
     }
 
     #[test]
+    fn an_envelope_wrapped_in_one_fence_passes_first_time_and_goes_up_unwrapped() {
+        let contract = Contract::builtin("envelope").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut gate = Gate {
+            contract: Some(&contract),
+            project: &project,
+            correlation_id: "c-1",
+            message_id: "t-2026-11-25-001",
+            repairs: 0,
+            vars: serde_json::Value::Null,
+            settled: None,
+            questions_asked: 0,
+            asked: None,
+        };
+        let inner = "---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\nNothing found.\n</answer>";
+        let verdict = gate.judge(&format!("```markdown\n{inner}\n```"), &|_| {});
+        match verdict {
+            Verdict::Accept {
+                conformant: Some(true),
+                answer: Some(a),
+            } => assert_eq!(a, inner),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(gate.repairs, 0);
+    }
+
+    #[test]
     fn without_a_contract_every_answer_is_accepted_unchecked() {
         let dir = tempfile::tempdir().unwrap();
         let project = Project::open(dir.path()).unwrap();
@@ -515,5 +551,64 @@ mod tests {
             outcome_of_event(&gate.settled),
             ("valid".into(), None, 0, 1)
         );
+    }
+}
+
+/// The inside of an answer that is one fenced code block and nothing else (```` ```markdown ````
+/// … ```` ``` ````), or `None`. A fence line at the margin inside it means the block is not one
+/// block, and the answer is left as it is.
+fn unwrap_fence(answer: &str) -> Option<&str> {
+    let text = answer.trim();
+    let first_end = text.find('\n')?;
+    let open = text[..first_end].trim_end();
+    let ch = open.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let width = open.chars().take_while(|c| *c == ch).count();
+    if width < 3 || open[width..].contains(ch) {
+        return None;
+    }
+    let body_and_close = &text[first_end + 1..];
+    let close_start = body_and_close.rfind('\n').map_or(0, |i| i + 1);
+    let close = body_and_close[close_start..].trim_end();
+    let fence = |line: &str| {
+        let n = line.chars().take_while(|c| *c == ch).count();
+        n >= width && line[n..].trim().is_empty()
+    };
+    if close_start == 0 || !fence(close) {
+        return None;
+    }
+    let inner = &body_and_close[..close_start];
+    if inner
+        .lines()
+        .any(|l| l.starts_with(ch) && l.chars().take_while(|c| *c == ch).count() >= width)
+    {
+        return None;
+    }
+    Some(inner.trim_end_matches('\n'))
+}
+
+#[cfg(test)]
+mod unwrap_tests {
+    use super::unwrap_fence;
+
+    #[test]
+    fn one_fence_around_the_whole_answer_is_taken_off() {
+        let inner = "---\nmessage_id: m\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n- **Excerpt**:\n  ```\n  x\n  ```\n</answer>";
+        for open in ["```markdown", "```", "```md", "~~~"] {
+            let close = &open[..3];
+            let wrapped = format!("{open}\n{inner}\n{close}\n");
+            assert_eq!(unwrap_fence(&wrapped), Some(inner), "{open}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_alone() {
+        for text in [
+            "---\nmessage_id: m\n---\n<answer>\nx\n</answer>",
+            "```\na\n```\ntext after\n",
+            "```\na\n```\n\n```\nb\n```",
+            "```\nunclosed",
+        ] {
+            assert_eq!(unwrap_fence(text), None, "{text}");
+        }
     }
 }
