@@ -334,6 +334,23 @@ fn resolve_with(
             tool: tool.to_string(),
             message: format!("{e}; `list` or `glob` its folder to see what is there"),
         },
+        // The project's own absolute path (the prompt shows the root): a slip, not an escape.
+        // It is still refused, as a tool error that names the relative path to use.
+        crate::project::PathError::Absolute(_)
+            if std::path::Path::new(name).starts_with(ctx.project.root()) =>
+        {
+            let relative = std::path::Path::new(name)
+                .strip_prefix(ctx.project.root())
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            ToolError::Failed {
+                tool: tool.to_string(),
+                message: format!(
+                    "{e}: call it again with `{}`",
+                    if relative.is_empty() { "." } else { &relative }
+                ),
+            }
+        }
         e => refused(tool, name, e),
     })?;
     open_to_tools(ctx.project, tool, name, &path)?;

@@ -322,3 +322,39 @@ fn version_control_and_runtime_state_are_hidden_from_list_glob_and_grep() {
         .text;
     assert!(grep.starts_with("no matches"), "{grep}");
 }
+
+/// A small model's slips are tool errors it can fix, not refusals that block the session: a
+/// file that does not exist, and the project's own absolute path. An absolute path outside the
+/// root stays a refusal.
+#[test]
+fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() {
+    let f = Fixture::new();
+    let a = agent("");
+    match call(&f, &a, "read", json!({"path": "docs/missing.md"})) {
+        Err(ToolError::Failed { message, .. }) => {
+            assert!(message.contains("does not exist"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let absolute = f.project.root().join("docs/a.md");
+    match call(
+        &f,
+        &a,
+        "read",
+        json!({"path": absolute.display().to_string()}),
+    ) {
+        Err(ToolError::Failed { message, .. }) => {
+            assert!(
+                message.contains("call it again with `docs/a.md`"),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    refused(call(
+        &f,
+        &a,
+        "read",
+        json!({"path": f.outside("secret.txt").display().to_string()}),
+    ));
+}
