@@ -156,13 +156,7 @@ fn load_inner(
     let extra: Vec<PathBuf> = options
         .extra_dirs
         .iter()
-        .map(|d| {
-            if d.is_absolute() {
-                d.clone()
-            } else {
-                project.root().join(d)
-            }
-        })
+        .map(|d| extra_dir(project, d))
         .collect();
     let same_dir = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
@@ -183,14 +177,16 @@ fn load_inner(
 
     for (folder, fam, rel_dir) in folders {
         let is_extra = fam == EXTRA_FAMILY;
-        if is_extra && !folder.is_dir() {
-            set.diagnostics.push(Problem::new(
-                Severity::Error,
-                "agent/folder-missing",
-                folder.display().to_string(),
-                "agent folder given with --agents does not exist",
-            ));
-            continue;
+        if is_extra {
+            if let Some(why) = not_a_folder(&folder) {
+                set.diagnostics.push(Problem::new(
+                    Severity::Error,
+                    "agent/folder-missing",
+                    folder.display().to_string(),
+                    format!("agent folder given with --agents {why}"),
+                ));
+                continue;
+            }
         }
         for path in crate::markdown::files_under(&folder) {
             let file = display_path(project, &path);
@@ -294,6 +290,51 @@ fn load_inner(
         }
     }
     set
+}
+
+/// Where loading reads an `--agents` folder: an absolute path as given, a relative one from the
+/// project root (not the working directory), so one project reads the same folders from anywhere.
+pub fn extra_dir(project: &Project, dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        project.root().join(dir)
+    }
+}
+
+/// Why `folder` cannot be an agent folder (`does not exist`, `is not a folder`), or `None`.
+fn not_a_folder(folder: &Path) -> Option<&'static str> {
+    match std::fs::metadata(folder) {
+        Ok(meta) if meta.is_dir() => None,
+        Ok(_) => Some("is not a folder"),
+        Err(_) => Some("does not exist"),
+    }
+}
+
+/// One `--agents` folder that cannot be read: as given, where it was looked for, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingFolder {
+    pub given: PathBuf,
+    pub resolved: PathBuf,
+    pub why: &'static str,
+}
+
+/// The `--agents` folders of `options` that are missing or not folders. The command line refuses
+/// to run with one (a mistyped folder must not silently leave the agents out: `mcp --agents NAME`
+/// used to serve every agent); library callers get `agent/folder-missing` from [`load`] instead.
+pub fn missing_extra_dirs(project: &Project, options: &LoadOptions) -> Vec<MissingFolder> {
+    options
+        .extra_dirs
+        .iter()
+        .filter_map(|given| {
+            let resolved = extra_dir(project, given);
+            not_a_folder(&resolved).map(|why| MissingFolder {
+                given: given.clone(),
+                resolved,
+                why,
+            })
+        })
+        .collect()
 }
 
 /// The one note for a file whose agent an earlier folder family already defines.
