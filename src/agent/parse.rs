@@ -246,12 +246,22 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             (false, Vec::new())
         }
     };
-    let references = references::extract(&body, split.body_line);
+    let mode = raw.mode.as_ref().map(|m| m.value).unwrap_or_default();
+    let permission = raw.permission.unwrap_or_else(Permission::default);
+    let tools_is_map = matches!(
+        raw.tools.as_ref().map(|t| &t.value),
+        Some(super::grants::ToolsDecl::Map(_))
+    );
+    let references = if references::are_delegations(mode, &tools, tools_is_map, &permission) {
+        references::extract(&body, split.body_line)
+    } else {
+        Vec::new()
+    };
 
     let agent = Agent {
         name: agent_name,
         description,
-        mode: raw.mode.map(|m| m.value).unwrap_or_default(),
+        mode,
         model_line: raw
             .model
             .as_ref()
@@ -265,7 +275,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             .map_or(0, |t| t.referenced.line() as usize + line_offset),
         max_tokens: raw.max_tokens,
         tools,
-        permission: raw.permission.unwrap_or_else(Permission::default),
+        permission,
         steps: raw.steps,
         disable: raw.disable.unwrap_or(false),
         hidden: raw.hidden.unwrap_or(false),
