@@ -126,6 +126,9 @@ pub fn stamp(path: &Path) -> Option<FileStamp> {
 #[derive(Debug, Default)]
 pub struct ParseCache {
     entries: std::collections::HashMap<PathBuf, (FileStamp, parse::Parsed)>,
+    /// The MCP servers the entries were parsed against: when the project declares others, every
+    /// file is parsed again (its `agent/unknown-tool` findings depend on them).
+    servers: Vec<String>,
 }
 
 /// Loads every agent of `project`.
@@ -138,9 +141,14 @@ pub fn load_cached(project: &Project, options: &LoadOptions, cache: &mut ParseCa
     load_inner(project, options, Some(cache))
 }
 
-fn read_and_parse(path: &Path, file: &str, name: &str) -> std::io::Result<parse::Parsed> {
+fn read_and_parse(
+    path: &Path,
+    file: &str,
+    name: &str,
+    servers: &[String],
+) -> std::io::Result<parse::Parsed> {
     let text = std::fs::read_to_string(path)?;
-    Ok(parse::parse(&text, file, name))
+    Ok(parse::parse_with(&text, file, name, servers))
 }
 
 fn load_inner(
@@ -149,6 +157,13 @@ fn load_inner(
     mut cache: Option<&mut ParseCache>,
 ) -> AgentSet {
     let mut set = AgentSet::default();
+    let servers = crate::config::Config::mcp_server_names(project);
+    if let Some(cache) = cache.as_deref_mut() {
+        if cache.servers != servers {
+            cache.entries.clear();
+            cache.servers = servers.clone();
+        }
+    }
     // name → (file, family, from an --agents folder)
     let mut owners: BTreeMap<String, (String, &'static str, bool)> = BTreeMap::new();
     // (family, name) → the first file of that family defining it
@@ -192,12 +207,12 @@ fn load_inner(
             let file = display_path(project, &path);
             let name = agent_name(&folder, &path);
             let parsed = match cache.as_deref_mut() {
-                None => read_and_parse(&path, &file, &name),
+                None => read_and_parse(&path, &file, &name, &servers),
                 Some(cache) => {
                     let now = stamp(&path);
                     match (now, cache.entries.get(&path)) {
                         (Some(now), Some((then, parsed))) if *then == now => Ok(parsed.clone()),
-                        _ => read_and_parse(&path, &file, &name).inspect(|parsed| {
+                        _ => read_and_parse(&path, &file, &name, &servers).inspect(|parsed| {
                             if let Some(now) = now {
                                 cache.entries.insert(path.clone(), (now, parsed.clone()));
                             }

@@ -26,8 +26,15 @@ pub struct Parsed {
     pub diagnostics: Vec<Problem>,
 }
 
-/// Parses `text` (the content of `file`, a root-relative path) as an agent named `name`.
+/// Parses `text` (the content of `file`, a root-relative path) as an agent named `name`, in a
+/// project that declares no MCP server.
 pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
+    parse_with(text, file, name, &[])
+}
+
+/// [`parse`] in a project that declares the MCP servers `servers`: a grant of a server's name
+/// (`context7: true`) is then no unknown tool.
+pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Parsed {
     let mut diags = Vec::new();
     let split = match frontmatter::split(text) {
         Ok(s) => s,
@@ -166,7 +173,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         .map(|t| ToolGrants::from_decl(&t.value))
         .unwrap_or_default();
     if let Some(t) = &raw.tools {
-        for unknown in tools.unknown_names() {
+        for unknown in tools.unknown_names(servers) {
             diags.push(
                 Problem::new(
                     Severity::Warning,
@@ -179,7 +186,9 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                     match nearest(unknown, super::grants::BUILTIN_TOOLS.iter().copied()) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => format!(
-                            "switchboard provides: {}",
+                            "switchboard provides: {}; an MCP server's name grants its tools once \
+                             the server is declared ([mcp.NAME] in switchboard.toml, `mcp` in \
+                             opencode.json or `mcpServers` in .mcp.json)",
                             super::grants::BUILTIN_TOOLS.join(", ")
                         ),
                     },
