@@ -24,6 +24,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 pub mod foreign_mcp;
+pub mod foreign_tools;
 
 use crate::markdown::LineIndex;
 use crate::problem::{Problem, Severity};
@@ -219,14 +220,25 @@ impl Config {
         Ok(config)
     }
 
-    /// The names of every MCP server the project declares, enabled or not: what agent loading
-    /// needs to tell a server's name granted in `tools:` from a typo. A switchboard.toml that
-    /// does not parse still leaves the other files' servers (its error is reported elsewhere).
+    /// The names of every MCP server the project declares, enabled or not. A switchboard.toml
+    /// that does not parse still leaves the other files' servers (its error is reported
+    /// elsewhere).
     pub fn mcp_server_names(project: &Project) -> Vec<String> {
         match Self::load(project) {
             Ok(config) => config.mcp.into_keys().collect(),
             Err(_) => foreign_mcp::load(project).servers.into_keys().collect(),
         }
+    }
+
+    /// Every tool name the project declares beyond switchboard's own: its MCP servers' names
+    /// (which grant their tools) and opencode's custom tools. What agent loading needs to tell a
+    /// declared name granted in `tools:` from a typo (`agent/unknown-tool`).
+    pub fn declared_tool_names(project: &Project) -> Vec<String> {
+        let mut names = Self::mcp_server_names(project);
+        names.extend(foreign_tools::opencode_custom_tools(project));
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Parses config text; `file` only names it in errors.

@@ -126,8 +126,9 @@ pub fn stamp(path: &Path) -> Option<FileStamp> {
 #[derive(Debug, Default)]
 pub struct ParseCache {
     entries: std::collections::HashMap<PathBuf, (FileStamp, parse::Parsed)>,
-    /// The MCP servers the entries were parsed against: when the project declares others, every
-    /// file is parsed again (its `agent/unknown-tool` findings depend on them).
+    /// The declared tool names (MCP servers, opencode custom tools) the entries were parsed
+    /// against: when the project declares others, every file is parsed again (its
+    /// `agent/unknown-tool` findings depend on them).
     servers: Vec<String>,
 }
 
@@ -157,7 +158,7 @@ fn load_inner(
     mut cache: Option<&mut ParseCache>,
 ) -> AgentSet {
     let mut set = AgentSet::default();
-    let servers = crate::config::Config::mcp_server_names(project);
+    let servers = crate::config::Config::declared_tool_names(project);
     if let Some(cache) = cache.as_deref_mut() {
         if cache.servers != servers {
             cache.entries.clear();

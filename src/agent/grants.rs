@@ -220,7 +220,8 @@ impl ToolGrants {
     }
 
     /// Names in the rules that no runtime we know provides (typos, mostly). `servers` are the
-    /// MCP servers the project declares: a server's name grants its tools, so it is known.
+    /// names the project declares: its MCP servers (a server's name grants its tools) and
+    /// opencode custom tools; those are known.
     pub fn unknown_names<'a>(&'a self, servers: &'a [String]) -> impl Iterator<Item = &'a str> {
         self.rules
             .iter()

@@ -32,8 +32,9 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
     parse_with(text, file, name, &[])
 }
 
-/// [`parse`] in a project that declares the MCP servers `servers`: a grant of a server's name
-/// (`context7: true`) is then no unknown tool.
+/// [`parse`] in a project that declares the tool names `servers` (its MCP servers and opencode
+/// custom tools, `Config::declared_tool_names`): a grant of one (`context7: true`) is then no
+/// unknown tool.
 pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Parsed {
     let mut diags = Vec::new();
     let split = match frontmatter::split(text) {

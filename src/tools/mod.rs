@@ -200,8 +200,9 @@ impl Provided {
                 )
             }
             t => format!(
-                "switchboard has no `{t}` tool (it provides {}); remove the grant or give the \
-                 work to an agent of the runtime that has it",
+                "switchboard has no `{t}` tool (it provides {}; opencode's custom tools in \
+                 .opencode/tool/ are not run here); remove the grant or give the work to an \
+                 agent of the runtime that has it",
                 crate::agent::grants::BUILTIN_TOOLS.join(", ")
             ),
         }

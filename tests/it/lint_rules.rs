@@ -528,9 +528,10 @@ fn analyze_file_without_the_analyzer_agent() {
 /// The shapes of scameronde/rpi-qpi (#28 item 6), rebuilt in tests/fixtures/foreign/rpi-shapes:
 /// subagents without `task` whose prompts show callers how to call them, and grants of MCP
 /// servers that opencode.json (`mcp`, local command arrays and a remote URL with headers) and
-/// .mcp.json (`mcpServers`) declare. Before: 3 `delegation/cycle` errors and 7
-/// `agent/unknown-tool` warnings; the documentation is not a delegation, and a declared server's
-/// name is a tool grant.
+/// .mcp.json (`mcpServers`) declare, and of an opencode custom tool (`.opencode/tool/*.ts`).
+/// Before: 3 `delegation/cycle` errors and 8 `agent/unknown-tool` warnings; the documentation is
+/// not a delegation, a declared server's name is a tool grant, and a custom tool is known (but
+/// not provided).
 #[test]
 fn a_foreign_projects_examples_and_declared_mcp_servers_are_not_findings() {
     let root =
@@ -548,14 +549,16 @@ fn a_foreign_projects_examples_and_declared_mcp_servers_are_not_findings() {
     assert_eq!(count("config/foreign-mcp"), 0, "{findings:#?}");
     // The primary's delegations are still edges: every subagent is called, none is an orphan.
     assert_eq!(count("delegation/orphan"), 0, "{findings:#?}");
-    // `bash` stays what it is: a tool of another runtime that switchboard does not provide.
+    // `bash` and the custom tool stay what they are: tools of another runtime that switchboard
+    // does not provide.
     let not_provided: Vec<&str> = findings
         .iter()
         .filter(|f| f["code"] == "agent/tool-not-provided")
         .filter_map(|f| f["message"].as_str())
         .collect();
-    assert_eq!(not_provided.len(), 1, "{not_provided:?}");
+    assert_eq!(not_provided.len(), 2, "{not_provided:?}");
     assert!(not_provided[0].contains("`bash`"), "{not_provided:?}");
+    assert!(not_provided[1].contains("`web-crawl`"), "{not_provided:?}");
     assert_eq!(out.status.code(), Some(0), "{findings:#?}");
 }
 
