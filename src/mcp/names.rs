@@ -41,6 +41,9 @@ pub fn server_part(name: &str) -> &str {
 /// the server's name itself (`context7`, `mcp__context7`), a tool of it (`context7_x`), or a glob
 /// other than a bare `*` that can match one of its tools (`sequential-thinking*`).
 pub fn mentions(pattern: &str, server: &str) -> bool {
+    // Grant patterns are lower case (`canonical_tool_name`); compare the server the same way.
+    let server = server.to_ascii_lowercase();
+    let server = server.as_str();
     if pattern == server || pattern == format!("mcp__{server}") {
         return true;
     }
