@@ -315,13 +315,17 @@ mod tests {
     fn mcp_sections_parse_and_typos_are_located() {
         let c = Config::parse(
             "[mcp.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\nenv = { A = \"1\" }\n\
-             [mcp.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+             [mcp.web]\nurl = \"http://127.0.0.1:1/mcp\"\nheaders = { Authorization = \"Bearer ${T}\" }\n\
+             enabled = false\n",
             CONFIG_FILE,
         )
         .unwrap();
         assert_eq!(c.mcp["fs"].command.as_deref(), Some("npx"));
         assert_eq!(c.mcp["fs"].args, vec!["-y", "x"]);
         assert_eq!(c.mcp["web"].url.as_deref(), Some("http://127.0.0.1:1/mcp"));
+        // Placeholders stay as written until the server starts.
+        assert_eq!(c.mcp["web"].headers["Authorization"], "Bearer ${T}");
+        assert!(!c.mcp["web"].is_enabled() && c.mcp["fs"].is_enabled());
         let e = Config::parse("[mcp.fs]\ncommand = \"x\"\nargz = []\n", CONFIG_FILE).unwrap_err();
         assert_eq!((e.0.line, e.0.column), (3, 1), "{e}");
         let e = Config::parse(

@@ -109,11 +109,9 @@ pub fn parse(text: &str, file: &str) -> (Vec<(String, McpServerSection)>, Vec<Pr
     };
     // opencode's newer layout nests the servers one level down: `mcp: {servers: {...}}`.
     if !claude {
+        // (A v1 server that happens to be called `servers` has a `type`.)
         if let Some(nested) = entries.get("servers").and_then(Value::as_object) {
-            if !entries["servers"]
-                .as_object()
-                .is_some_and(|o| o.contains_key("type"))
-            {
+            if !nested.contains_key("type") {
                 entries = nested;
             }
         }
