@@ -23,6 +23,9 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+pub mod foreign_mcp;
+pub mod foreign_tools;
+
 use crate::markdown::LineIndex;
 use crate::problem::{Problem, Severity};
 use crate::project::Project;
@@ -68,6 +71,17 @@ pub struct Config {
     /// Limits of `analyze_file` and `switchboard knowledge` (docs/knowledge.md).
     #[serde(default)]
     pub knowledge: KnowledgeSection,
+    /// Warnings about other tools' files read for MCP servers (`config/foreign-mcp`); lint
+    /// reports them.
+    #[serde(skip)]
+    pub problems: Vec<Problem>,
+}
+
+impl McpServerSection {
+    /// Whether the server is to be started (declared and not `enabled = false`).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled != Some(false)
+    }
 }
 
 /// `[knowledge]`: how big a file `analyze_file` reads and how big a chunk the analyzer gets.
@@ -94,7 +108,9 @@ pub struct TelemetrySection {
 }
 
 /// `[mcp.NAME]`: one MCP server, started as a child process (`command`) or reached over
-/// streamable HTTP (`url`); exactly one of the two.
+/// streamable HTTP (`url`); exactly one of the two. Servers declared in opencode.json or
+/// .mcp.json become sections too ([`foreign_mcp`]). `${VAR}` in `command`, `args`, `env`, `url`
+/// and `headers` is expanded from the environment when the server starts.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerSection {
@@ -107,6 +123,18 @@ pub struct McpServerSection {
     pub env: BTreeMap<String, String>,
     /// Streamable HTTP endpoint (`http://127.0.0.1:3001/mcp`).
     pub url: Option<String>,
+    /// HTTP headers sent with every request to `url` (`Authorization = "Bearer ${TOKEN}"`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `false` keeps the server declared (grants of its tools are not unknown) but never started.
+    pub enabled: Option<bool>,
+    /// Claude Code's `"type": "sse"`: the legacy SSE transport, which switchboard's client does
+    /// not speak; such a server is declared but fails to start with a message saying so.
+    #[serde(skip)]
+    pub sse: bool,
+    /// The file that declared the server when it is not switchboard.toml (for messages).
+    #[serde(skip)]
+    pub source: Option<String>,
     /// Seconds to wait for the server to start and list its tools, and for one tool call
     /// (default 10 and 60).
     pub startup_timeout_secs: Option<f64>,
@@ -175,14 +203,42 @@ impl Error {
 }
 
 impl Config {
-    /// Loads `switchboard.toml` from the project root; absent means defaults.
+    /// Loads `switchboard.toml` from the project root (absent means defaults), then adds the
+    /// MCP servers opencode.json and .mcp.json declare under names switchboard.toml leaves free.
     pub fn load(project: &Project) -> Result<Self, Error> {
         let path = project.root().join(CONFIG_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(&text, CONFIG_FILE),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(Error::new(CONFIG_FILE, 0, 0, e.to_string())),
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, CONFIG_FILE)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::default(),
+            Err(e) => return Err(Error::new(CONFIG_FILE, 0, 0, e.to_string())),
+        };
+        let declared = foreign_mcp::load(project);
+        for (name, section) in declared.servers {
+            config.mcp.entry(name).or_insert(section);
         }
+        config.problems = declared.problems;
+        Ok(config)
+    }
+
+    /// The names of every MCP server the project declares, enabled or not. A switchboard.toml
+    /// that does not parse still leaves the other files' servers (its error is reported
+    /// elsewhere).
+    pub fn mcp_server_names(project: &Project) -> Vec<String> {
+        match Self::load(project) {
+            Ok(config) => config.mcp.into_keys().collect(),
+            Err(_) => foreign_mcp::load(project).servers.into_keys().collect(),
+        }
+    }
+
+    /// Every tool name the project declares beyond switchboard's own: its MCP servers' names
+    /// (which grant their tools) and opencode's custom tools. What agent loading needs to tell a
+    /// declared name granted in `tools:` from a typo (`agent/unknown-tool`).
+    pub fn declared_tool_names(project: &Project) -> Vec<String> {
+        let mut names = Self::mcp_server_names(project);
+        names.extend(foreign_tools::opencode_custom_tools(project));
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Parses config text; `file` only names it in errors.
@@ -259,13 +315,17 @@ mod tests {
     fn mcp_sections_parse_and_typos_are_located() {
         let c = Config::parse(
             "[mcp.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\nenv = { A = \"1\" }\n\
-             [mcp.web]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+             [mcp.web]\nurl = \"http://127.0.0.1:1/mcp\"\nheaders = { Authorization = \"Bearer ${T}\" }\n\
+             enabled = false\n",
             CONFIG_FILE,
         )
         .unwrap();
         assert_eq!(c.mcp["fs"].command.as_deref(), Some("npx"));
         assert_eq!(c.mcp["fs"].args, vec!["-y", "x"]);
         assert_eq!(c.mcp["web"].url.as_deref(), Some("http://127.0.0.1:1/mcp"));
+        // Placeholders stay as written until the server starts.
+        assert_eq!(c.mcp["web"].headers["Authorization"], "Bearer ${T}");
+        assert!(!c.mcp["web"].is_enabled() && c.mcp["fs"].is_enabled());
         let e = Config::parse("[mcp.fs]\ncommand = \"x\"\nargz = []\n", CONFIG_FILE).unwrap_err();
         assert_eq!((e.0.line, e.0.column), (3, 1), "{e}");
         let e = Config::parse(

@@ -126,6 +126,10 @@ pub fn stamp(path: &Path) -> Option<FileStamp> {
 #[derive(Debug, Default)]
 pub struct ParseCache {
     entries: std::collections::HashMap<PathBuf, (FileStamp, parse::Parsed)>,
+    /// The declared tool names (MCP servers, opencode custom tools) the entries were parsed
+    /// against: when the project declares others, every file is parsed again (its
+    /// `agent/unknown-tool` findings depend on them).
+    servers: Vec<String>,
 }
 
 /// Loads every agent of `project`.
@@ -138,9 +142,14 @@ pub fn load_cached(project: &Project, options: &LoadOptions, cache: &mut ParseCa
     load_inner(project, options, Some(cache))
 }
 
-fn read_and_parse(path: &Path, file: &str, name: &str) -> std::io::Result<parse::Parsed> {
+fn read_and_parse(
+    path: &Path,
+    file: &str,
+    name: &str,
+    servers: &[String],
+) -> std::io::Result<parse::Parsed> {
     let text = std::fs::read_to_string(path)?;
-    Ok(parse::parse(&text, file, name))
+    Ok(parse::parse_with(&text, file, name, servers))
 }
 
 fn load_inner(
@@ -149,6 +158,13 @@ fn load_inner(
     mut cache: Option<&mut ParseCache>,
 ) -> AgentSet {
     let mut set = AgentSet::default();
+    let servers = crate::config::Config::declared_tool_names(project);
+    if let Some(cache) = cache.as_deref_mut() {
+        if cache.servers != servers {
+            cache.entries.clear();
+            cache.servers = servers.clone();
+        }
+    }
     // name → (file, family, from an --agents folder)
     let mut owners: BTreeMap<String, (String, &'static str, bool)> = BTreeMap::new();
     // (family, name) → the first file of that family defining it
@@ -156,13 +172,7 @@ fn load_inner(
     let extra: Vec<PathBuf> = options
         .extra_dirs
         .iter()
-        .map(|d| {
-            if d.is_absolute() {
-                d.clone()
-            } else {
-                project.root().join(d)
-            }
-        })
+        .map(|d| extra_dir(project, d))
         .collect();
     let same_dir = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
@@ -183,25 +193,27 @@ fn load_inner(
 
     for (folder, fam, rel_dir) in folders {
         let is_extra = fam == EXTRA_FAMILY;
-        if is_extra && !folder.is_dir() {
-            set.diagnostics.push(Problem::new(
-                Severity::Error,
-                "agent/folder-missing",
-                folder.display().to_string(),
-                "agent folder given with --agents does not exist",
-            ));
-            continue;
+        if is_extra {
+            if let Some(why) = not_a_folder(&folder) {
+                set.diagnostics.push(Problem::new(
+                    Severity::Error,
+                    "agent/folder-missing",
+                    folder.display().to_string(),
+                    format!("agent folder given with --agents {why}"),
+                ));
+                continue;
+            }
         }
         for path in crate::markdown::files_under(&folder) {
             let file = display_path(project, &path);
             let name = agent_name(&folder, &path);
             let parsed = match cache.as_deref_mut() {
-                None => read_and_parse(&path, &file, &name),
+                None => read_and_parse(&path, &file, &name, &servers),
                 Some(cache) => {
                     let now = stamp(&path);
                     match (now, cache.entries.get(&path)) {
                         (Some(now), Some((then, parsed))) if *then == now => Ok(parsed.clone()),
-                        _ => read_and_parse(&path, &file, &name).inspect(|parsed| {
+                        _ => read_and_parse(&path, &file, &name, &servers).inspect(|parsed| {
                             if let Some(now) = now {
                                 cache.entries.insert(path.clone(), (now, parsed.clone()));
                             }
@@ -294,6 +306,51 @@ fn load_inner(
         }
     }
     set
+}
+
+/// Where loading reads an `--agents` folder: an absolute path as given, a relative one from the
+/// project root (not the working directory), so one project reads the same folders from anywhere.
+pub fn extra_dir(project: &Project, dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        project.root().join(dir)
+    }
+}
+
+/// Why `folder` cannot be an agent folder (`does not exist`, `is not a folder`), or `None`.
+fn not_a_folder(folder: &Path) -> Option<&'static str> {
+    match std::fs::metadata(folder) {
+        Ok(meta) if meta.is_dir() => None,
+        Ok(_) => Some("is not a folder"),
+        Err(_) => Some("does not exist"),
+    }
+}
+
+/// One `--agents` folder that cannot be read: as given, where it was looked for, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingFolder {
+    pub given: PathBuf,
+    pub resolved: PathBuf,
+    pub why: &'static str,
+}
+
+/// The `--agents` folders of `options` that are missing or not folders. The command line refuses
+/// to run with one (a mistyped folder must not silently leave the agents out: `mcp --agents NAME`
+/// used to serve every agent); library callers get `agent/folder-missing` from [`load`] instead.
+pub fn missing_extra_dirs(project: &Project, options: &LoadOptions) -> Vec<MissingFolder> {
+    options
+        .extra_dirs
+        .iter()
+        .filter_map(|given| {
+            let resolved = extra_dir(project, given);
+            not_a_folder(&resolved).map(|why| MissingFolder {
+                given: given.clone(),
+                resolved,
+                why,
+            })
+        })
+        .collect()
 }
 
 /// The one note for a file whose agent an earlier folder family already defines.

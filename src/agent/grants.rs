@@ -184,12 +184,22 @@ impl ToolGrants {
     /// need a rule that names them: `server_tool` or `mcp__server__tool` (opencode's and Claude
     /// Code's spellings), exactly or by a glob such as `server_*`; a bare `*` or a map's default
     /// never grants them, so configuring a server gives no agent its tools by accident.
+    /// The server's own name (`context7: true`, opencode's way of granting a server; or Claude
+    /// Code's `mcp__context7`) grants or refuses every tool of it. The most specific rule
+    /// decides: the tool's exact name, then the server's name, then the longest glob.
     pub fn allows_mcp(&self, server: &str, tool: &str) -> bool {
         let names = [
             canonical_tool_name(&format!("{server}_{tool}")),
             canonical_tool_name(&format!("mcp__{server}__{tool}")),
         ];
         if let Some(rule) = self.rules.iter().find(|r| names.contains(&r.pattern)) {
+            return rule.allow;
+        }
+        let servers = [
+            canonical_tool_name(server),
+            canonical_tool_name(&format!("mcp__{server}")),
+        ];
+        if let Some(rule) = self.rules.iter().find(|r| servers.contains(&r.pattern)) {
             return rule.allow;
         }
         self.rules
@@ -209,16 +219,22 @@ impl ToolGrants {
             .collect()
     }
 
-    /// Names in the rules that no runtime we know provides (typos, mostly).
-    pub fn unknown_names(&self) -> impl Iterator<Item = &str> {
-        self.rules.iter().map(|r| r.pattern.as_str()).filter(|p| {
-            !p.contains(['*', '?', '['])
+    /// Names in the rules that no runtime we know provides (typos, mostly). `servers` are the
+    /// names the project declares: its MCP servers (a server's name grants its tools) and
+    /// opencode custom tools; those are known.
+    pub fn unknown_names<'a>(&'a self, servers: &'a [String]) -> impl Iterator<Item = &'a str> {
+        self.rules
+            .iter()
+            .map(|r| r.pattern.as_str())
+            .filter(move |p| {
+                !p.contains(['*', '?', '['])
                 && !BUILTIN_TOOLS.contains(p)
                 && !FOREIGN_TOOLS.contains(p)
                 && !p.starts_with("mcp__")
                 // `server_tool`: an MCP tool; lint checks the server is configured.
                 && !p.contains('_')
-        })
+                && !servers.iter().any(|s| canonical_tool_name(s) == *p)
+            })
     }
 }
 
@@ -299,7 +315,41 @@ mod tests {
         assert!(!map(&[("fs_*", true), ("fs_write", false)]).allows_mcp("fs", "write"));
         let csv = ToolGrants::from_decl(&ToolsDecl::Csv("Read, mcp__fs__read_file".into()));
         assert!(csv.allows_mcp("fs", "read_file") && !csv.allows_mcp("fs", "write"));
-        assert_eq!(map(&[("fs_read", true)]).unknown_names().count(), 0);
+        assert_eq!(map(&[("fs_read", true)]).unknown_names(&[]).count(), 0);
+    }
+
+    /// opencode grants a server by its name (`context7: true`), Claude Code by `mcp__context7`;
+    /// rpi-qpi's agents do the former for servers its opencode.json declares (#28 item 6).
+    #[test]
+    fn a_server_name_grants_every_tool_of_it_and_is_known() {
+        let map = |pairs: &[(&str, bool)]| {
+            ToolGrants::from_decl(&ToolsDecl::Map(
+                pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ))
+        };
+        let g = map(&[("context7", true), ("sequential-thinking*", true)]);
+        assert!(g.allows_mcp("context7", "resolve-library-id"));
+        assert!(g.allows_mcp("sequential-thinking", "sequentialthinking"));
+        assert!(!g.allows_mcp("searxng", "search"));
+        // The tool's own rule beats the server's; the server's beats a glob.
+        let g = map(&[("context7", true), ("context7_get-library-docs", false)]);
+        assert!(g.allows_mcp("context7", "resolve-library-id"));
+        assert!(!g.allows_mcp("context7", "get-library-docs"));
+        assert!(!map(&[("context7", false), ("context7*", true)]).allows_mcp("context7", "x"));
+        let csv = ToolGrants::from_decl(&ToolsDecl::Csv("Read, mcp__context7".into()));
+        assert!(csv.allows_mcp("context7", "resolve-library-id"));
+        // Known only when declared.
+        let servers = vec!["context7".to_string()];
+        assert_eq!(
+            map(&[("context7", true)]).unknown_names(&servers).count(),
+            0
+        );
+        assert_eq!(
+            map(&[("context7", true)])
+                .unknown_names(&[])
+                .collect::<Vec<_>>(),
+            vec!["context7"]
+        );
     }
 
     #[test]
@@ -326,6 +376,6 @@ mod tests {
     #[test]
     fn unknown_names_are_reported() {
         let g = ToolGrants::from_decl(&ToolsDecl::List(vec!["Reed".into(), "Bash".into()]));
-        assert_eq!(g.unknown_names().collect::<Vec<_>>(), vec!["reed"]);
+        assert_eq!(g.unknown_names(&[]).collect::<Vec<_>>(), vec!["reed"]);
     }
 }

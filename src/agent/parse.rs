@@ -26,8 +26,16 @@ pub struct Parsed {
     pub diagnostics: Vec<Problem>,
 }
 
-/// Parses `text` (the content of `file`, a root-relative path) as an agent named `name`.
+/// Parses `text` (the content of `file`, a root-relative path) as an agent named `name`, in a
+/// project that declares no MCP server.
 pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
+    parse_with(text, file, name, &[])
+}
+
+/// [`parse`] in a project that declares the tool names `servers` (its MCP servers and opencode
+/// custom tools, `Config::declared_tool_names`): a grant of one (`context7: true`) is then no
+/// unknown tool.
+pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Parsed {
     let mut diags = Vec::new();
     let split = match frontmatter::split(text) {
         Ok(s) => s,
@@ -166,7 +174,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
         .map(|t| ToolGrants::from_decl(&t.value))
         .unwrap_or_default();
     if let Some(t) = &raw.tools {
-        for unknown in tools.unknown_names() {
+        for unknown in tools.unknown_names(servers) {
             diags.push(
                 Problem::new(
                     Severity::Warning,
@@ -179,7 +187,9 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
                     match nearest(unknown, super::grants::BUILTIN_TOOLS.iter().copied()) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => format!(
-                            "switchboard provides: {}",
+                            "switchboard provides: {}; an MCP server's name grants its tools once \
+                             the server is declared ([mcp.NAME] in switchboard.toml, `mcp` in \
+                             opencode.json or `mcpServers` in .mcp.json)",
                             super::grants::BUILTIN_TOOLS.join(", ")
                         ),
                     },
@@ -267,12 +277,22 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             (false, Vec::new())
         }
     };
-    let references = references::extract(&body, split.body_line);
+    let mode = raw.mode.as_ref().map(|m| m.value).unwrap_or_default();
+    let permission = raw.permission.unwrap_or_else(Permission::default);
+    let tools_is_map = matches!(
+        raw.tools.as_ref().map(|t| &t.value),
+        Some(super::grants::ToolsDecl::Map(_))
+    );
+    let references = if references::are_delegations(mode, &tools, tools_is_map, &permission) {
+        references::extract(&body, split.body_line)
+    } else {
+        Vec::new()
+    };
 
     let agent = Agent {
         name: agent_name,
         description,
-        mode: raw.mode.map(|m| m.value).unwrap_or_default(),
+        mode,
         model_line: raw
             .model
             .as_ref()
@@ -286,7 +306,7 @@ pub fn parse(text: &str, file: &str, name: &str) -> Parsed {
             .map_or(0, |t| t.referenced.line() as usize + line_offset),
         max_tokens: raw.max_tokens,
         tools,
-        permission: raw.permission.unwrap_or_else(Permission::default),
+        permission,
         steps: raw.steps,
         disable: raw.disable.unwrap_or(false),
         hidden: raw.hidden.unwrap_or(false),

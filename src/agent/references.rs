@@ -50,6 +50,34 @@ fn is_separator(text: &str) -> bool {
     t.is_empty() || matches!(t, "/" | "," | "or" | "and" | ", or" | ", and" | "|")
 }
 
+/// Whether the delegation mentions of an agent's prompt are delegations (edges of the graph) or
+/// documentation. A subagent that cannot delegate shows callers how to call it
+/// (`task({subagent_type: "codebase-locator", …})` inside codebase-locator.md): read as calls,
+/// those made seven `delegation/cycle` errors in scameronde/rpi-qpi (#28 item 6). A subagent
+/// cannot delegate when its grants refuse `task`, when `permission:` refuses `task` outright, or
+/// when it is an opencode subagent whose `tools:` map leaves `task` out and whose `permission:`
+/// names no `task` rule: opencode runs subagents with `task` denied unless their permission
+/// mentions it. Primaries keep their mentions whatever their grants: an orchestrator without
+/// `task` is a real finding (`delegation/not-granted`), not documentation.
+pub fn are_delegations(
+    mode: super::Mode,
+    tools: &super::ToolGrants,
+    tools_is_map: bool,
+    permission: &super::Permission,
+) -> bool {
+    if mode.can_be_primary() {
+        return true;
+    }
+    if !tools.allows("task") || permission.refuses_tool("task") {
+        return false;
+    }
+    let names_task = tools
+        .rules
+        .iter()
+        .any(|r| r.pattern != "*" && super::grants::glob_matches(&r.pattern, "task"));
+    !(tools_is_map && !names_task && !permission.0.contains_key("task"))
+}
+
 /// Finds the references in `body`, whose first line is line `body_line` of its file.
 pub fn extract(body: &str, body_line: usize) -> Vec<DelegationRef> {
     // Most bodies delegate nothing; skip the markdown parse when no form can match.
@@ -222,6 +250,50 @@ mod tests {
                 ("spanned", DelegationRefKind::TaskKeyword, 12, 29),
             ]
         );
+    }
+
+    #[test]
+    fn a_subagent_that_cannot_delegate_has_no_delegations() {
+        use crate::agent::grants::ToolsDecl;
+        use crate::agent::{Mode, Permission, ToolGrants};
+        let map = |pairs: &[(&str, bool)]| {
+            ToolGrants::from_decl(&ToolsDecl::Map(
+                pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ))
+        };
+        let none = Permission::default();
+        let task_rule: Permission =
+            serde_json::from_value(serde_json::json!({"task": {"*": "allow"}})).unwrap();
+        let denied: Permission =
+            serde_json::from_value(serde_json::json!({"task": "deny"})).unwrap();
+        let listed = ToolGrants::from_decl(&ToolsDecl::Csv("Read, Grep".into()));
+        // rpi-qpi's codebase-locator: an opencode map without `task`, no permission.
+        let locator = map(&[("read", true), ("bash", true)]);
+        assert!(!are_delegations(Mode::Subagent, &locator, true, &none));
+        assert!(!are_delegations(Mode::Subagent, &listed, false, &none));
+        assert!(!are_delegations(
+            Mode::Subagent,
+            &ToolGrants::default(),
+            false,
+            &denied
+        ));
+        // A subagent that names `task`, or whose permission does, delegates.
+        assert!(are_delegations(
+            Mode::Subagent,
+            &map(&[("task", true)]),
+            true,
+            &none
+        ));
+        assert!(are_delegations(Mode::Subagent, &locator, true, &task_rule));
+        assert!(are_delegations(
+            Mode::Subagent,
+            &ToolGrants::default(),
+            false,
+            &none
+        ));
+        // Primaries keep their mentions: a missing grant is a finding there.
+        assert!(are_delegations(Mode::Primary, &listed, false, &none));
+        assert!(are_delegations(Mode::All, &locator, true, &none));
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub fn main() -> ExitCode {
 
 /// Runs the command `cli` names.
 fn run(cli: Cli) -> miette::Result<Code> {
+    check_agent_dirs(&cli.global)?;
     match cli.command {
         Command::Agents(args) => agents::run(&cli.global, args),
         Command::Render(args) => render::run(&cli.global, args),
@@ -160,6 +161,50 @@ fn run(cli: Cli) -> miette::Result<Code> {
 pub(crate) fn color_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
+/// Refuses to run when an `--agents` folder is missing or not a folder. `--agents` is global, so
+/// this one check, made before any command starts, covers every command: a mistyped folder (or
+/// `mcp --agents NAME` meant as `--agent NAME`) must not run on the project's other agents as if
+/// nothing were wrong.
+fn check_agent_dirs(global: &Global) -> miette::Result<()> {
+    if global.agent_dirs.is_empty() {
+        return Ok(());
+    }
+    let project = open_project(global)?;
+    let options = crate::agent::LoadOptions {
+        extra_dirs: global.agent_dirs.clone(),
+        only_extra: global.only_agents,
+    };
+    let missing = crate::agent::discovery::missing_extra_dirs(&project, &options);
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    let lines: Vec<String> = missing
+        .iter()
+        .map(|m| {
+            format!(
+                "`--agents {}`: {} {}",
+                m.given.display(),
+                m.resolved.display(),
+                m.why
+            )
+        })
+        .collect();
+    let relative = if first.given.is_absolute() {
+        String::new()
+    } else {
+        format!(
+            " (a relative folder is read from the project root, {})",
+            project.root().display()
+        )
+    };
+    Err(miette::miette!(
+        help = "`--agents DIR` adds a folder of agent files; pass an existing folder, or drop the \
+                option. To pick which agents `switchboard mcp` serves, use `--agent NAME`",
+        "agent folder not found{relative}:\n{}",
+        lines.join("\n")
+    ))
 }
 
 /// Opens the project and loads its agents.

@@ -90,6 +90,8 @@ pub fn ungranted_tools(
     provided: &crate::tools::Provided,
     out: &mut Vec<Problem>,
 ) {
+    // opencode's custom tools (`.opencode/tool/NAME.ts`): granted, known, never provided here.
+    let custom = crate::config::foreign_tools::opencode_custom_tools(project);
     for agent in set.iter() {
         let missing: Vec<&str> = agent
             .tools
@@ -103,6 +105,7 @@ pub fn ungranted_tools(
                     || crate::agent::grants::FOREIGN_TOOLS.contains(t)
                     || t.starts_with("mcp__")
                     || t.contains('_')
+                    || custom.iter().any(|c| c == t)
             })
             .filter(|t| !provided.provides(t))
             .collect();

@@ -97,6 +97,7 @@ pub(crate) fn place(text: &str, d: Problem, (line, col): (usize, usize)) -> Prob
 fn config_rules(project: &crate::project::Project, set: &AgentSet, out: &mut Vec<Problem>) {
     match crate::config::Config::load(project) {
         Ok(config) => {
+            out.extend(config.problems.iter().cloned());
             let registry = crate::model::Registry::for_project(project, &config);
             definitions::models(set, &config, &registry, out);
             let provided = crate::tools::Provided::from_config(&config);

@@ -58,6 +58,8 @@ pub struct CallRecord {
 struct Server {
     name: String,
     section: McpServerSection,
+    /// Values substituted into the section (`${VAR}`), scrubbed from every error text.
+    secrets: Vec<String>,
     root: PathBuf,
     tools: Vec<Tool>,
     client: tokio::sync::Mutex<Option<Client>>,
@@ -68,6 +70,9 @@ struct Server {
 #[derive(Default)]
 pub struct McpTools {
     servers: Vec<Arc<Server>>,
+    /// Servers that were wanted but did not start, with why: a call of one of their tools gets
+    /// that reason as its tool error instead of "unknown tool".
+    unavailable: BTreeMap<String, String>,
 }
 
 /// Why a server could not be reached.
@@ -83,6 +88,33 @@ pub enum ConnectError {
     List(String),
     #[error("no answer within {0} s")]
     Timeout(f64),
+    #[error("`{field}` uses ${{{var}}}, which is not set in the environment")]
+    MissingEnv { var: String, field: String },
+    #[error(
+        "it is declared with the legacy SSE transport (`\"type\": \"sse\"`{0}), which \
+         switchboard's MCP client does not speak; it speaks stdio (`command`) and streamable \
+         HTTP (`url`): declare the server's streamable HTTP endpoint instead"
+    )]
+    Sse(String),
+    #[error("header `{0}` is not a valid HTTP header name or value")]
+    Header(String),
+}
+
+/// `section` ready to start: placeholders expanded, plus the values substituted.
+fn prepare(section: &McpServerSection) -> Result<(McpServerSection, Vec<String>), ConnectError> {
+    if section.sse {
+        let from = section
+            .source
+            .as_deref()
+            .map_or(String::new(), |f| format!(" in {f}"));
+        return Err(ConnectError::Sse(from));
+    }
+    super::env::resolve(section, &|var| std::env::var(var).ok()).map_err(|m| {
+        ConnectError::MissingEnv {
+            var: m.var,
+            field: m.field,
+        }
+    })
 }
 
 fn secs(value: Option<f64>, default: Duration) -> Duration {
@@ -91,8 +123,15 @@ fn secs(value: Option<f64>, default: Duration) -> Duration {
         .map_or(default, Duration::from_secs_f64)
 }
 
-/// Starts (or restarts) the server `name` and completes the handshake.
-async fn connect(name: &str, s: &McpServerSection, root: &Path) -> Result<Client, ConnectError> {
+/// Starts (or restarts) the server `name` and completes the handshake. `s` is already
+/// [`prepare`]d; error texts are scrubbed of `secrets`.
+async fn connect(
+    name: &str,
+    s: &McpServerSection,
+    secrets: &[String],
+    root: &Path,
+) -> Result<Client, ConnectError> {
+    let scrub = |e: String| super::env::redact(&e, secrets);
     match (&s.command, &s.url) {
         (Some(command), None) => {
             let mut cmd = tokio::process::Command::new(command);
@@ -101,19 +140,34 @@ async fn connect(name: &str, s: &McpServerSection, root: &Path) -> Result<Client
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| ConnectError::Spawn {
-                    command: command.clone(),
-                    error: e.to_string(),
+                    command: scrub(command.clone()),
+                    error: scrub(e.to_string()),
                 })?;
             ().serve(transport)
                 .await
-                .map_err(|e| ConnectError::Handshake(e.to_string()))
+                .map_err(|e| ConnectError::Handshake(scrub(e.to_string())))
         }
         (None, Some(url)) => {
+            use reqwest::header::{HeaderName, HeaderValue};
             crate::model::client::install_crypto_provider();
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            let mut headers = std::collections::HashMap::new();
+            for (k, v) in &s.headers {
+                let name = HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|_| ConnectError::Header(k.clone()))?;
+                let mut value =
+                    HeaderValue::from_str(v).map_err(|_| ConnectError::Header(k.clone()))?;
+                value.set_sensitive(true);
+                headers.insert(name, value);
+            }
+            let config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                )
+                .custom_headers(headers);
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
             ().serve(transport)
                 .await
-                .map_err(|e| ConnectError::Handshake(e.to_string()))
+                .map_err(|e| ConnectError::Handshake(scrub(e.to_string())))
         }
         _ => Err(ConnectError::Shape(name.to_string())),
     }
@@ -123,15 +177,16 @@ async fn connect(name: &str, s: &McpServerSection, root: &Path) -> Result<Client
 async fn start_one(
     name: &str,
     s: &McpServerSection,
+    secrets: &[String],
     root: &Path,
 ) -> Result<(Client, Vec<Tool>), ConnectError> {
     let limit = secs(s.startup_timeout_secs, STARTUP_TIMEOUT);
     let work = async {
-        let client = connect(name, s, root).await?;
+        let client = connect(name, s, secrets, root).await?;
         let tools = client
             .list_all_tools()
             .await
-            .map_err(|e| ConnectError::List(e.to_string()))?;
+            .map_err(|e| ConnectError::List(super::env::redact(&e.to_string(), secrets)))?;
         Ok((client, tools))
     };
     tokio::time::timeout(limit, work)
@@ -147,12 +202,18 @@ impl McpTools {
         wanted: impl Fn(&str) -> bool,
     ) -> (Self, Vec<ServerReport>) {
         let mut set = tokio::task::JoinSet::new();
-        for (index, (name, section)) in config.iter().filter(|(n, _)| wanted(n)).enumerate() {
-            let (name, section, root) = (name.clone(), section.clone(), root.to_path_buf());
+        let started = config.iter().filter(|(n, s)| s.is_enabled() && wanted(n));
+        for (index, (name, declared)) in started.enumerate() {
+            let (name, declared, root) = (name.clone(), declared.clone(), root.to_path_buf());
             set.spawn(async move {
                 let clock = Instant::now();
-                let result = start_one(&name, &section, &root).await;
-                (index, name, section, result, clock.elapsed())
+                let result = match prepare(&declared) {
+                    Ok((section, secrets)) => start_one(&name, &section, &secrets, &root)
+                        .await
+                        .map(|started| (started, section, secrets)),
+                    Err(e) => Err(e),
+                };
+                (index, name, declared, result, clock.elapsed())
             });
         }
         let mut done = set.join_all().await;
@@ -173,18 +234,22 @@ impl McpTools {
                 elapsed_us: elapsed.as_micros() as u64,
             };
             match result {
-                Ok((client, listed)) => {
+                Ok(((client, listed), section, secrets)) => {
                     report.tools = listed.iter().map(|t| t.name.to_string()).collect();
                     tools.servers.push(Arc::new(Server {
                         name: name.clone(),
                         section,
+                        secrets,
                         root: root.to_path_buf(),
                         tools: listed,
                         client: tokio::sync::Mutex::new(Some(client)),
                         restarts: AtomicU32::new(0),
                     }));
                 }
-                Err(e) => report.error = Some(e.to_string()),
+                Err(e) => {
+                    tools.unavailable.insert(name.clone(), e.to_string());
+                    report.error = Some(e.to_string());
+                }
             }
             reports.push(report);
         }
@@ -235,8 +300,13 @@ impl McpTools {
         })
     }
 
-    /// The (server, tool) a called name means, if it is one of this session's MCP tools.
+    /// The (server, tool) a called name means, if it is one of this session's MCP tools or
+    /// names a server that did not start (whose [`Self::call`] then says why).
     pub fn resolve(&self, name: &str) -> Option<(String, String)> {
+        let down: Vec<String> = self.unavailable.keys().cloned().collect();
+        if let Some((server, tool)) = names::split(name, &down) {
+            return Some((server, tool.to_string()));
+        }
         let servers: Vec<String> = self.servers.iter().map(|s| s.name.clone()).collect();
         let (server, tool) = names::split(name, &servers)?;
         let s = self.servers.iter().find(|s| s.name == server)?;
@@ -264,15 +334,22 @@ impl McpTools {
             elapsed_us: 0,
         };
         let result = match self.servers.iter().find(|s| s.name == server) {
-            None => Err(CallError(format!(
-                "MCP server `{server}` is not running in this session"
-            ))),
+            None => Err(CallError(match self.unavailable.get(server) {
+                Some(why) => format!(
+                    "MCP server `{server}` could not be started this session, so its tools are \
+                     not available: {why}"
+                ),
+                None => format!("MCP server `{server}` is not running in this session"),
+            })),
             Some(_) if !granted(agent, server, tool) => Err(CallError(format!(
                 "tool `{}` is not granted to agent `{}`",
                 names::offered_name(server, tool),
                 agent.name
             ))),
-            Some(s) => s.call(tool, args, &mut record.restarted).await,
+            Some(s) => s
+                .call(tool, args, &mut record.restarted)
+                .await
+                .map_err(|e| CallError(super::env::redact(&e.0, &s.secrets))),
         };
         record.is_error = result.is_err();
         record.elapsed_us = clock.elapsed().as_micros() as u64;
@@ -353,7 +430,7 @@ impl Server {
             *restarted = true;
             let fresh = tokio::time::timeout(
                 secs(self.section.startup_timeout_secs, STARTUP_TIMEOUT),
-                connect(&self.name, &self.section, &self.root),
+                connect(&self.name, &self.section, &self.secrets, &self.root),
             )
             .await;
             let mut guard = self.client.lock().await;
@@ -384,6 +461,8 @@ pub fn granted(agent: &Agent, server: &str, tool: &str) -> bool {
     let denied = [
         names::offered_name(server, tool),
         format!("mcp__{server}__{tool}"),
+        server.to_string(),
+        format!("mcp__{server}"),
     ]
     .iter()
     .any(|n| agent.permission.refuses_tool(n));

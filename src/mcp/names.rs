@@ -37,9 +37,31 @@ pub fn server_part(name: &str) -> &str {
     }
 }
 
-/// Whether a grant rule pattern may name tools of `server` (so the server is worth starting).
+/// Whether a grant rule pattern may name tools of `server` (so the server is worth starting):
+/// the server's name itself (`context7`, `mcp__context7`), a tool of it (`context7_x`), or a glob
+/// other than a bare `*` that can match one of its tools (`sequential-thinking*`).
 pub fn mentions(pattern: &str, server: &str) -> bool {
-    pattern.starts_with(&format!("{server}_")) || pattern.starts_with(&format!("mcp__{server}__"))
+    // Grant patterns are lower case (`canonical_tool_name`); compare the server the same way.
+    let server = server.to_ascii_lowercase();
+    let server = server.as_str();
+    if pattern == server || pattern == format!("mcp__{server}") {
+        return true;
+    }
+    let prefixes = [format!("{server}_"), format!("mcp__{server}__")];
+    if prefixes.iter().any(|p| pattern.starts_with(p.as_str())) {
+        return true;
+    }
+    // A glob: its literal head must be compatible with one of the prefixes.
+    match pattern.find(['*', '?', '[']) {
+        Some(at) if pattern != "*" => {
+            let head = &pattern[..at];
+            !head.is_empty()
+                && prefixes
+                    .iter()
+                    .any(|p| p.starts_with(head) || head.starts_with(p.as_str()))
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -69,5 +91,9 @@ mod tests {
         assert_eq!(server_part("git_log"), "git");
         assert!(mentions("fs_*", "fs") && mentions("mcp__fs__read", "fs"));
         assert!(!mentions("fsx_read", "fs"));
+        assert!(mentions("fs", "fs") && mentions("mcp__fs", "fs"));
+        assert!(mentions("sequential-thinking*", "sequential-thinking"));
+        assert!(mentions("seq*", "sequential-thinking"));
+        assert!(!mentions("*", "fs") && !mentions("git*", "fs") && !mentions("fsx", "fs"));
     }
 }

@@ -165,12 +165,22 @@ impl Provided {
     pub fn from_config(config: &crate::config::Config) -> Self {
         Provided {
             websearch: config.websearch.searxng_url.is_some(),
-            mcp_servers: config.mcp.keys().cloned().collect(),
+            mcp_servers: config
+                .mcp
+                .iter()
+                .filter(|(_, s)| s.is_enabled())
+                .map(|(name, _)| name.clone())
+                .collect(),
         }
     }
 
     pub fn provides(&self, tool: &str) -> bool {
         if crate::mcp::names::split(tool, &self.mcp_servers).is_some() {
+            return true;
+        }
+        // A server's own name grants its tools (opencode's `context7: true`).
+        let server = tool.strip_prefix("mcp__").unwrap_or(tool);
+        if self.mcp_servers.iter().any(|s| s == server) {
             return true;
         }
         crate::agent::grants::BUILTIN_TOOLS.contains(&tool)
@@ -184,13 +194,15 @@ impl Provided {
             t if t.starts_with("mcp__") || t.contains('_') => {
                 let server = crate::mcp::names::server_part(t);
                 format!(
-                    "configure the MCP server in switchboard.toml: [mcp.{server}] with `command` \
-                     (stdio) or `url` (streamable HTTP); see docs/mcp.md"
+                    "declare the MCP server `{server}`: [mcp.{server}] in switchboard.toml with \
+                     `command` (stdio) or `url` (streamable HTTP), or under `mcp` in opencode.json \
+                     or `mcpServers` in .mcp.json (not with `enabled: false`); see docs/mcp.md"
                 )
             }
             t => format!(
-                "switchboard has no `{t}` tool (it provides {}); remove the grant or give the \
-                 work to an agent of the runtime that has it",
+                "switchboard has no `{t}` tool (it provides {}; opencode's custom tools in \
+                 .opencode/tool/ are not run here); remove the grant or give the work to an \
+                 agent of the runtime that has it",
                 crate::agent::grants::BUILTIN_TOOLS.join(", ")
             ),
         }

@@ -129,3 +129,69 @@ fn findings_exit_1_and_clean_runs_exit_0() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A missing `--agents` folder stops every command with exit 2 and one message naming the folder,
+/// where it was looked for and what to do (#28 item 5): `mcp --agents thoughts-analyzer` used to
+/// serve every agent, `run` to run without the folder, and only `agents` said anything.
+#[test]
+fn a_missing_agents_folder_is_an_error_in_every_command() {
+    let dir = project();
+    let root = dir.path();
+    std::fs::write(root.join("notes.txt"), "not a folder").unwrap();
+    std::fs::write(root.join("answer.json"), "{}").unwrap();
+    std::fs::write(root.join("suite.yaml"), "tasks: []\n").unwrap();
+    let families: &[&[&str]] = &[
+        &["agents"],
+        &["lint"],
+        &["render", "lead"],
+        &["graph"],
+        &["check", "answer.json"],
+        &["run", "lead", "hi"],
+        &["mcp"],
+        &["resume", "nope"],
+        &["sessions"],
+        &["trace", "nope"],
+        &["stats"],
+        &["runs", "list"],
+        &["workflow", "list"],
+        &["pipeline", "run", "nope.yaml", "x"],
+        &["knowledge", "search", "x"],
+        &["eval", "suite.yaml", "--model", "offline/default"],
+        &["schema", "agent"],
+    ];
+    for args in families {
+        let mut argv = vec!["--agents", "thoughts-analyzer"];
+        argv.extend_from_slice(args);
+        let err = could_not_run(&sb(root, &argv), "`--agents thoughts-analyzer`");
+        // miette wraps anywhere, paths included: compare without white space.
+        let flat = |s: &str| {
+            s.replace(['│', '×'], "")
+                .split_whitespace()
+                .collect::<String>()
+        };
+        let canonical = root.canonicalize().unwrap();
+        let looked = canonical.join("thoughts-analyzer").display().to_string();
+        assert!(
+            flat(&err).contains(&flat(&format!("{looked} does not exist"))),
+            "{args:?} names where it looked: {err}"
+        );
+        assert!(
+            flat(&err).contains(&flat("use `--agent NAME`")),
+            "{args:?} says what to do: {err}"
+        );
+    }
+    // The issue's own case, written as a user types it, and a file given as a folder.
+    could_not_run(
+        &sb(root, &["mcp", "--agents", "thoughts-analyzer"]),
+        "does not exist",
+    );
+    let err = could_not_run(
+        &sb(root, &["run", "lead", "hi", "--agents", "notes.txt"]),
+        "is not a folder",
+    );
+    assert!(err.contains("`--agents notes.txt`"), "{err}");
+    // An existing folder still works.
+    std::fs::create_dir_all(root.join("extra")).unwrap();
+    let out = sb(root, &["agents", "--agents", "extra"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -524,3 +524,86 @@ fn analyze_file_without_the_analyzer_agent() {
         "{f:#?}"
     );
 }
+
+/// The shapes of scameronde/rpi-qpi (#28 item 6), rebuilt in tests/fixtures/foreign/rpi-shapes:
+/// subagents without `task` whose prompts show callers how to call them, and grants of MCP
+/// servers that opencode.json (`mcp`, local command arrays and a remote URL with headers) and
+/// .mcp.json (`mcpServers`) declare, and of an opencode custom tool (`.opencode/tool/*.ts`).
+/// Before: 3 `delegation/cycle` errors and 8 `agent/unknown-tool` warnings; the documentation is
+/// not a delegation, a declared server's name is a tool grant, and a custom tool is known (but
+/// not provided).
+#[test]
+fn a_foreign_projects_examples_and_declared_mcp_servers_are_not_findings() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/foreign/rpi-shapes");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["lint", "--format", "json", "--root"])
+        .arg(&root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let findings: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let count = |code: &str| findings.iter().filter(|f| f["code"] == code).count();
+    assert_eq!(count("delegation/cycle"), 0, "{findings:#?}");
+    assert_eq!(count("agent/unknown-tool"), 0, "{findings:#?}");
+    assert_eq!(count("config/foreign-mcp"), 0, "{findings:#?}");
+    // The primary's delegations are still edges: every subagent is called, none is an orphan.
+    assert_eq!(count("delegation/orphan"), 0, "{findings:#?}");
+    // `bash` and the custom tool stay what they are: tools of another runtime that switchboard
+    // does not provide.
+    let not_provided: Vec<&str> = findings
+        .iter()
+        .filter(|f| f["code"] == "agent/tool-not-provided")
+        .filter_map(|f| f["message"].as_str())
+        .collect();
+    assert_eq!(not_provided.len(), 2, "{not_provided:?}");
+    assert!(not_provided[0].contains("`bash`"), "{not_provided:?}");
+    assert!(not_provided[1].contains("`web-crawl`"), "{not_provided:?}");
+    assert_eq!(out.status.code(), Some(0), "{findings:#?}");
+}
+
+/// A server name granted in `tools:` is still an unknown tool when nothing declares it, and a
+/// declaration another tool's file gets wrong is a warning at its line, not a failed lint.
+#[test]
+fn an_undeclared_server_name_is_unknown_and_a_bad_declaration_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        "---\ndescription: lead\nmode: primary\ntools:\n  read: true\n  context7: true\n  docs: true\n---\nWork.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("opencode.json"),
+        "{\n  \"mcp\": {\n    \"docs\": {\"type\": \"local\", \"command\": []}\n  }\n}\n",
+    )
+    .unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let set = agent::load(&project, &LoadOptions::default());
+    let findings = switchboard::lint::lint_project(&project, &set);
+    let unknown: Vec<&str> = findings
+        .iter()
+        .filter(|d| d.code == "agent/unknown-tool")
+        .map(|d| d.message.as_str())
+        .collect();
+    // `docs` is declared (badly, so it is skipped): unknown too, like `context7`.
+    assert_eq!(
+        unknown,
+        vec!["unknown tool `context7`", "unknown tool `docs`"],
+        "{findings:#?}"
+    );
+    let bad = findings
+        .iter()
+        .find(|d| d.code == "config/foreign-mcp")
+        .expect("the bad entry is reported");
+    assert_eq!(
+        (bad.file.as_str(), bad.line),
+        ("opencode.json", 3),
+        "{bad:?}"
+    );
+    assert!(
+        bad.message.contains("`docs` has an empty `command` array"),
+        "{bad:?}"
+    );
+    assert_eq!(bad.severity, switchboard::problem::Severity::Warning);
+}

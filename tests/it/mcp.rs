@@ -417,3 +417,144 @@ fn agents_tools_lists_offered_mcp_tools() {
         serde_json::json!(["read", "every_echo"])
     );
 }
+
+/// Runs agent `lead` (granted `tools`) in `dir`, whose config is whatever `Config::load` finds
+/// there (switchboard.toml, opencode.json, .mcp.json), on a script of tool calls.
+async fn run_lead_in(dir: &Path, tools: &str, calls: &[(&str, &str)]) -> Vec<Event> {
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(
+        dir.join("agent/lead.md"),
+        format!("---\ndescription: uses MCP tools\nmode: primary\ntools: {tools}\n---\nWork.\n"),
+    )
+    .unwrap();
+    let project = Project::open(dir).unwrap();
+    let config = Config::load(&project).unwrap();
+    let mut script = String::from("agents:\n  lead:\n    - turns:\n");
+    for (name, args) in calls {
+        script.push_str(&format!(
+            "        - tool_calls:\n            - name: {name}\n              arguments: {args}\n"
+        ));
+    }
+    script.push_str("        - content: done\n");
+    let (outcome, events) =
+        crate::support::scripted::run_agent(&project, config, &script, "lead", "x").await;
+    assert_eq!(outcome.answer, "done", "{outcome:?}");
+    events
+}
+
+/// opencode declares a local server as a command array with `environment`, and grants a whole
+/// server by its name (`every: true`); switchboard starts it from opencode.json and offers every
+/// tool of it (#28 item 6).
+#[tokio::test]
+async fn a_server_opencode_json_declares_starts_and_its_name_grants_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("opencode.json"),
+        format!(
+            r#"{{"mcp": {{"every": {{"type": "local", "command": ["{}", "stdio"],
+                "environment": {{"SB_FROM": "{{env:CARGO_PKG_NAME}}"}}, "timeout": 30000}},
+              "unused": {{"type": "local", "command": ["/nonexistent/never-started"]}}}}}}"#,
+            everything().display()
+        ),
+    )
+    .unwrap();
+    let events = run_lead_in(
+        dir.path(),
+        "{\"*\": false, read: true, every: true}",
+        &[("every_echo", "{message: from-opencode}")],
+    )
+    .await;
+    let started = servers(&events);
+    // Only the granted server is started.
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert_eq!(
+        (started[0].server.as_str(), started[0].error.as_deref()),
+        ("every", None)
+    );
+    // read + every tool the server lists.
+    assert_eq!(offered_tools(&events), Some(1 + started[0].tools.len()));
+    let r = results(&events);
+    assert!(!r[0].0 && r[0].1.contains("from-opencode"), "{r:?}");
+}
+
+/// A remote server's headers are sent with `${VAR}` expanded at start, and the value never
+/// reaches an event; a missing variable and Claude Code's legacy SSE transport are said plainly,
+/// at start and to a model that calls such a server's tool anyway.
+#[tokio::test]
+async fn remote_headers_are_expanded_and_never_logged_and_unsupported_servers_say_why() {
+    // A server that records what it is sent and refuses everyone.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 16384];
+            let n = socket.read(&mut buf).await.unwrap_or(0);
+            record
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+            let _ = socket
+                .write_all(
+                    b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+        }
+    });
+    let secret = "tok-28-f00d-not-for-logs";
+    std::env::set_var("SB_ITEM28_TOKEN", secret);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{
+                "keyed": {{"type": "http", "url": "http://127.0.0.1:{port}/mcp",
+                           "headers": {{"Authorization": "Bearer ${{SB_ITEM28_TOKEN}}"}}}},
+                "unset": {{"type": "http", "url": "http://127.0.0.1:{port}/mcp",
+                           "headers": {{"X-Key": "${{SB_ITEM28_SURELY_UNSET}}"}}}},
+                "legacy": {{"type": "sse", "url": "http://127.0.0.1:{port}/sse"}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let events = run_lead_in(
+        dir.path(),
+        "{read: true, keyed: true, unset: true, legacy: true}",
+        &[("legacy_search", "{}"), ("unset_x", "{}")],
+    )
+    .await;
+    let s = servers(&events);
+    assert_eq!(s.len(), 3, "{s:?}");
+    let by = |name: &str| s.iter().find(|r| r.server == name).unwrap();
+    assert!(by("keyed").error.is_some(), "the server refuses: {s:?}");
+    let sent = seen.lock().unwrap().to_ascii_lowercase();
+    assert!(
+        sent.contains(&format!("authorization: bearer {secret}")),
+        "the expanded header is sent: {sent}"
+    );
+    let unset = by("unset").error.clone().unwrap();
+    assert!(
+        unset.contains("`headers.X-Key` uses ${SB_ITEM28_SURELY_UNSET}, which is not set"),
+        "{unset}"
+    );
+    let legacy = by("legacy").error.clone().unwrap();
+    assert!(
+        legacy.contains("legacy SSE transport") && legacy.contains(".mcp.json"),
+        "{legacy}"
+    );
+    // A call of a tool of a server that did not start is a tool error that says why.
+    let r = results(&events);
+    assert!(
+        r[0].0 && r[0].1.contains("could not be started this session"),
+        "{r:?}"
+    );
+    assert!(r[0].1.contains("legacy SSE transport"), "{r:?}");
+    assert!(r[1].0 && r[1].1.contains("SB_ITEM28_SURELY_UNSET"), "{r:?}");
+    // The secret is in no event, the session log included.
+    let log = serde_json::to_string(&events).unwrap();
+    assert!(
+        !log.contains(secret),
+        "the header value leaked into the events"
+    );
+}
