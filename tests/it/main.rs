@@ -34,6 +34,7 @@ mod pipelines;
 mod providers;
 mod providers_real;
 mod providers_runtime;
+mod recovery_corpus;
 mod repeated_calls;
 #[cfg(feature = "restate")]
 mod restate;
