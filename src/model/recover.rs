@@ -76,7 +76,8 @@ impl Offered {
         }
     }
 
-    fn contains(&self, name: &str) -> bool {
+    /// Whether `name` was offered.
+    pub fn contains(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t.name == name)
     }
 
@@ -109,6 +110,8 @@ pub enum Form {
     TaskCall,
     /// A JSON call with (some of) its arguments beside `name` instead of inside `arguments`.
     Flattened,
+    /// A workflow step's result written as the whole answer, without the `step` call around it.
+    StepResult,
 }
 
 impl Form {
@@ -120,6 +123,7 @@ impl Form {
             Form::PythonTag => "python_tag",
             Form::TaskCall => "task_call",
             Form::Flattened => "flattened",
+            Form::StepResult => "step_result",
         }
     }
 }
@@ -205,6 +209,25 @@ pub fn recover(answer: &str, offered: &Offered, turn: u32) -> Option<Recovered> 
         })
         .collect();
     Some(Recovered { calls, form: form? })
+}
+
+/// The one JSON object an answer consists of (alone, or alone in one code fence), read leniently
+/// like a call's arguments; `None` when the answer holds anything else. For a workflow agent that
+/// writes a step's result as its answer without the `step` call around it.
+pub fn sole_object(answer: &str) -> Option<Map<String, Value>> {
+    let mut text = answer.trim();
+    if let Some(rest) = text.strip_prefix("```") {
+        let body = rest.split_once('\n')?.1;
+        text = body.trim_end().strip_suffix("```")?.trim();
+    }
+    let (value, used) = literal(text)?;
+    if !text[used..].trim().is_empty() {
+        return None;
+    }
+    match value {
+        Value::Object(map) if !map.is_empty() => Some(map),
+        _ => None,
+    }
 }
 
 /// One place in the answer that holds calls: byte range, form, and `(name, arguments)` pairs.
@@ -635,6 +658,22 @@ mod tests {
         // Keys no tool takes, or no required key: no call.
         assert!(recover("{\"path\": \"a.md\", \"mode\": 1}", &offered, 1).is_none());
         assert!(recover("{\"offset\": 3}", &offered, 1).is_none());
+    }
+
+    #[test]
+    fn a_sole_object_is_found_bare_or_fenced_and_nothing_else_is() {
+        let fenced = "```json\n{\n  \"action\": \"PROCEED\",\n  \"questions\": []\n}\n```";
+        assert_eq!(sole_object(fenced).expect("object")["action"], "PROCEED");
+        assert!(sole_object("{\"a\": 1}").is_some());
+        for text in [
+            "{\"a\": 1} and more",
+            "Here: {\"a\": 1}",
+            "[1, 2]",
+            "{}",
+            "plain",
+        ] {
+            assert!(sole_object(text).is_none(), "{text}");
+        }
     }
 
     #[test]

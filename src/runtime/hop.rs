@@ -549,7 +549,9 @@ impl HopState {
     /// Reads tool calls the model wrote as text into `response` (only tools offered this turn)
     /// and logs how they were written, so the turn goes on as if they were native calls.
     fn recover_calls(&self, response: &mut ModelResponse, offered: &recover::Offered, turn: u32) {
-        let Some(found) = recover::recover(&response.content, offered, turn) else {
+        let found = recover::recover(&response.content, offered, turn)
+            .or_else(|| self.step_result(&response.content, offered, turn));
+        let Some(found) = found else {
             return;
         };
         self.ctx.emit(EventKind::ModelToolCallRecovered {
@@ -559,6 +561,40 @@ impl HopState {
             call_ids: found.calls.iter().map(|c| c.id.clone()).collect(),
         });
         response.tool_calls = found.calls;
+    }
+
+    /// A workflow agent's answer that is one JSON object, while a step is still to be reported:
+    /// the result of that step, written without the `step` call around it (the planner on a
+    /// 1.5B model answered its first turn with the `intent` result this way).
+    fn step_result(
+        &self,
+        answer: &str,
+        offered: &recover::Offered,
+        turn: u32,
+    ) -> Option<recover::Recovered> {
+        let tool = crate::workflow::tool::TOOL;
+        if !offered.contains(tool) {
+            return None;
+        }
+        let result = recover::sole_object(answer)?;
+        let shared = &self.ctx.shared;
+        let next = crate::workflow::tool::next_step_name(&crate::workflow::tool::Call {
+            project: &shared.project,
+            agent: &self.agent.name,
+            declared: self.agent.workflow.as_deref(),
+            run_id: &self.message_id,
+            session_id: &shared.session_id,
+            correlation_id: &shared.correlation_id,
+            task: &self.req.prompt,
+        })?;
+        Some(recover::Recovered {
+            calls: vec![crate::model::ToolCall {
+                id: format!("recovered_t{turn}_1"),
+                name: tool.to_string(),
+                arguments: serde_json::json!({"name": next, "result": result}),
+            }],
+            form: recover::Form::StepResult,
+        })
     }
 
     /// Holds a final answer to `deliver:` (see [`deliver`]) and logs `deliver.checked`. `repair`

@@ -63,6 +63,20 @@ pub fn offer(call: &Call) -> Option<ToolSpec> {
     Some(spec(&wf, state.as_ref(), call.run_id))
 }
 
+/// The step this run reports next, or `None` when the agent runs no workflow, it cannot be
+/// loaded, or every step is accepted. (A model that writes a step's result as its answer, without
+/// the `step` call around it, is read as reporting this step: see `runtime::hop`.)
+pub fn next_step_name(call: &Call) -> Option<String> {
+    let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
+    let state = state::load_existing(call.project, call.run_id)
+        .ok()
+        .flatten();
+    match &state {
+        Some(s) => engine::next_step(&wf, s).map(str::to_string),
+        None => wf.names().first().map(|n| n.to_string()),
+    }
+}
+
 /// The spec: what the tool does, the steps, and where this run stands.
 pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
     let names = wf.names();

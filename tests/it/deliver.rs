@@ -154,3 +154,71 @@ async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_on
         REPORT
     );
 }
+
+/// The shipped planner on a model that answers its first turn with the `intent` step's result
+/// as a bare JSON object (as Qwen2.5-Coder-1.5B does): it is read as that step, and the workflow
+/// goes on; without the plan document the session still ends PARTIAL.
+#[tokio::test]
+async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let intent = "```json\n{\n  \"action\": \"PROCEED\",\n  \"refined_intent\": \"Add a --quiet flag to the run command\",\n  \"questions\": [],\n  \"reason\": \"The request is clear.\"\n}\n```";
+    mock.push(answer(intent, vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]));
+    let config = format!(
+        "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\n",
+        mock.base_url(Proto::OpenAi)
+    );
+    let config = Config::parse(&config, "switchboard.toml").expect("config");
+    let agents = Arc::new(load(&project, &LoadOptions::default()));
+    let registry = Registry::with_builtins(ProviderContext {
+        project_root: project.root().to_path_buf(),
+        providers: config.providers.clone(),
+        stream: None,
+    });
+    let options = RunOptions {
+        model: Some("mock/m1".into()),
+        ..RunOptions::default()
+    };
+    let session = Session::new(
+        project.clone(),
+        agents,
+        config,
+        Arc::new(registry),
+        options,
+        "planner",
+        "Plan adding a --quiet flag to the run command.",
+    )
+    .expect("session");
+    let outcome = session.run().await;
+    assert_eq!(outcome.status, "partial", "{outcome:?}");
+    let events = read_log(&outcome.events).expect("log");
+    let recovered: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelToolCallRecovered { form, tools, .. } => {
+                Some((form.clone(), tools.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        recovered,
+        [("step_result".to_string(), vec!["step".to_string()])]
+    );
+    let reply = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult { tool, output, .. } if tool == "step" => Some(output.clone()),
+            _ => None,
+        })
+        .expect("the step's reply");
+    assert!(reply.contains("PROCEED"), "{reply}");
+    assert!(reply.contains("clarify"), "{reply}");
+}

@@ -48,5 +48,10 @@ fn real_answers_are_recovered_exactly_when_they_are_calls() {
             ));
         }
     }
-    assert!(wrong.is_empty(), "{}\n\n{}", wrong.len(), wrong.join("\n\n"));
+    assert!(
+        wrong.is_empty(),
+        "{}\n\n{}",
+        wrong.len(),
+        wrong.join("\n\n")
+    );
 }
