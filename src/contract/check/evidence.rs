@@ -8,6 +8,7 @@ use crate::contract::files::{CitedFileError, SourceFile};
 use crate::contract::rule::Rule;
 use crate::contract::spec::Contract;
 use crate::problem::Problem;
+use crate::project::PathError;
 use std::sync::Arc;
 
 /// Lines an excerpt note shows at most.
@@ -26,7 +27,13 @@ pub(super) fn check_evidence(
                 Err(CitedFileError::Outside(e)) => out.push(
                     Rule::PathOutsideRoot
                         .problem(r.span.clone(), e.to_string())
-                        .with_help("cite the file by its path relative to the project root"),
+                        .with_help(match e {
+                            PathError::HardLink { .. } => {
+                                "cite a file of the project itself, not a hard link to a file \
+                                 that may live elsewhere"
+                            }
+                            _ => "cite the file by its path relative to the project root",
+                        }),
                 ),
                 Err(CitedFileError::Missing(m)) => {
                     out.push(Rule::FileMissing.problem(r.span.clone(), m))
