@@ -16,6 +16,7 @@ mod delegation_props;
 mod eval_cli;
 mod event_log_compat;
 mod gate;
+mod heap;
 mod json_cli;
 mod json_runtime;
 mod knowledge;
