@@ -156,9 +156,16 @@ pub struct Excerpt {
 pub struct ExcerptBlock {
     /// The whole block, fences included.
     pub span: Range<usize>,
-    /// The block's lines with the container's and fence's indentation removed.
+    /// The block's lines with the container's and fence's indentation removed: the first
+    /// [`MAX_EXCERPT_BYTES`] of them.
     pub content: String,
+    /// Lines after `content` that were counted, not kept (the block is longer than
+    /// [`MAX_EXCERPT_BYTES`], far past any contract's excerpt limit).
+    pub more_lines: usize,
 }
+
+/// Bytes of an Excerpt block kept; the lines after are counted. A contract allows a few lines.
+pub const MAX_EXCERPT_BYTES: usize = 64 * 1024;
 
 impl ExcerptBlock {
     /// The excerpt's lines without leading and trailing blank lines.
@@ -170,6 +177,11 @@ impl ExcerptBlock {
         let skip = lines.iter().take_while(|l| l.trim().is_empty()).count();
         lines.drain(..skip);
         lines
+    }
+
+    /// How many lines the excerpt has: those of [`Self::lines`] and those not kept.
+    pub fn line_count(&self) -> usize {
+        self.lines().len() + self.more_lines
     }
 }
 
@@ -356,9 +368,38 @@ pub(super) fn offset_events(
 ) -> impl Iterator<Item = (Event<'_>, Range<usize>)> {
     chunks::pieces(masked).flat_map(move |piece| {
         let at = base + piece.range.start;
-        Parser::new_ext(&masked[piece.range], Options::empty())
+        if piece.reopen.is_none() && !piece.continues {
+            let events: Box<dyn Iterator<Item = (Event<'_>, Range<usize>)>> = Box::new(
+                Parser::new_ext(&masked[piece.range], Options::empty())
+                    .into_offset_iter()
+                    .map(move |(e, r)| (e, r.start + at..r.end + at)),
+            );
+            return events;
+        }
+        // A piece cut inside a fence longer than a piece: parsed behind a copy of the fence's
+        // opening line. The events of that copy, and the end of the block where a piece stops
+        // inside it, are left out, so the pieces read as one code block.
+        let prefix = piece.reopen.clone().map_or("", |r| &masked[r]);
+        let shift = prefix.len();
+        let own = format!("{prefix}{}", &masked[piece.range.clone()]);
+        let mut events: Vec<(Event<'_>, Range<usize>)> = Parser::new_ext(&own, Options::empty())
             .into_offset_iter()
-            .map(move |(e, r)| (e, r.start + at..r.end + at))
+            .enumerate()
+            .filter(|(i, (e, _))| !(*i == 0 && shift > 0 && matches!(e, Event::Start(_))))
+            .map(|(_, (e, r))| {
+                let range = r.start.saturating_sub(shift) + at..r.end.saturating_sub(shift) + at;
+                (e.into_static(), range)
+            })
+            .collect();
+        if piece.continues {
+            if let Some(i) = events
+                .iter()
+                .rposition(|(e, _)| matches!(e, Event::End(TagEnd::CodeBlock)))
+            {
+                events.remove(i);
+            }
+        }
+        Box::new(events.into_iter())
     })
 }
 

@@ -122,8 +122,16 @@ fn check_holds_at_most_three_times_the_answer_in_heap() {
             "evidence blocks",
             "- **Evidence**: `docs/a.md:1-2`\n- **Excerpt**:\n  ```text\n  one\n  two\n  ```\n",
         ),
+        ("one long excerpt", "  one\n"),
     ] {
-        let text = format!("{head}{}</answer>\n", unit.repeat(size / unit.len()));
+        let text = match shape {
+            // One Excerpt of 8 MB: a single fenced block.
+            "one long excerpt" => format!(
+                "{head}- **Evidence**: `docs/a.md:1-2`\n- **Excerpt**:\n  ```text\n{}  ```\n</answer>\n",
+                unit.repeat(size / unit.len())
+            ),
+            _ => format!("{head}{}</answer>\n", unit.repeat(size / unit.len())),
+        };
         let files = FileCache::new();
         let ctx = CheckContext::new(&project, &files);
         let ((listed, rendered), peak) = crate::heap::peak_of(|| {

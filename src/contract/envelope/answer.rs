@@ -2,7 +2,9 @@
 //! Excerpt code blocks that go with them. Also walks documents that are no envelope (plans and
 //! reports under `thoughts/`), so citations are recognised the same way in both.
 
-use super::{Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label};
+use super::{
+    Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label, MAX_EXCERPT_BYTES,
+};
 use crate::contract::rule::{sort, Rule, Tally};
 use crate::markdown::split_frontmatter;
 use crate::problem::locate;
@@ -75,8 +77,8 @@ pub(super) struct AnswerWalker<'a> {
     pending: Option<(String, Range<usize>)>,
     heading: Option<(u8, usize, String)>,
     in_code_block: bool,
-    /// The excerpt block being captured: its start and content.
-    capture: Option<(usize, String)>,
+    /// The excerpt block being captured: its start, content, and lines counted past the cap.
+    capture: Option<(usize, String, usize)>,
     /// The Evidence item whose references are being collected.
     collecting: Option<usize>,
     /// The latest Evidence item, for pairing with an Excerpt.
@@ -159,13 +161,17 @@ impl<'a> AnswerWalker<'a> {
             match event {
                 Event::Text(t) if self.capture.is_some() => {
                     let orig = self.original(t, range);
-                    if let Some((_, content)) = self.capture.as_mut() {
-                        content.push_str(orig);
+                    if let Some((_, content, more)) = self.capture.as_mut() {
+                        if *more == 0 && content.len() + orig.len() <= MAX_EXCERPT_BYTES {
+                            content.push_str(orig);
+                        } else {
+                            *more += orig.lines().count().max(1);
+                        }
                     }
                 }
                 Event::End(TagEnd::CodeBlock) => {
                     self.in_code_block = false;
-                    if let (Some((start, content)), Some(ExcerptTarget::Evidence(i))) =
+                    if let (Some((start, content, more_lines)), Some(ExcerptTarget::Evidence(i))) =
                         (self.capture.take(), self.capture_target.take())
                     {
                         if let Some(ex) = self
@@ -177,6 +183,7 @@ impl<'a> AnswerWalker<'a> {
                             ex.block = Some(ExcerptBlock {
                                 span: start..range.end,
                                 content,
+                                more_lines,
                             });
                         }
                     }
@@ -191,7 +198,7 @@ impl<'a> AnswerWalker<'a> {
                 self.in_code_block = true;
                 match (kind, self.awaiting.take()) {
                     (CodeBlockKind::Fenced(_), Some((_, target))) => {
-                        self.capture = Some((range.start, String::new()));
+                        self.capture = Some((range.start, String::new(), 0));
                         self.capture_target = Some(target);
                     }
                     (CodeBlockKind::Indented, Some(awaited)) => {

@@ -25,14 +25,19 @@ pub(super) const MAX_PIECE: usize = 256 * 1024;
 pub(super) struct Piece {
     pub(super) range: Range<usize>,
     pub(super) forced: bool,
+    /// The piece starts inside a fenced code block longer than [`MAX_PIECE`]: the range of that
+    /// block's opening fence line, to parse in front of the piece so its lines stay code.
+    pub(super) reopen: Option<Range<usize>>,
+    /// The piece ends inside such a fence (the next piece reopens it).
+    pub(super) continues: bool,
 }
 
 /// Where a line that is not a block boundary has us.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Inside {
     Nothing,
-    /// A fenced code block: its fence character and length.
-    Fence(u8, usize),
+    /// A fenced code block: its fence character and length, and its opening line.
+    Fence(u8, usize, Range<usize>),
     /// An HTML block that ends at the first line containing this marker.
     Html(&'static str),
 }
@@ -43,6 +48,8 @@ pub(super) fn pieces(text: &str) -> impl Iterator<Item = Piece> + '_ {
     let mut pos = 0;
     let mut inside = Inside::Nothing;
     let mut after_blank = false;
+    let mut reopen = None;
+    let mut free_from = 0;
     std::iter::from_fn(move || {
         if start >= text.len() {
             return None;
@@ -54,22 +61,48 @@ pub(super) fn pieces(text: &str) -> impl Iterator<Item = Piece> + '_ {
             let size = pos - start;
             if inside == Inside::Nothing && pos > start {
                 let boundary = after_blank && !blank && !line.starts_with([' ', '\t']);
-                if (boundary && size >= MIN_PIECE) || size >= MAX_PIECE {
+                // Text after a long fence counts from the fence's end: the fence was cut already.
+                let run = pos - start.max(free_from);
+                if (boundary && size >= MIN_PIECE) || run >= MAX_PIECE {
                     let piece = Piece {
                         range: start..pos,
                         forced: !boundary,
+                        reopen: reopen.take(),
+                        continues: false,
                     };
                     start = pos;
                     return Some(piece);
                 }
             }
-            inside = next_state(&inside, line);
+            // A fence itself longer than a piece is cut too; the next piece reopens it, so its
+            // lines stay code. (A short one just delays the cut until it closes.)
+            if let Inside::Fence(_, _, open) = &inside {
+                if pos > start && size >= MAX_PIECE && pos - open.start >= MAX_PIECE {
+                    let piece = Piece {
+                        range: start..pos,
+                        forced: false,
+                        reopen: reopen.replace(open.clone()),
+                        continues: true,
+                    };
+                    start = pos;
+                    return Some(piece);
+                }
+            }
+            let next = next_state(&inside, line, pos);
+            if let (Inside::Fence(_, _, open), Inside::Nothing) = (&inside, &next) {
+                if end - open.start >= MAX_PIECE {
+                    free_from = end;
+                }
+            }
+            inside = next;
             after_blank = blank;
             pos = end;
         }
         let piece = Piece {
             range: start..text.len(),
             forced: false,
+            reopen: reopen.take(),
+            continues: false,
         };
         start = text.len();
         Some(piece)
@@ -81,13 +114,13 @@ pub(super) fn first_forced_cut(text: &str) -> Option<usize> {
     pieces(text).find(|p| p.forced).map(|p| p.range.end)
 }
 
-/// The state after `line`, given the state before it.
-fn next_state(inside: &Inside, line: &str) -> Inside {
+/// The state after `line` (which starts at byte `at`), given the state before it.
+fn next_state(inside: &Inside, line: &str, at: usize) -> Inside {
     let trimmed = line.trim_end_matches(['\n', '\r']);
     let indent = trimmed.len() - trimmed.trim_start_matches(' ').len();
     let rest = &trimmed[indent..];
     match inside {
-        Inside::Fence(c, n) => {
+        Inside::Fence(c, n, _) => {
             let run = rest.bytes().take_while(|b| b == c).count();
             if indent < 4 && run >= *n && rest[run..].trim().is_empty() {
                 Inside::Nothing
@@ -107,7 +140,7 @@ fn next_state(inside: &Inside, line: &str) -> Inside {
                 let run = rest.bytes().take_while(|&b| b == c).count();
                 // A backtick fence's info string holds no backtick (``` `x` ``` is inline code).
                 if run >= 3 && !(c == b'`' && rest[run..].contains('`')) {
-                    return Inside::Fence(c, run);
+                    return Inside::Fence(c, run, at..at + line.len());
                 }
             }
             match html_block_end(rest) {
@@ -200,11 +233,25 @@ mod tests {
         assert!(pieces[0].forced);
         assert!(text[..pieces[0].range.end].ends_with('\n'));
         assert_eq!(first_forced_cut(&text), Some(pieces[0].range.end));
-        let fenced = format!("```\n{text}```\n");
-        assert_eq!(pieces_count(&fenced), 1, "never inside a fence");
     }
 
-    fn pieces_count(text: &str) -> usize {
-        pieces(text).count()
+    #[test]
+    fn a_long_fence_is_cut_and_reopened() {
+        let fenced = format!(
+            "- x\n  ```text\n{}  ```\nafter\n",
+            "  a line\n".repeat(MAX_PIECE / 5)
+        );
+        let pieces: Vec<Piece> = pieces(&fenced).collect();
+        assert!(pieces.len() >= 2, "{}", pieces.len());
+        assert!(
+            pieces.iter().all(|p| !p.forced),
+            "not reported as a cut block"
+        );
+        assert_eq!(pieces[0].reopen, None);
+        assert!(pieces[..pieces.len() - 1].iter().all(|p| p.continues));
+        assert!(!pieces[pieces.len() - 1].continues);
+        for p in &pieces[1..] {
+            assert_eq!(p.reopen.clone().map(|r| &fenced[r]), Some("  ```text\n"));
+        }
     }
 }

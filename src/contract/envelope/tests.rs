@@ -227,3 +227,43 @@ fn evidence_past_the_cap_is_counted_and_reported() {
         codes(&env)
     );
 }
+
+/// An Excerpt longer than a parse piece is cut and reopened: it still reads as one code block,
+/// with every line counted, its `<answer>` lines stay text inside code, and nothing after it is
+/// misread.
+#[test]
+fn an_excerpt_longer_than_a_piece_reads_as_one_block() {
+    let lines = 2 * chunks::MAX_PIECE / "  <answer> x\n".len();
+    let text = format!(
+        "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\n- **Evidence**: `docs/a.md:1`\n\
+         - **Excerpt**:\n  ```text\n{}  ```\n- **Evidence**: `docs/b.md:2`\n- **Excerpt**:\n  \
+         ```text\n  two\n  ```\n</answer>\n",
+        "  <answer> x\n".repeat(lines)
+    );
+    let env = Envelope::parse_lenient(&text);
+    assert_eq!(codes(&env), Vec::<&str>::new(), "{:#?}", env.problems);
+    assert_eq!(env.evidence.len(), 2);
+    let long = env.evidence[0]
+        .excerpt
+        .as_ref()
+        .unwrap()
+        .block
+        .as_ref()
+        .unwrap();
+    assert_eq!(long.line_count(), lines);
+    assert!(long.content.len() <= MAX_EXCERPT_BYTES);
+    let shown = &text[long.span.clone()];
+    assert!(
+        shown.trim_end().ends_with("  ```"),
+        "{:?}",
+        &shown[shown.len().saturating_sub(40)..]
+    );
+    let short = env.evidence[1]
+        .excerpt
+        .as_ref()
+        .unwrap()
+        .block
+        .as_ref()
+        .unwrap();
+    assert_eq!(short.lines(), vec!["two"]);
+}
