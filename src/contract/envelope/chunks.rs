@@ -11,7 +11,9 @@
 //! whose items are separated by blank lines becomes several lists, which the answer walker treats
 //! the same way (each item starts a block either way). A run of text longer than [`MAX_PIECE`]
 //! without such a place is cut at a line end, which can change how that text parses; the caller
-//! reports it (see [`first_forced_cut`]).
+//! reports it (see [`first_forced_cut`]). A fenced code block longer than that is cut as well, and
+//! the next piece is marked to be parsed behind the fence's opening line ([`Piece::reopen`]), so
+//! its lines stay code; the caller joins the pieces' code blocks back into one.
 
 use std::ops::Range;
 
