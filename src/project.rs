@@ -21,6 +21,12 @@ pub enum PathError {
          name a real path)"
     )]
     DanglingSymlink { name: String, link: String },
+    #[error(
+        "`{name}` is a hard link: the file has {links} names on disk, and another one may lie \
+         outside the project root, so it is not read, cited or written (put a copy of the file \
+         in the project instead of a link)"
+    )]
+    HardLink { name: String, links: u64 },
     #[error("`{name}` is inside `{dir}/`, which is not open to tools or citations ({why})")]
     Hidden {
         name: String,
@@ -49,6 +55,31 @@ pub const HIDDEN_DIRS: &[(&str, &str)] = &[
 pub fn hidden_dir(rel: &str) -> Option<(&'static str, &'static str)> {
     rel.split('/')
         .find_map(|part| HIDDEN_DIRS.iter().find(|(dir, _)| *dir == part).copied())
+}
+
+/// [`PathError::HardLink`] when `path` is a regular file with more than one name on disk.
+///
+/// A hard link shares the inode of its other names, so canonicalizing it proves nothing: a link
+/// inside the root to `~/.ssh/id_rsa` canonicalizes inside. Whether the other names are inside
+/// the root cannot be told without searching the whole file system, so every multiply-linked
+/// regular file is refused. Directories (whose link count is their subfolders plus two) and
+/// missing paths pass; the caller handles those.
+pub fn refuse_hard_link(name: &str, path: &Path) -> Result<(), PathError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.is_file() && meta.nlink() > 1 {
+                return Err(PathError::HardLink {
+                    name: name.to_string(),
+                    links: meta.nlink(),
+                });
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (name, path);
+    Ok(())
 }
 
 /// A project: the canonical root every relative name is resolved against.
@@ -92,7 +123,8 @@ impl Project {
     /// Resolves an existing file or directory named relative to the root.
     ///
     /// The lexical checks come first so that a name like `../../etc/passwd` is refused without
-    /// touching the disk; canonicalization then catches symlinks that lead out.
+    /// touching the disk; canonicalization then catches symlinks that lead out, and
+    /// [`refuse_hard_link`] the hard links canonicalization cannot see.
     pub fn resolve(&self, name: &str) -> Result<PathBuf, PathError> {
         let joined = self.lexical(name)?;
         let canonical = std::fs::canonicalize(&joined).map_err(|e| match e.kind() {
@@ -102,11 +134,11 @@ impl Project {
                 reason: e.to_string(),
             },
         })?;
-        if canonical.starts_with(&self.root) {
-            Ok(canonical)
-        } else {
-            Err(PathError::SymlinkEscape(name.to_string()))
+        if !canonical.starts_with(&self.root) {
+            return Err(PathError::SymlinkEscape(name.to_string()));
         }
+        refuse_hard_link(name, &canonical)?;
+        Ok(canonical)
     }
 
     /// Resolves a path that may not exist yet (a file about to be written): its nearest existing
@@ -115,7 +147,8 @@ impl Project {
     /// "Existing" means present as a directory entry (`symlink_metadata`), not "its target
     /// exists": a dangling symlink is an entry, and treating it as absent would let the write
     /// follow it wherever it points. A dangling link is therefore refused outright, even one
-    /// pointing inside, since nothing needs to create files through a link.
+    /// pointing inside, since nothing needs to create files through a link. An existing file with
+    /// more than one hard link is refused like in [`Self::resolve`].
     pub fn resolve_new(&self, name: &str) -> Result<PathBuf, PathError> {
         let joined = self.lexical(name)?;
         let mut existing = joined.as_path();
@@ -148,6 +181,7 @@ impl Project {
         for part in rest.iter().rev() {
             canonical.push(part);
         }
+        refuse_hard_link(name, &canonical)?;
         Ok(canonical)
     }
 
@@ -256,6 +290,40 @@ mod tests {
             Err(PathError::SymlinkEscape(_))
         ));
         assert!(p.resolve_new("docs/new/deeper.md").is_ok());
+    }
+
+    /// Issue #28 item 8: a hard link inside the root to a file outside canonicalizes inside, so
+    /// the link count is what refuses it, for reading and for writing.
+    #[cfg(unix)]
+    #[test]
+    fn refuses_hard_links_to_any_file() {
+        let (d, p) = fixture();
+        std::fs::hard_link(
+            d.path().join("secret.txt"),
+            p.root().join("docs/linked.txt"),
+        )
+        .unwrap();
+        for result in [
+            p.resolve("docs/linked.txt"),
+            p.resolve_new("docs/linked.txt"),
+        ] {
+            assert_eq!(
+                result,
+                Err(PathError::HardLink {
+                    name: "docs/linked.txt".into(),
+                    links: 2
+                })
+            );
+        }
+        let message = p.resolve("docs/linked.txt").unwrap_err().to_string();
+        assert!(message.contains("hard link"), "{message}");
+        assert!(message.contains("put a copy"), "{message}");
+        // Directories have several links as a matter of course, and a lone file has one.
+        std::fs::create_dir_all(p.root().join("docs/sub/deeper")).unwrap();
+        assert!(p.resolve("docs/sub").is_ok());
+        assert!(p.resolve("docs").is_ok());
+        assert!(p.resolve("docs/a.md").is_ok());
+        assert!(p.resolve_new("docs/a.md").is_ok());
     }
 
     #[cfg(unix)]

@@ -59,17 +59,23 @@ impl Permission {
     /// others). Unmentioned tools and subjects are allowed; an exact pattern beats a glob, and a
     /// longer glob beats a shorter one.
     pub fn action(&self, tool: &str, subject: &str) -> Action {
+        self.decide(tool, subject).0
+    }
+
+    /// [`Self::action`] with the pattern that decided it (`None` when the tool has a single action
+    /// or no pattern matched), so a refusal can name the rule the author has to change.
+    pub fn decide(&self, tool: &str, subject: &str) -> (Action, Option<&str>) {
         match self.0.get(tool) {
-            None => Action::Allow,
-            Some(PermissionRule::Action(a)) => *a,
+            None => (Action::Allow, None),
+            Some(PermissionRule::Action(a)) => (*a, None),
             Some(PermissionRule::Patterns(map)) => {
-                if let Some(a) = map.get(subject) {
-                    return *a;
+                if let Some((p, a)) = map.get_key_value(subject) {
+                    return (*a, Some(p.as_str()));
                 }
                 map.iter()
                     .filter(|(p, _)| glob_matches(p, subject))
                     .max_by_key(|(p, _)| p.len())
-                    .map_or(Action::Allow, |(_, a)| *a)
+                    .map_or((Action::Allow, None), |(p, a)| (*a, Some(p.as_str())))
             }
         }
     }
@@ -105,5 +111,28 @@ mod tests {
         assert_eq!(p.task("thoughts-secret"), Action::Ask);
         assert_eq!(p.action("edit", "x"), Action::Deny);
         assert_eq!(p.action("read", "x"), Action::Allow);
+    }
+
+    #[test]
+    fn decide_names_the_deciding_pattern() {
+        let p: Permission = serde_json::from_value(serde_json::json!({
+            "webfetch": {"*": "deny", "https://docs.rs/*": "allow", "https://x.test/a": "ask"},
+            "edit": "deny"
+        }))
+        .unwrap();
+        assert_eq!(
+            p.decide("webfetch", "https://docs.rs/serde"),
+            (Action::Allow, Some("https://docs.rs/*"))
+        );
+        assert_eq!(
+            p.decide("webfetch", "https://x.test/a"),
+            (Action::Ask, Some("https://x.test/a"))
+        );
+        assert_eq!(
+            p.decide("webfetch", "http://127.0.0.3/secret"),
+            (Action::Deny, Some("*"))
+        );
+        assert_eq!(p.decide("edit", "x"), (Action::Deny, None));
+        assert_eq!(p.decide("read", "x"), (Action::Allow, None));
     }
 }

@@ -94,7 +94,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<super::Code> {
                 continue;
             }
         };
-        let (text, report) = check_bytes(&bytes, fixed.as_ref(), &ctx);
+        let (text, report) = check_bytes(bytes, fixed.as_ref(), &ctx);
         let (e, w) = (report.errors().count(), report.warnings().count());
         errors += e;
         warnings += w;
@@ -179,16 +179,17 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<super::Code> {
     })
 }
 
-/// Checks raw bytes: invalid UTF-8 is itself a violation, reported at the first bad byte.
-fn check_bytes(bytes: &[u8], fixed: Option<&Contract>, ctx: &CheckContext) -> (String, Report) {
-    match std::str::from_utf8(bytes) {
+/// Checks raw bytes: invalid UTF-8 is itself a violation, reported at the first bad byte. The
+/// bytes become the returned text without a copy: the input is the largest thing in memory.
+fn check_bytes(bytes: Vec<u8>, fixed: Option<&Contract>, ctx: &CheckContext) -> (String, Report) {
+    match String::from_utf8(bytes) {
         Ok(text) => {
             // A JSON contract (`--agent` naming an agent that owes one) checks the JSON itself.
             if let Some(c) = fixed.filter(|c| c.format == crate::contract::ContractFormat::Json) {
-                let report = crate::contract::check(text, c, ctx);
-                return (text.to_string(), report);
+                let report = crate::contract::check(&text, c, ctx);
+                return (text, report);
             }
-            let env = Envelope::parse_lenient(text);
+            let env = Envelope::parse_lenient(&text);
             let auto;
             let contract = match fixed {
                 Some(c) => c,
@@ -197,12 +198,13 @@ fn check_bytes(bytes: &[u8], fixed: Option<&Contract>, ctx: &CheckContext) -> (S
                     &auto
                 }
             };
-            let report = check_envelope(text, &env, contract, ctx);
-            (text.to_string(), report)
+            let report = check_envelope(&text, &env, contract, ctx);
+            drop(env);
+            (text, report)
         }
         Err(e) => {
-            let text = String::from_utf8_lossy(bytes).into_owned();
-            let at = e.valid_up_to();
+            let at = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
             let violation = Rule::Encoding.problem(
                 at..at + 1,
                 format!("the answer is not valid UTF-8 (bad byte at offset {at})"),

@@ -10,16 +10,17 @@
 //! headings, labels, Evidence and Excerpts (also for documents that are no envelope).
 
 mod answer;
+mod chunks;
 mod tags;
 #[cfg(test)]
 mod tests;
 
 use answer::AnswerWalker;
 pub use answer::{parse_document, parse_reference};
-use tags::{alone_on_line, check_stray, scan_tags, tag_candidates};
+use tags::{alone_on_line, tag_candidates, TagScan};
 
 use super::fields::parse_fields;
-use super::rule::{sort, Rule};
+use super::rule::{sort, Rule, Tally};
 use crate::markdown::{split_frontmatter, Frontmatter, SplitError};
 use crate::problem::{locate, Problem};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
@@ -155,9 +156,16 @@ pub struct Excerpt {
 pub struct ExcerptBlock {
     /// The whole block, fences included.
     pub span: Range<usize>,
-    /// The block's lines with the container's and fence's indentation removed.
+    /// The block's lines with the container's and fence's indentation removed: the first
+    /// [`MAX_EXCERPT_BYTES`] of them.
     pub content: String,
+    /// Lines after `content` that were counted, not kept (the block is longer than
+    /// [`MAX_EXCERPT_BYTES`], far past any contract's excerpt limit).
+    pub more_lines: usize,
 }
+
+/// Bytes of an Excerpt block kept; the lines after are counted. A contract allows a few lines.
+pub const MAX_EXCERPT_BYTES: usize = 64 * 1024;
 
 impl ExcerptBlock {
     /// The excerpt's lines without leading and trailing blank lines.
@@ -169,6 +177,11 @@ impl ExcerptBlock {
         let skip = lines.iter().take_while(|l| l.trim().is_empty()).count();
         lines.drain(..skip);
         lines
+    }
+
+    /// How many lines the excerpt has: those of [`Self::lines`] and those not kept.
+    pub fn line_count(&self) -> usize {
+        self.lines().len() + self.more_lines
     }
 }
 
@@ -273,13 +286,12 @@ pub fn parse(text: &str) -> Result<Envelope, Vec<Problem>> {
 
 fn parse_body(text: &str, env: &mut Envelope) {
     let body = env.body.clone();
-    let candidates = tag_candidates(text, &body);
 
     // Mask the tags so pulldown-cmark sees the answer as markdown: a tag alone on its line becomes
     // a blank line (a block boundary, as if the answer were its own document); any other tag loses
     // its `<` so it cannot open an HTML block that would swallow fences and headings.
     let mut masked = text[body.clone()].as_bytes().to_vec();
-    for c in &candidates {
+    for c in tag_candidates(text, &body) {
         match alone_on_line(text, &c.span, &body) {
             Some(line) => masked[line.start - body.start..line.end - body.start].fill(b' '),
             None => masked[c.span.start - body.start] = b'X',
@@ -291,28 +303,33 @@ fn parse_body(text: &str, env: &mut Envelope) {
         Err(_) => return,
     };
 
-    let events: Vec<(Event, Range<usize>)> = Parser::new_ext(&masked, Options::empty())
-        .into_offset_iter()
-        .map(|(e, r)| (e, r.start + body.start..r.end + body.start))
-        .collect();
-
-    let mut code: Vec<Range<usize>> = Vec::new();
-    let mut block_start = None;
-    for (event, range) in &events {
-        match event {
-            Event::Start(Tag::CodeBlock(_)) => block_start = Some(range.start),
-            Event::End(TagEnd::CodeBlock) => {
-                if let Some(s) = block_start.take() {
-                    code.push(s..range.end);
-                }
-            }
-            Event::Code(_) => code.push(range.clone()),
-            _ => {}
+    // The tags again, each judged as it comes against the code spans the markdown parse yields
+    // beside it: no list of tags, events or code spans is kept, so memory stays a small multiple
+    // of the answer however many tags it repeats.
+    // A body of one piece (every real answer) is parsed once and its events replayed for the
+    // second walk; a larger one is parsed again rather than kept.
+    let kept: Option<Vec<(Event, Range<usize>)>> =
+        (masked.len() <= chunks::MAX_PIECE).then(|| offset_events(&masked, body.start).collect());
+    let events = || -> Box<dyn Iterator<Item = (Event, Range<usize>)> + '_> {
+        match &kept {
+            Some(events) => Box::new(events.iter().cloned()),
+            None => Box::new(offset_events(&masked, body.start)),
+        }
+    };
+    let mut tally = Tally::default();
+    let mut scan = TagScan::new(text, &body);
+    let mut code = code_spans(events()).peekable();
+    for c in tag_candidates(text, &body) {
+        while code.next_if(|r| r.end <= c.span.start).is_some() {}
+        if code.peek().is_some_and(|r| r.start <= c.span.start) {
+            scan.in_code(c);
+        } else {
+            scan.tag(c, &mut env.problems, &mut tally);
         }
     }
-
-    let scan = scan_tags(text, &body, candidates, &code, &mut env.problems);
-    check_stray(text, &body, &scan, &mut env.problems);
+    let scan = scan.finish(&mut env.problems, &mut tally);
+    report_forced_cut(&masked, body.start, &mut env.problems);
+    tally.finish(&mut env.problems);
     if let Some(t) = &scan.thinking {
         if text[t.inner.clone()].trim().is_empty() {
             env.problems.push(
@@ -325,16 +342,99 @@ fn parse_body(text: &str, env: &mut Envelope) {
             env.problems
                 .push(Rule::AnswerEmpty.problem(a.open.clone(), "the `<answer>` block is empty"));
         } else {
+            // A second parse, walked over the answer only (parsing is cheaper than keeping every
+            // event of a large answer).
             let inner = a.inner.clone();
-            let first = events.partition_point(|(_, r)| r.start < inner.start);
-            let last = events.partition_point(|(_, r)| r.start < inner.end);
             let mut walker = AnswerWalker::new(text, &masked, body.start, env);
-            for (event, range) in events.get(first..last).unwrap_or(&[]) {
-                walker.event(event, range);
+            for (event, range) in events()
+                .skip_while(|(_, r)| r.start < inner.start)
+                .take_while(|(_, r)| r.start < inner.end)
+            {
+                walker.event(&event, &range);
             }
             walker.finish();
         }
     }
     env.thinking = scan.thinking;
     env.answer = scan.answer;
+}
+
+/// The markdown events of `masked` (which starts at byte `base` of the text), with ranges in the
+/// text's offsets.
+/// Parsed piece by piece ([`chunks`]), so only one piece's parse tree is in memory at a time.
+pub(super) fn offset_events(
+    masked: &str,
+    base: usize,
+) -> impl Iterator<Item = (Event<'_>, Range<usize>)> {
+    chunks::pieces(masked).flat_map(move |piece| {
+        let at = base + piece.range.start;
+        if piece.reopen.is_none() && !piece.continues {
+            let events: Box<dyn Iterator<Item = (Event<'_>, Range<usize>)>> = Box::new(
+                Parser::new_ext(&masked[piece.range], Options::empty())
+                    .into_offset_iter()
+                    .map(move |(e, r)| (e, r.start + at..r.end + at)),
+            );
+            return events;
+        }
+        // A piece cut inside a fence longer than a piece: parsed behind a copy of the fence's
+        // opening line. The events of that copy, and the end of the block where a piece stops
+        // inside it, are left out, so the pieces read as one code block.
+        let prefix = piece.reopen.clone().map_or("", |r| &masked[r]);
+        let shift = prefix.len();
+        let own = format!("{prefix}{}", &masked[piece.range.clone()]);
+        let mut events: Vec<(Event<'_>, Range<usize>)> = Parser::new_ext(&own, Options::empty())
+            .into_offset_iter()
+            .enumerate()
+            .filter(|(i, (e, _))| !(*i == 0 && shift > 0 && matches!(e, Event::Start(_))))
+            .map(|(_, (e, r))| {
+                let range = r.start.saturating_sub(shift) + at..r.end.saturating_sub(shift) + at;
+                (e.into_static(), range)
+            })
+            .collect();
+        if piece.continues {
+            if let Some(i) = events
+                .iter()
+                .rposition(|(e, _)| matches!(e, Event::End(TagEnd::CodeBlock)))
+            {
+                events.remove(i);
+            }
+        }
+        Box::new(events.into_iter())
+    })
+}
+
+/// An `envelope/too-large` error when [`chunks`] had to cut `masked` inside a block.
+pub(super) fn report_forced_cut(masked: &str, base: usize, problems: &mut Vec<Problem>) {
+    if let Some(cut) = chunks::first_forced_cut(masked) {
+        let at = base + cut;
+        problems.push(
+            Rule::TooLarge
+                .problem(
+                    at..at,
+                    format!(
+                        "more than {} KiB of text without a blank line between blocks; it is \
+                         checked in pieces from here on, which can misread a construct that \
+                         spans a cut",
+                        chunks::MAX_PIECE / 1024
+                    ),
+                )
+                .with_help("separate paragraphs and list items with blank lines, or shorten it"),
+        );
+    }
+}
+
+/// The code spans and blocks among `events`, in document order (they never nest or overlap).
+fn code_spans<'e>(
+    events: impl Iterator<Item = (Event<'e>, Range<usize>)> + 'e,
+) -> impl Iterator<Item = Range<usize>> + 'e {
+    let mut block_start = None;
+    events.filter_map(move |(event, range)| match event {
+        Event::Start(Tag::CodeBlock(_)) => {
+            block_start = Some(range.start);
+            None
+        }
+        Event::End(TagEnd::CodeBlock) => block_start.take().map(|s| s..range.end),
+        Event::Code(_) => Some(range),
+        _ => None,
+    })
 }

@@ -76,6 +76,9 @@ rules! {
     AnswerEmpty => "envelope/answer-empty",
     /// Text outside the frontmatter, `<thinking>` and `<answer>`.
     StrayText => "envelope/stray-text",
+    /// More headings, bold labels, Evidence items or citations than a check keeps; the rest are
+    /// not checked.
+    TooLarge => "envelope/too-large",
     /// An Evidence item without a well-formed `path:N` / `path:N-M` reference.
     ReferenceFormat => "evidence/reference-format",
     /// A cited path is absolute, escapes through `..`, or is a symlink leading out of the root.
@@ -160,6 +163,87 @@ impl Rule {
     /// filled in when the report is finished.
     pub fn problem(self, span: Range<usize>, message: impl Into<String>) -> Problem {
         Problem::in_text(Severity::Error, self.code(), span, message)
+    }
+}
+
+/// Problems of one code a parse keeps; the rest are counted and summed up in one closing problem
+/// (see [`Tally`]).
+pub const MAX_PER_RULE: usize = 100;
+
+/// Caps the problems of each code at [`MAX_PER_RULE`] while they are found. An answer repeating
+/// one mistake millions of times (50 MB of `<thinking>` tags) otherwise holds a `Problem`, about
+/// 300 bytes, per 11 bytes of input, and renders it too: 80 times the input in memory. A reader
+/// needs the first few of a kind and the count, not the millionth.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Code → how many were kept and left out, and the first one left out.
+    counts: std::collections::HashMap<std::borrow::Cow<'static, str>, Count>,
+}
+
+#[derive(Debug, Clone)]
+struct Count {
+    kept: usize,
+    left_out: usize,
+    first_left_out: Range<usize>,
+    severity: Severity,
+}
+
+impl Tally {
+    /// Pushes `problem` onto `out` unless [`MAX_PER_RULE`] of its code are kept already; then it
+    /// is only counted.
+    pub fn push(&mut self, out: &mut Vec<Problem>, problem: Problem) {
+        let count = self.count(problem.code.clone(), problem.severity);
+        if count.kept < MAX_PER_RULE {
+            count.kept += 1;
+            out.push(problem);
+        } else {
+            if count.left_out == 0 {
+                count.first_left_out = problem.span.clone().unwrap_or(0..0);
+                count.severity = problem.severity;
+            }
+            count.left_out += 1;
+        }
+    }
+
+    /// Counts `n` problems of `code` (errors) left out without building them, the first at `at`.
+    pub fn left_out(&mut self, code: &'static str, n: usize, at: Range<usize>) {
+        let count = self.count(std::borrow::Cow::Borrowed(code), Severity::Error);
+        if count.left_out == 0 {
+            count.first_left_out = at;
+        }
+        count.left_out += n;
+    }
+
+    fn count(&mut self, code: std::borrow::Cow<'static, str>, severity: Severity) -> &mut Count {
+        self.counts.entry(code).or_insert(Count {
+            kept: 0,
+            left_out: 0,
+            first_left_out: 0..0,
+            severity,
+        })
+    }
+
+    /// Adds one problem per capped code, at the first one left out, saying how many were.
+    pub fn finish(self, out: &mut Vec<Problem>) {
+        let mut capped: Vec<_> = self
+            .counts
+            .into_iter()
+            .filter(|(_, count)| count.left_out > 0)
+            .collect();
+        capped.sort_by(|a, b| a.0.cmp(&b.0));
+        for (code, count) in capped {
+            let n = count.left_out;
+            let message = format!(
+                "{n} more `{code}` problem{} from here on {} not listed (a report lists the \
+                 first {MAX_PER_RULE} of each kind)",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "is" } else { "are" }
+            );
+            out.push(
+                Problem::in_text(count.severity, code, count.first_left_out, message)
+                    .with_help("fix the problems listed, then check again to see the rest"),
+            );
+        }
     }
 }
 

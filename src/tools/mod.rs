@@ -411,10 +411,15 @@ pub(crate) fn walk_files<'a>(
         })
 }
 
-/// Whether `list`, `glob` and `grep` show an entry: not in a [`HIDDEN_DIRS`] folder, and a
-/// symlink only if its target exists, stays inside the root and is not hidden either.
+/// Whether `list`, `glob` and `grep` show an entry: not in a [`HIDDEN_DIRS`] folder, not a
+/// regular file with more than one hard link (its other names may be outside the root; `read`
+/// refuses it too), and a symlink only if its target exists, stays inside the root and is not
+/// hidden either.
 pub(crate) fn visible(project: &Project, path: &std::path::Path) -> bool {
     if hidden_dir(&project.relative(path)).is_some() {
+        return false;
+    }
+    if crate::project::refuse_hard_link("", path).is_err() {
         return false;
     }
     if !path.is_symlink() {

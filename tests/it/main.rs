@@ -17,6 +17,7 @@ mod deliver;
 mod eval_cli;
 mod event_log_compat;
 mod gate;
+mod heap;
 mod json_cli;
 mod json_runtime;
 mod knowledge;

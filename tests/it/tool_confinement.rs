@@ -358,3 +358,61 @@ fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() 
         json!({"path": f.outside("secret.txt").display().to_string()}),
     ));
 }
+
+/// Issue #28 item 8: a hard link inside the root to a file outside shares its inode, so
+/// canonicalizing it stays inside. Reading, searching, citing and writing it are refused by the
+/// link count, and the outside file keeps its contents.
+#[test]
+fn a_hard_link_to_a_file_outside_is_refused_by_every_tool_and_by_citations() {
+    let f = Fixture::new();
+    let secret = f.outside("secret.txt");
+    let root = f.project.root().to_path_buf();
+    std::fs::hard_link(&secret, root.join("thoughts/hard.md")).unwrap();
+    std::fs::hard_link(&secret, root.join("docs/hard.md")).unwrap();
+    let a = agent("permission:\n  write: allow\n");
+    for path in ["thoughts/hard.md", "docs/hard.md"] {
+        let msg = refused(call(&f, &a, "read", json!({ "path": path })));
+        assert!(msg.contains("hard link"), "{msg}");
+        assert!(!msg.contains("SECRET"), "{msg}");
+        let msg = refused(call(
+            &f,
+            &a,
+            "write",
+            json!({"path": path, "content": "overwritten\n"}),
+        ));
+        assert!(
+            msg.contains("hard link") && msg.contains("put a copy"),
+            "{msg}"
+        );
+        refused(call(
+            &f,
+            &a,
+            "grep",
+            json!({"pattern": "SECRET", "path": path}),
+        ));
+    }
+    let grep = call(&f, &a, "grep", json!({"pattern": "SECRET"}))
+        .unwrap()
+        .text;
+    assert!(grep.starts_with("no matches"), "{grep}");
+    let listed = call(&f, &a, "glob", json!({"pattern": "**/hard.md"}))
+        .unwrap()
+        .text;
+    assert!(listed.starts_with("no files match"), "{listed}");
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "SECRET outside\n"
+    );
+
+    let files = switchboard::contract::FileCache::new();
+    let ctx = switchboard::contract::CheckContext::new(&f.project, &files);
+    let doc = "# Notes\n\n- **Evidence**: `docs/hard.md:1-1`\n- **Excerpt**:\n  ```text\n  SECRET outside\n  ```\n";
+    let problems = switchboard::contract::verify_evidence(doc, &ctx);
+    let outside: Vec<_> = problems
+        .iter()
+        .filter(|p| p.code == "evidence/path-outside-root")
+        .collect();
+    assert_eq!(outside.len(), 1, "{problems:#?}");
+    assert!(outside[0].message.contains("hard link"), "{outside:#?}");
+    assert_eq!(files.reads(), 0, "the linked file is never read");
+}

@@ -596,3 +596,77 @@ fn agents_json_lists_the_tools_really_offered() {
     let offered = run(dir.path());
     assert!(offered.contains(&"websearch".to_string()), "{offered:?}");
 }
+
+/// A server on `ip` (any 127.0.0.x binds on Linux) with `/go?url=U` redirecting to `U` and
+/// `/secret`, whose body must never reach an agent the redirect target is denied to.
+async fn serve_on(ip: &str) -> (SocketAddr, Hits) {
+    let hits = Hits::default();
+    let app = Router::new()
+        .route("/go", get(redirect_to))
+        .route(
+            "/secret",
+            get(|State(hits): State<Hits>| async move {
+                hits.0.fetch_add(1, Ordering::SeqCst);
+                text("text/plain", "the denied page's secret\n")
+            }),
+        )
+        .with_state(hits.clone());
+    let listener = tokio::net::TcpListener::bind(format!("{ip}:0"))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (addr, hits)
+}
+
+/// Issue #28 item 2: `permission.webfetch` is checked at every redirect, not only on the URL the
+/// model asked for, and a cached chain is checked again for the agent it is served to.
+#[tokio::test]
+async fn permission_is_checked_at_every_redirect() {
+    let (a, _) = serve_on("127.0.0.2").await;
+    let (b, secret_hits) = serve_on("127.0.0.3").await;
+    let (_d, project, agent) = project_with(
+        "permission:\n  webfetch:\n    \"http://127.0.0.2:*/*\": allow\n    \"*\": deny\n",
+    );
+    let web = web(WebfetchSection {
+        allow_hosts: vec!["127.0.0.2".into(), "127.0.0.3".into()],
+        ..Default::default()
+    });
+    let secret = format!("http://{b}/secret");
+    let go = format!("http://{a}/go?url={}", urlencode(&secret));
+    let (result, record) = fetch(&web, &project, &agent, json!({"url": go})).await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, ToolError::Refused { .. }), "{err:?}");
+    let err = err.to_string();
+    assert!(err.contains(&format!("redirects to `{secret}`")), "{err}");
+    assert!(err.contains(r#"rule `"*": deny`"#), "{err}");
+    assert!(!err.contains("secret\n"), "{err}");
+    assert!(record.unwrap().error.is_some());
+    assert_eq!(secret_hits.0.load(Ordering::SeqCst), 0, "never requested");
+
+    // An agent allowed everywhere follows the same redirect; its response is cached, and the
+    // cache does not hand it to the restricted agent either.
+    let (_d2, project2, open) = project_with("");
+    let (result, _) = fetch(&web, &project2, &open, json!({"url": go})).await;
+    assert!(result.unwrap().text.contains("the denied page's secret"));
+    assert_eq!(secret_hits.0.load(Ordering::SeqCst), 1);
+    let (result, record) = fetch(&web, &project, &agent, json!({"url": go})).await;
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains(&format!("redirects to `{secret}`")), "{err}");
+    assert!(!err.contains("the denied page's secret"), "{err}");
+    assert!(!record.unwrap().cached);
+
+    // A redirect the pattern allows is followed.
+    let inside = format!(
+        "http://{a}/go?url={}",
+        urlencode(&format!("http://{a}/secret"))
+    );
+    let (result, record) = fetch(&web, &project, &agent, json!({"url": inside})).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        record.unwrap().final_url.unwrap(),
+        format!("http://{a}/secret")
+    );
+}

@@ -8,6 +8,7 @@ use crate::contract::files::{CitedFileError, SourceFile};
 use crate::contract::rule::Rule;
 use crate::contract::spec::Contract;
 use crate::problem::Problem;
+use crate::project::PathError;
 use std::sync::Arc;
 
 /// Lines an excerpt note shows at most.
@@ -26,7 +27,13 @@ pub(super) fn check_evidence(
                 Err(CitedFileError::Outside(e)) => out.push(
                     Rule::PathOutsideRoot
                         .problem(r.span.clone(), e.to_string())
-                        .with_help("cite the file by its path relative to the project root"),
+                        .with_help(match e {
+                            PathError::HardLink { .. } => {
+                                "cite a file of the project itself, not a hard link to a file \
+                                 that may live elsewhere"
+                            }
+                            _ => "cite the file by its path relative to the project root",
+                        }),
                 ),
                 Err(CitedFileError::Missing(m)) => {
                     out.push(Rule::FileMissing.problem(r.span.clone(), m))
@@ -68,13 +75,13 @@ pub(super) fn check_evidence(
             continue;
         }
         let max = contract.excerpt_max_lines as usize;
-        if lines.len() > max {
+        let count = block.line_count();
+        if count > max {
             let mut v = Rule::ExcerptTooLong
                 .problem(
                     block.span.clone(),
                     format!(
-                        "the excerpt has {} lines; the `{}` contract allows at most {max}",
-                        lines.len(),
+                        "the excerpt has {count} lines; the `{}` contract allows at most {max}",
                         contract.name
                     ),
                 )
@@ -90,18 +97,19 @@ pub(super) fn check_evidence(
         if good.is_empty() {
             continue;
         }
-        if good
-            .iter()
-            .any(|(file, r)| find_run(file, r.first, r.last, &lines).is_some())
+        // A block cut at MAX_EXCERPT_BYTES is longer than what was kept, so it matches nothing.
+        if block.more_lines == 0
+            && good
+                .iter()
+                .any(|(file, r)| find_run(file, r.first, r.last, &lines).is_some())
         {
             continue;
         }
         let (file, r) = &good[0];
         let (a, b, shown) = actual_lines(file, r, &lines);
-        let message = if lines.len() > r.last - r.first + 1 {
+        let message = if count > r.last - r.first + 1 {
             format!(
-                "the excerpt has {} lines but `{r}` cites {}",
-                lines.len(),
+                "the excerpt has {count} lines but `{r}` cites {}",
                 r.last - r.first + 1
             )
         } else {

@@ -2,11 +2,13 @@
 //! Excerpt code blocks that go with them. Also walks documents that are no envelope (plans and
 //! reports under `thoughts/`), so citations are recognised the same way in both.
 
-use super::{Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label};
-use crate::contract::rule::{sort, Rule};
+use super::{
+    Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label, MAX_EXCERPT_BYTES,
+};
+use crate::contract::rule::{sort, Rule, Tally};
 use crate::markdown::split_frontmatter;
 use crate::problem::locate;
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Tag, TagEnd};
 use std::ops::Range;
 
 /// Reads the Evidence + Excerpt pairs of a markdown document that is not an envelope (a plan or
@@ -24,18 +26,35 @@ pub fn parse_document(text: &str) -> Envelope {
     let Some(slice) = text.get(body.clone()) else {
         return env;
     };
-    let events: Vec<(Event, Range<usize>)> = Parser::new_ext(slice, Options::empty())
-        .into_offset_iter()
-        .map(|(e, r)| (e, r.start + body.start..r.end + body.start))
-        .collect();
+    super::report_forced_cut(slice, body.start, &mut env.problems);
     let mut walker = AnswerWalker::new(text, slice, body.start, &mut env);
-    for (event, range) in &events {
-        walker.event(event, range);
+    for (event, range) in super::offset_events(slice, body.start) {
+        walker.event(&event, &range);
     }
     walker.finish();
     sort(&mut env.problems);
     locate(text, &mut env.problems);
     env
+}
+
+/// Headings, bold labels, Evidence items and citations an answer (or document) keeps, each. A
+/// real answer has tens; past this the rest are counted, not kept or checked, and the answer gets
+/// an `envelope/too-large` error, so an answer of a million Evidence items costs memory for a
+/// thousand and cannot hide a false citation behind them either.
+pub const MAX_ITEMS: usize = 1_000;
+
+/// What was left out because a list reached [`MAX_ITEMS`]: how many, and where the first was.
+#[derive(Debug, Default)]
+struct Overflow {
+    count: usize,
+    first: Option<Range<usize>>,
+}
+
+impl Overflow {
+    fn add(&mut self, span: &Range<usize>) {
+        self.count += 1;
+        self.first.get_or_insert_with(|| span.clone());
+    }
 }
 
 /// Where an `**Excerpt**:` label waits for its code block.
@@ -58,8 +77,8 @@ pub(super) struct AnswerWalker<'a> {
     pending: Option<(String, Range<usize>)>,
     heading: Option<(u8, usize, String)>,
     in_code_block: bool,
-    /// The excerpt block being captured: its start and content.
-    capture: Option<(usize, String)>,
+    /// The excerpt block being captured: its start, content, and lines counted past the cap.
+    capture: Option<(usize, String, usize)>,
     /// The Evidence item whose references are being collected.
     collecting: Option<usize>,
     /// The latest Evidence item, for pairing with an Excerpt.
@@ -68,6 +87,13 @@ pub(super) struct AnswerWalker<'a> {
     capture_target: Option<ExcerptTarget>,
     /// Evidence items that held a malformed reference.
     malformed: Vec<usize>,
+    /// The latest Evidence item was left out (past [`MAX_ITEMS`]): its Excerpt is no orphan.
+    skipped_evidence: bool,
+    /// Citations kept so far, over all Evidence items.
+    citations: usize,
+    /// Left out past [`MAX_ITEMS`]: headings, labels, Evidence items, citations.
+    overflow: [Overflow; 4],
+    tally: Tally,
 }
 
 impl<'a> AnswerWalker<'a> {
@@ -88,6 +114,10 @@ impl<'a> AnswerWalker<'a> {
             awaiting: None,
             capture_target: None,
             malformed: Vec::new(),
+            skipped_evidence: false,
+            citations: 0,
+            overflow: Default::default(),
+            tally: Tally::default(),
         }
     }
 
@@ -108,7 +138,8 @@ impl<'a> AnswerWalker<'a> {
     /// A block that is not the awaited code block arrived: the excerpt is not fenced.
     fn excerpt_not_fenced(&mut self) {
         if let Some((label, _)) = self.awaiting.take() {
-            self.env.problems.push(
+            self.tally.push(
+                &mut self.env.problems,
                 Rule::ExcerptNotFenced
                     .problem(label, "the Excerpt is not followed by a fenced code block")
                     .with_help(
@@ -130,13 +161,17 @@ impl<'a> AnswerWalker<'a> {
             match event {
                 Event::Text(t) if self.capture.is_some() => {
                     let orig = self.original(t, range);
-                    if let Some((_, content)) = self.capture.as_mut() {
-                        content.push_str(orig);
+                    if let Some((_, content, more)) = self.capture.as_mut() {
+                        if *more == 0 && content.len() + orig.len() <= MAX_EXCERPT_BYTES {
+                            content.push_str(orig);
+                        } else {
+                            *more += orig.lines().count().max(1);
+                        }
                     }
                 }
                 Event::End(TagEnd::CodeBlock) => {
                     self.in_code_block = false;
-                    if let (Some((start, content)), Some(ExcerptTarget::Evidence(i))) =
+                    if let (Some((start, content, more_lines)), Some(ExcerptTarget::Evidence(i))) =
                         (self.capture.take(), self.capture_target.take())
                     {
                         if let Some(ex) = self
@@ -148,6 +183,7 @@ impl<'a> AnswerWalker<'a> {
                             ex.block = Some(ExcerptBlock {
                                 span: start..range.end,
                                 content,
+                                more_lines,
                             });
                         }
                     }
@@ -162,7 +198,7 @@ impl<'a> AnswerWalker<'a> {
                 self.in_code_block = true;
                 match (kind, self.awaiting.take()) {
                     (CodeBlockKind::Fenced(_), Some((_, target))) => {
-                        self.capture = Some((range.start, String::new()));
+                        self.capture = Some((range.start, String::new(), 0));
                         self.capture_target = Some(target);
                     }
                     (CodeBlockKind::Indented, Some(awaited)) => {
@@ -181,16 +217,22 @@ impl<'a> AnswerWalker<'a> {
                 self.block_boundary();
                 self.excerpt_not_fenced();
                 self.last_evidence = None;
+                self.skipped_evidence = false;
                 self.line_start = false;
                 self.heading = Some((heading_level(*level), range.start, String::new()));
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, start, text)) = self.heading.take() {
-                    self.env.headings.push(Heading {
-                        level,
-                        text: text.trim().to_string(),
-                        span: start..range.end,
-                    });
+                    let span = start..range.end;
+                    if self.env.headings.len() < MAX_ITEMS {
+                        self.env.headings.push(Heading {
+                            level,
+                            text: text.trim().to_string(),
+                            span,
+                        });
+                    } else {
+                        self.overflow[0].add(&span);
+                    }
                 }
             }
             Event::Start(Tag::List(_) | Tag::BlockQuote(_) | Tag::HtmlBlock | Tag::Table(_))
@@ -222,10 +264,10 @@ impl<'a> AnswerWalker<'a> {
             }
             Event::Text(t) => {
                 if let Some((_, _, h)) = self.heading.as_mut() {
-                    h.push_str(t);
+                    push_capped(h, t);
                 }
                 if let Some((_, s)) = self.strong.as_mut() {
-                    s.push_str(t);
+                    push_capped(s, t);
                     return;
                 }
                 if let Some((name, span)) = self.pending.take() {
@@ -241,10 +283,10 @@ impl<'a> AnswerWalker<'a> {
                 self.pending = None;
                 self.line_start = false;
                 if let Some((_, _, h)) = self.heading.as_mut() {
-                    h.push_str(c);
+                    push_capped(h, c);
                 }
                 if let Some((_, s)) = self.strong.as_mut() {
-                    s.push_str(c);
+                    push_capped(s, c);
                 }
                 if let Some(i) = self.collecting {
                     self.reference(i, c, range.clone());
@@ -266,6 +308,13 @@ impl<'a> AnswerWalker<'a> {
         if name.eq_ignore_ascii_case("evidence") {
             self.excerpt_not_fenced();
             let i = self.env.evidence.len();
+            if i >= MAX_ITEMS {
+                self.overflow[2].add(&span);
+                self.last_evidence = None;
+                self.skipped_evidence = true;
+                return;
+            }
+            self.skipped_evidence = false;
             self.env.evidence.push(EvidenceItem {
                 label: span,
                 references: Vec::new(),
@@ -276,6 +325,8 @@ impl<'a> AnswerWalker<'a> {
         } else if name.eq_ignore_ascii_case("excerpt") {
             self.excerpt_not_fenced();
             let target = match self.last_evidence.take() {
+                // The Excerpt of an Evidence item left out: not an orphan, not kept either.
+                None if std::mem::take(&mut self.skipped_evidence) => ExcerptTarget::Orphan,
                 Some(i) if self.env.evidence[i].excerpt.is_none() => {
                     self.env.evidence[i].excerpt = Some(Excerpt {
                         label: span.clone(),
@@ -284,7 +335,8 @@ impl<'a> AnswerWalker<'a> {
                     ExcerptTarget::Evidence(i)
                 }
                 _ => {
-                    self.env.problems.push(
+                    self.tally.push(
+                        &mut self.env.problems,
                         Rule::ExcerptOrphan
                             .problem(span.clone(), "an Excerpt with no Evidence item before it")
                             .with_help("put `**Evidence**: `path:N-M`` right before each Excerpt"),
@@ -293,23 +345,32 @@ impl<'a> AnswerWalker<'a> {
                 }
             };
             self.awaiting = Some((span, target));
-        } else {
+        } else if self.env.labels.len() < MAX_ITEMS {
             self.env.labels.push(Label { name, span });
+        } else {
+            self.overflow[1].add(&span);
         }
     }
 
     /// Parses the inline code `code` found in Evidence item `i`.
     fn reference(&mut self, i: usize, code: &str, span: Range<usize>) {
         match parse_reference(code) {
-            Ok((path, first, last)) => self.env.evidence[i].references.push(Citation {
-                path: path.to_string(),
-                first,
-                last,
-                span,
-            }),
+            Ok(_) if self.citations >= MAX_ITEMS => self.overflow[3].add(&span),
+            Ok((path, first, last)) => {
+                self.citations += 1;
+                self.env.evidence[i].references.push(Citation {
+                    path: path.to_string(),
+                    first,
+                    last,
+                    span,
+                })
+            }
             Err(why) => {
-                self.malformed.push(i);
-                self.env.problems.push(
+                if self.malformed.last() != Some(&i) {
+                    self.malformed.push(i);
+                }
+                self.tally.push(
+                    &mut self.env.problems,
                     Rule::ReferenceFormat
                         .problem(
                             span,
@@ -331,7 +392,8 @@ impl<'a> AnswerWalker<'a> {
         self.excerpt_not_fenced();
         for (i, item) in self.env.evidence.iter().enumerate() {
             if item.excerpt.is_none() {
-                self.env.problems.push(
+                self.tally.push(
+                    &mut self.env.problems,
                     Rule::MissingExcerpt
                         .problem(
                             item.label.clone(),
@@ -342,14 +404,54 @@ impl<'a> AnswerWalker<'a> {
                         ),
                 );
             }
-            if item.references.is_empty() && !self.malformed.contains(&i) {
-                self.env.problems.push(
+            if item.references.is_empty() && self.malformed.binary_search(&i).is_err() {
+                self.tally.push(
+                    &mut self.env.problems,
                     Rule::ReferenceFormat
                         .problem(item.label.clone(), "this Evidence item cites nothing")
                         .with_help("write the reference in backticks: **Evidence**: `path:N-M`"),
                 );
             }
         }
+        let names = ["headings", "bold labels", "Evidence items", "citations"];
+        for (overflow, what) in self.overflow.iter().zip(names) {
+            if let Some(first) = &overflow.first {
+                self.env.problems.push(
+                    Rule::TooLarge
+                        .problem(
+                            first.clone(),
+                            format!(
+                                "the answer holds {} {what}; the first {MAX_ITEMS} are checked \
+                                 and the {} from here on are not",
+                                MAX_ITEMS + overflow.count,
+                                overflow.count
+                            ),
+                        )
+                        .with_help(format!(
+                            "keep to at most {MAX_ITEMS} {what}; split the work over several \
+                             answers"
+                        )),
+                );
+            }
+        }
+        self.tally.finish(&mut self.env.problems);
+    }
+}
+
+/// Bytes of a heading or bold label's text kept; a longer one is cut (a name, not a paragraph).
+const MAX_NAME_BYTES: usize = 1_000;
+
+/// Appends `more` to a heading or label text, up to [`MAX_NAME_BYTES`] (at a char boundary).
+fn push_capped(text: &mut String, more: &str) {
+    let room = MAX_NAME_BYTES.saturating_sub(text.len());
+    if more.len() <= room {
+        text.push_str(more);
+    } else {
+        let mut cut = room;
+        while !more.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.push_str(&more[..cut]);
     }
 }
 

@@ -171,3 +171,99 @@ fn fence_at_column_zero_after_list_item() {
         .unwrap();
     assert_eq!(block.lines(), ["first"]);
 }
+
+/// Issue #28 item 7: a repeated mistake is listed 100 times and counted, not kept a million
+/// times; the count is exact.
+#[test]
+fn repeated_problems_are_listed_up_to_the_cap_and_counted() {
+    let head = "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\nx\n</answer>\n";
+    let text = format!("{head}{}", "</answer>\n".repeat(10_000));
+    let env = Envelope::parse_lenient(&text);
+    let tags: Vec<&Problem> = env
+        .problems
+        .iter()
+        .filter(|p| p.code == "envelope/tags")
+        .collect();
+    assert_eq!(tags.len(), crate::contract::rule::MAX_PER_RULE + 1);
+    let last = tags.last().unwrap();
+    assert!(
+        last.message
+            .starts_with("9900 more `envelope/tags` problems from here on are not listed"),
+        "{}",
+        last.message
+    );
+    // Where the first one left out is: the 101st repeat.
+    let at = head.len() + 100 * "</answer>\n".len();
+    assert_eq!(last.span, Some(at..at + "</answer>".len()));
+}
+
+/// Past [`answer::MAX_ITEMS`] Evidence items the rest are counted, not kept, and the answer is
+/// told so: a false citation cannot hide behind a thousand true ones.
+#[test]
+fn evidence_past_the_cap_is_counted_and_reported() {
+    let item = "- **Evidence**: `docs/a.md:1`\n- **Excerpt**:\n  ```text\n  one\n  ```\n";
+    let text = format!(
+        "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\n{}</answer>\n",
+        item.repeat(answer::MAX_ITEMS + 5)
+    );
+    let env = Envelope::parse_lenient(&text);
+    assert_eq!(env.evidence.len(), answer::MAX_ITEMS);
+    let too_large: Vec<&Problem> = env
+        .problems
+        .iter()
+        .filter(|p| p.code == "envelope/too-large")
+        .collect();
+    assert_eq!(too_large.len(), 1, "{:#?}", env.problems);
+    assert!(
+        too_large[0].message.contains("holds 1005 Evidence items")
+            && too_large[0].message.contains("the 5 from here on are not"),
+        "{}",
+        too_large[0].message
+    );
+    // The Excerpts of the items left out are not orphans.
+    assert!(
+        !codes(&env).contains(&"excerpt/orphan"),
+        "{:?}",
+        codes(&env)
+    );
+}
+
+/// An Excerpt longer than a parse piece is cut and reopened: it still reads as one code block,
+/// with every line counted, its `<answer>` lines stay text inside code, and nothing after it is
+/// misread.
+#[test]
+fn an_excerpt_longer_than_a_piece_reads_as_one_block() {
+    let lines = 2 * chunks::MAX_PIECE / "  <answer> x\n".len();
+    let text = format!(
+        "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\n- **Evidence**: `docs/a.md:1`\n\
+         - **Excerpt**:\n  ```text\n{}  ```\n- **Evidence**: `docs/b.md:2`\n- **Excerpt**:\n  \
+         ```text\n  two\n  ```\n</answer>\n",
+        "  <answer> x\n".repeat(lines)
+    );
+    let env = Envelope::parse_lenient(&text);
+    assert_eq!(codes(&env), Vec::<&str>::new(), "{:#?}", env.problems);
+    assert_eq!(env.evidence.len(), 2);
+    let long = env.evidence[0]
+        .excerpt
+        .as_ref()
+        .unwrap()
+        .block
+        .as_ref()
+        .unwrap();
+    assert_eq!(long.line_count(), lines);
+    assert!(long.content.len() <= MAX_EXCERPT_BYTES);
+    let shown = &text[long.span.clone()];
+    assert!(
+        shown.trim_end().ends_with("  ```"),
+        "{:?}",
+        &shown[shown.len().saturating_sub(40)..]
+    );
+    let short = env.evidence[1]
+        .excerpt
+        .as_ref()
+        .unwrap()
+        .block
+        .as_ref()
+        .unwrap();
+    assert_eq!(short.lines(), vec!["two"]);
+}

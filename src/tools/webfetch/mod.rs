@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{opt_str, opt_usize, str_arg, ToolContext, ToolError, ToolOutput};
-use crate::agent::Action;
+use crate::agent::{Action, Agent};
 use crate::config::{WebfetchSection, WebsearchSection};
 use convert::Format;
 use guard::{Guard, GuardedResolver, Refused};
@@ -53,6 +53,9 @@ pub struct FetchRecord {
 /// A response as received: the raw body (up to the cap) and what the server said it is.
 #[derive(Debug, Clone)]
 struct Fetched {
+    /// Every URL requested on the way, the first and the last included: a cached response is
+    /// handed to another agent only if that agent's permission admits each of them.
+    hops: Vec<reqwest::Url>,
     final_url: String,
     status: u16,
     content_type: String,
@@ -64,6 +67,7 @@ struct Fetched {
 pub struct Web {
     client: reqwest::Client,
     guard: Arc<Guard>,
+    max_redirects: usize,
     max_bytes: usize,
     cache: Mutex<HashMap<String, Arc<Fetched>>>,
     search: Option<search::Searxng>,
@@ -89,23 +93,6 @@ impl Web {
     pub fn new(fetch: &WebfetchSection, search: &WebsearchSection) -> Result<Web, SetupError> {
         crate::model::client::install_crypto_provider();
         let guard = Arc::new(Guard::new(&fetch.allow_hosts, fetch.allow_networks.clone()));
-        let max_redirects = fetch.max_redirects.unwrap_or(DEFAULT_MAX_REDIRECTS);
-        let redirect_guard = guard.clone();
-        let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() > max_redirects {
-                let msg = format!("more than {max_redirects} redirects");
-                return attempt.error(msg);
-            }
-            let url = attempt.url();
-            if !matches!(url.scheme(), "http" | "https") {
-                let msg = format!("redirect to a `{}:` URL", url.scheme());
-                return attempt.error(msg);
-            }
-            match redirect_guard.check_url(url) {
-                Ok(()) => attempt.follow(),
-                Err(refused) => attempt.error(refused),
-            }
-        });
         let timeout = fetch
             .timeout_secs
             .filter(|s| s.is_finite() && *s > 0.0)
@@ -116,7 +103,11 @@ impl Web {
             }))
             // A proxy would resolve and connect on our behalf, past the guard.
             .no_proxy()
-            .redirect(policy)
+            // Redirects are followed by [`Web::get`], one hop at a time: each hop must pass the
+            // address guard *and* the calling agent's `permission.webfetch`, and the client is
+            // shared by every agent of the session, so a policy built here could not know whose
+            // permission applies.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("switchboard-webfetch/", env!("CARGO_PKG_VERSION")))
@@ -130,6 +121,7 @@ impl Web {
         Ok(Web {
             client,
             guard,
+            max_redirects: fetch.max_redirects.unwrap_or(DEFAULT_MAX_REDIRECTS),
             max_bytes: fetch.max_bytes.unwrap_or(DEFAULT_MAX_BYTES),
             cache: Mutex::new(HashMap::new()),
             search: searcher,
@@ -194,20 +186,8 @@ impl Web {
             }
             Err(e) => return (Err(refuse(format!("not a URL: {e}"))), None),
         };
-        match ctx.agent.permission.action("webfetch", parsed_url.as_str()) {
-            Action::Allow => {}
-            verdict => {
-                let reason = format!(
-                    "`{}`'s permission.webfetch {} this URL",
-                    ctx.agent.name,
-                    if verdict == Action::Ask {
-                        "requires approval (ask), which an unattended run cannot give, for"
-                    } else {
-                        "denies"
-                    }
-                );
-                return (Err(refuse(reason)), None);
-            }
+        if let Err(reason) = permitted(ctx.agent, &parsed_url) {
+            return (Err(refuse(reason)), None);
         }
         let mut record = FetchRecord {
             url: url.clone(),
@@ -222,11 +202,19 @@ impl Web {
         let started = Instant::now();
         let cached = self.cache_get(parsed_url.as_str(), cap);
         let fetched = match cached {
-            Some(f) => {
-                record.cached = true;
-                Ok(f)
-            }
-            None => self.get(&parsed_url, cap).await.map(|f| {
+            // Another agent may have fetched it through redirects this one may not follow.
+            Some(f) => match f.hops.iter().find_map(|hop| {
+                permitted(ctx.agent, hop)
+                    .err()
+                    .map(|reason| redirect_refused(&parsed_url, hop, &reason))
+            }) {
+                Some(e) => Err(e),
+                None => {
+                    record.cached = true;
+                    Ok(f)
+                }
+            },
+            None => self.get(ctx.agent, &parsed_url, cap).await.map(|f| {
                 let f = Arc::new(f);
                 self.cache_put(parsed_url.as_str(), f.clone());
                 f
@@ -265,8 +253,15 @@ impl Web {
         cache.insert(url.to_string(), fetched);
     }
 
-    /// One GET with the guard, the redirect policy, the timeout and the byte cap.
-    async fn get(&self, url: &reqwest::Url, cap: usize) -> Result<Fetched, ToolError> {
+    /// One GET with the guard, the timeout and the byte cap, following at most `max_redirects`
+    /// redirects; every hop is checked against the address guard and `agent`'s
+    /// `permission.webfetch` before it is requested, so a refused page is never fetched.
+    async fn get(
+        &self,
+        agent: &Agent,
+        url: &reqwest::Url,
+        cap: usize,
+    ) -> Result<Fetched, ToolError> {
         let failed = |message: String| ToolError::Failed {
             tool: "webfetch".into(),
             message,
@@ -276,31 +271,49 @@ impl Web {
             path: url.to_string(),
             reason: r.to_string(),
         };
-        self.guard.check_url(url).map_err(|r| refused(&r))?;
-        let mut response = self
-            .client
-            .get(url.clone())
-            .header(
-                reqwest::header::ACCEPT,
-                "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.1",
-            )
-            .send()
-            .await
-            .map_err(|e| match find_refusal(&e) {
-                Some(r) => refused(r),
-                None => failed(describe(&e)),
+        let mut hops = vec![url.clone()];
+        let mut response = loop {
+            let current = hops.last().cloned().unwrap_or_else(|| url.clone());
+            self.guard.check_url(&current).map_err(|r| refused(&r))?;
+            let response = self
+                .client
+                .get(current.clone())
+                .header(
+                    reqwest::header::ACCEPT,
+                    "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.1",
+                )
+                .send()
+                .await
+                .map_err(|e| match find_refusal(&e) {
+                    Some(r) => refused(r),
+                    None => failed(describe(&e)),
+                })?;
+            let Some(to) = redirect_target(&response) else {
+                break response;
+            };
+            let next = current.join(to).map_err(|e| {
+                failed(format!(
+                    "`{current}` redirects to `{to}`, which is not a URL ({e})"
+                ))
             })?;
-        // reqwest hands back a redirect it would not follow (a `file:` or `data:` target).
-        if response.status().is_redirection() {
-            let to = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("(no Location)");
-            return Err(failed(format!(
-                "`{url}` redirects to `{to}`, which webfetch does not follow (only http and https)"
-            )));
-        }
+            if !matches!(next.scheme(), "http" | "https") {
+                return Err(failed(format!(
+                    "`{current}` redirects to `{next}`, a `{}:` URL, which webfetch does not \
+                     follow (only http and https)",
+                    next.scheme()
+                )));
+            }
+            if hops.len() > self.max_redirects {
+                return Err(failed(format!(
+                    "`{url}` took more than {} redirects (the [webfetch] max_redirects limit)",
+                    self.max_redirects
+                )));
+            }
+            if let Err(reason) = permitted(agent, &next) {
+                return Err(redirect_refused(url, &next, &reason));
+            }
+            hops.push(next);
+        };
         let content_type = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -331,12 +344,74 @@ impl Web {
             }
         }
         Ok(Fetched {
+            hops,
             final_url,
             status,
             content_type,
             body,
             cut,
         })
+    }
+}
+
+/// Where a redirect response points, if it is one webfetch follows (301, 302, 303, 307, 308 with
+/// a readable `Location`); any other answer, a 304 included, is the final one.
+fn redirect_target(response: &reqwest::Response) -> Option<&str> {
+    use reqwest::StatusCode as S;
+    let status = response.status();
+    if !matches!(
+        status,
+        S::MOVED_PERMANENTLY
+            | S::FOUND
+            | S::SEE_OTHER
+            | S::TEMPORARY_REDIRECT
+            | S::PERMANENT_REDIRECT
+    ) {
+        return None;
+    }
+    response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// `agent`'s `permission.webfetch` verdict on `url`: `Err` holds the reason, naming the rule.
+fn permitted(agent: &Agent, url: &reqwest::Url) -> Result<(), String> {
+    let (verdict, rule) = agent.permission.decide("webfetch", url.as_str());
+    if verdict == Action::Allow {
+        return Ok(());
+    }
+    let rule = match rule {
+        Some(pattern) => format!("rule `\"{pattern}\": {}`", action_word(verdict)),
+        None => format!("rule `webfetch: {}`", action_word(verdict)),
+    };
+    Err(format!(
+        "`{}`'s permission.webfetch {} `{url}` ({rule}); fetch a URL the agent's permission \
+         allows, or add an allow pattern for this one to its permission.webfetch",
+        agent.name,
+        if verdict == Action::Ask {
+            "requires approval (ask), which an unattended run cannot give, for"
+        } else {
+            "denies"
+        }
+    ))
+}
+
+fn action_word(action: Action) -> &'static str {
+    match action {
+        Action::Allow => "allow",
+        Action::Ask => "ask",
+        Action::Deny => "deny",
+    }
+}
+
+/// A redirect (live or in a cached chain) to a URL the agent may not fetch: the page it points
+/// to is not requested and not returned.
+fn redirect_refused(url: &reqwest::Url, to: &reqwest::Url, reason: &str) -> ToolError {
+    ToolError::Refused {
+        tool: "webfetch".into(),
+        path: url.to_string(),
+        reason: format!("it redirects to `{to}`, which is not followed: {reason}"),
     }
 }
 
