@@ -309,6 +309,15 @@ pub(crate) fn accepted_note(a: &Accepted) -> String {
         list_or_none(&a.sources),
         list_or_none(&a.allowed.iter().cloned().collect::<Vec<_>>()),
     );
+    if a.allowed.is_empty() {
+        // A plan whose sources this project cannot search (`db`, `neo4j`): planning again gives
+        // the same plan, so say what is left to do.
+        note.push_str(
+            " This plan opens nothing here: the project cannot search its sources. Do not plan \
+             again; finish with what the plan allows: if you owe a document, write it saying \
+             that the question needs sources this project does not have (`findings: none`).",
+        );
+    }
     if let Some(q) = &a.question {
         note.push_str(&format!(
             " The plan asks a question: \"{q}\". If you cannot go on without its answer, say so \

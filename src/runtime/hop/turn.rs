@@ -100,7 +100,7 @@ impl HopState {
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
             // A call that failed, made again unchanged, fails the same way: a small model caught
             // in a loop repeats one refused call for its whole budget. `task` is exempt (a
-            // subagent may answer differently); a write or a delegation clears the memory.
+            // subagent may answer differently); a write clears the memory.
             let key = self.call_key(&tool, call);
             if tool != "task" {
                 if let Some(msg) = self
@@ -325,9 +325,9 @@ impl HopState {
             if child.is_none() {
                 shared.add_written(&written);
             }
-            // A write changes files, and a subagent's answer may change what the gate opens:
-            // either makes an earlier answer stale.
-            if !written.is_empty() || child.is_some() {
+            // A write changes files, which makes an earlier answer stale (a change of what the
+            // gate opens is in the key already).
+            if !written.is_empty() {
                 self.seen_calls.clear();
             } else {
                 let tool = crate::agent::grants::canonical_tool_name(&call.name);
