@@ -269,15 +269,7 @@ impl HopState {
             tool_specs.push(gate.tool_spec(&shared.project));
         }
         // An agent that follows a checkpoint workflow reports its steps with `step`.
-        tool_specs.extend(crate::workflow::tool::offer(&crate::workflow::tool::Call {
-            project: &shared.project,
-            agent: &self.agent.name,
-            declared: self.agent.workflow.as_deref(),
-            run_id: &self.message_id,
-            session_id: &shared.session_id,
-            correlation_id: &shared.correlation_id,
-            task: &self.req.prompt,
-        }));
+        tool_specs.extend(crate::workflow::tool::offer(&self.workflow_call(&shared)));
         let response_contract = self
             .agent
             .contract
@@ -563,6 +555,19 @@ impl HopState {
         response.tool_calls = found.calls;
     }
 
+    /// This hop as the `step` tool sees it: its workflow run is keyed by the hop's message id.
+    fn workflow_call<'a>(&'a self, shared: &'a Shared) -> crate::workflow::tool::Call<'a> {
+        crate::workflow::tool::Call {
+            project: &shared.project,
+            agent: &self.agent.name,
+            declared: self.agent.workflow.as_deref(),
+            run_id: &self.message_id,
+            session_id: &shared.session_id,
+            correlation_id: &shared.correlation_id,
+            task: &self.req.prompt,
+        }
+    }
+
     /// A workflow agent's answer that is one JSON object, while a step is still to be reported:
     /// the result of that step, written without the `step` call around it (the planner on a
     /// 1.5B model answered its first turn with the `intent` result this way).
@@ -577,16 +582,7 @@ impl HopState {
             return None;
         }
         let result = recover::sole_object(answer)?;
-        let shared = &self.ctx.shared;
-        let next = crate::workflow::tool::next_step_name(&crate::workflow::tool::Call {
-            project: &shared.project,
-            agent: &self.agent.name,
-            declared: self.agent.workflow.as_deref(),
-            run_id: &self.message_id,
-            session_id: &shared.session_id,
-            correlation_id: &shared.correlation_id,
-            task: &self.req.prompt,
-        })?;
+        let next = crate::workflow::tool::next_step_name(&self.workflow_call(&self.ctx.shared))?;
         Some(recover::Recovered {
             calls: vec![crate::model::ToolCall {
                 id: format!("recovered_t{turn}_1"),

@@ -5,15 +5,10 @@
 use crate::support;
 
 use serde_json::json;
-use std::sync::Arc;
 
-use support::mock::{answer, call, Mock, Proto};
-use switchboard::agent::{load, LoadOptions};
-use switchboard::config::Config;
-use switchboard::model::{ProviderContext, Registry};
+use support::mock::{answer, call, Mock};
 use switchboard::project::Project;
-use switchboard::runtime::events::read_log;
-use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome};
+use switchboard::runtime::{Event, EventKind, SessionOutcome};
 
 const LEAD: &str = "---\nname: lead\ndescription: \"Writes a report.\"\nmode: primary\ntools: {read: true, write: true}\ndeliver: {write: \"thoughts/reports/*.md\", evidence: 1}\n---\nYou are {{ agent }}. Write a report under thoughts/reports/.\n";
 
@@ -28,35 +23,7 @@ fn project() -> (tempfile::TempDir, Project) {
 }
 
 async fn session(project: &Project, mock: &Mock) -> (SessionOutcome, Vec<Event>) {
-    let config = format!(
-        "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\nrequest_timeout_secs = 5\n",
-        mock.base_url(Proto::OpenAi)
-    );
-    let config = Config::parse(&config, "switchboard.toml").expect("config");
-    let agents = Arc::new(load(project, &LoadOptions::default()));
-    assert!(!agents.has_errors(), "{:?}", agents.diagnostics);
-    let registry = Registry::with_builtins(ProviderContext {
-        project_root: project.root().to_path_buf(),
-        providers: config.providers.clone(),
-        stream: None,
-    });
-    let options = RunOptions {
-        model: Some("mock/m1".into()),
-        ..RunOptions::default()
-    };
-    let session = Session::new(
-        project.clone(),
-        agents,
-        config,
-        Arc::new(registry),
-        options,
-        "lead",
-        "What is in a.md?",
-    )
-    .expect("session");
-    let outcome = session.run().await;
-    let events = read_log(&outcome.events).expect("log");
-    (outcome, events)
+    support::wire::session(project, mock, "lead", "What is in a.md?").await
 }
 
 fn checks(events: &[Event]) -> Vec<(String, u64)> {
@@ -171,34 +138,14 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]));
-    let config = format!(
-        "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\n",
-        mock.base_url(Proto::OpenAi)
-    );
-    let config = Config::parse(&config, "switchboard.toml").expect("config");
-    let agents = Arc::new(load(&project, &LoadOptions::default()));
-    let registry = Registry::with_builtins(ProviderContext {
-        project_root: project.root().to_path_buf(),
-        providers: config.providers.clone(),
-        stream: None,
-    });
-    let options = RunOptions {
-        model: Some("mock/m1".into()),
-        ..RunOptions::default()
-    };
-    let session = Session::new(
-        project.clone(),
-        agents,
-        config,
-        Arc::new(registry),
-        options,
+    let (outcome, events) = support::wire::session(
+        &project,
+        &mock,
         "planner",
         "Plan adding a --quiet flag to the run command.",
     )
-    .expect("session");
-    let outcome = session.run().await;
+    .await;
     assert_eq!(outcome.status, "partial", "{outcome:?}");
-    let events = read_log(&outcome.events).expect("log");
     let recovered: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {

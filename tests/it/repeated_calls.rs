@@ -6,15 +6,10 @@
 use crate::support;
 
 use serde_json::json;
-use std::sync::Arc;
 
-use support::mock::{answer, call, Mock, Proto};
-use switchboard::agent::{load, LoadOptions};
-use switchboard::config::Config;
-use switchboard::model::{ProviderContext, Registry};
+use support::mock::{answer, call, Mock};
 use switchboard::project::Project;
-use switchboard::runtime::events::read_log;
-use switchboard::runtime::{EventKind, RunOptions, Session};
+use switchboard::runtime::EventKind;
 
 const LEAD: &str = "---\nname: lead\ndescription: \"Reads.\"\nmode: primary\ntools: {read: true, write: true}\n---\nYou are {{ agent }}.\n";
 
@@ -46,34 +41,8 @@ async fn an_identical_failed_call_is_not_run_again_until_a_write() {
     ))
     .push(answer("", vec![read("r3", "thoughts/a.md")]))
     .push(answer("done", vec![]));
-    let config = format!(
-        "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\n",
-        mock.base_url(Proto::OpenAi)
-    );
-    let config = Config::parse(&config, "switchboard.toml").expect("config");
-    let agents = Arc::new(load(&project, &LoadOptions::default()));
-    let registry = Registry::with_builtins(ProviderContext {
-        project_root: project.root().to_path_buf(),
-        providers: config.providers.clone(),
-        stream: None,
-    });
-    let options = RunOptions {
-        model: Some("mock/m1".into()),
-        ..RunOptions::default()
-    };
-    let session = Session::new(
-        project.clone(),
-        agents,
-        config,
-        Arc::new(registry),
-        options,
-        "lead",
-        "read a",
-    )
-    .expect("session");
-    let outcome = session.run().await;
+    let (outcome, events) = support::wire::session(&project, &mock, "lead", "read a").await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
-    let events = read_log(&outcome.events).expect("log");
     let results: Vec<(String, bool, String)> = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -8,3 +8,4 @@ pub mod manifest;
 pub mod mock;
 pub mod scripted;
 pub mod synth;
+pub mod wire;
