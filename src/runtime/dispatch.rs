@@ -26,7 +26,12 @@ impl TaskCall {
         let subagent_type = field(&["subagent_type", "agent", "subagent"])
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| {
-                Refusal::BadArguments("missing string argument `subagent_type`".into())
+                Refusal::BadArguments(
+                    "missing string argument `subagent_type`: the name of the agent to delegate \
+                     to (see the list of subagents in your instructions), beside `description` \
+                     and `prompt`"
+                        .into(),
+                )
             })?;
         let prompt = field(&["prompt"])
             .filter(|s| !s.trim().is_empty())

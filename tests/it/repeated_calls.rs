@@ -69,3 +69,36 @@ async fn an_identical_failed_call_is_not_run_again_until_a_write() {
     // After the write, the failed read runs again and sees the file.
     assert!(!results[5].1 && results[5].2.contains("two"), "{results:?}");
 }
+
+/// A `task` refused before any subagent ran (here: no `subagent_type`, as Qwen2.5-Coder-1.5B
+/// wrote 25 times in a row) is not run again either; the error says what the argument is.
+#[tokio::test]
+async fn a_task_call_refused_for_its_arguments_is_not_repeated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let bad = |id: &str| call(id, "task", json!({"description": "Plan", "prompt": "p"}));
+    mock.push(answer("", vec![bad("t1")]))
+        .push(answer("", vec![bad("t2")]))
+        .push(answer("done", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "lead", "plan").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains("`subagent_type`: the name of the agent"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains("made this exact `task` call already"),
+        "{results:?}"
+    );
+}

@@ -99,22 +99,21 @@ impl HopState {
             });
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
             // A call that failed, made again unchanged, fails the same way: a small model caught
-            // in a loop repeats one refused call for its whole budget. `task` is exempt (a
-            // subagent may answer differently); a write clears the memory.
+            // in a loop repeats one refused call for its whole budget. A `task` whose subagent
+            // ran is not remembered (a subagent may answer differently next time); one refused
+            // before any subagent ran (bad arguments, policy) is. A write clears the memory.
             let key = self.call_key(&tool, call);
-            if tool != "task" {
-                if let Some(msg) = self
-                    .seen_calls
-                    .get(&key)
-                    .and_then(|s| s.repeat_message(&tool))
-                {
-                    pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
-                    continue;
-                }
-                self.seen_calls
-                    .entry(key)
-                    .or_insert_with(|| SeenCall::pending(self.steps));
+            if let Some(msg) = self
+                .seen_calls
+                .get(&key)
+                .and_then(|s| s.repeat_message(&tool))
+            {
+                pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
+                continue;
             }
+            self.seen_calls
+                .entry(key)
+                .or_insert_with(|| SeenCall::pending(self.steps));
             if let Some(gate) = self.plan_gate.as_mut() {
                 let target = (tool == "task")
                     .then(|| super::super::dispatch::TaskCall::parse(&call.arguments).ok())
@@ -329,7 +328,7 @@ impl HopState {
             // gate opens is in the key already).
             if !written.is_empty() {
                 self.seen_calls.clear();
-            } else {
+            } else if child.is_none() {
                 let tool = crate::agent::grants::canonical_tool_name(&call.name);
                 let key = self.call_key(&tool, call);
                 if let Some(seen) = self.seen_calls.get_mut(&key) {
