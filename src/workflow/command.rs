@@ -128,6 +128,16 @@ const SQL_WORDS: &[&str] = &["DROP", "DELETE", "TRUNCATE"];
 
 /// Why `command` is not a safe verification command, one reason per problem; `Ok` when it is.
 pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>> {
+    judge(command, Some(project))
+}
+
+/// The safety judgement alone, without asking whether the programs are installed: what the
+/// judged corpus (`tests/data/verification-commands.tsv`) measures on any machine.
+pub fn judge_command(command: &str) -> Result<(), Vec<String>> {
+    judge(command, None)
+}
+
+fn judge(command: &str, project: Option<&Project>) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     let scan = match scan(command) {
         Ok(s) => s,
@@ -175,7 +185,7 @@ pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>
 }
 
 /// Judges one simple command's words.
-fn check_words(words: &[String], project: &Project) -> Result<(), Unsafe> {
+fn check_words(words: &[String], project: Option<&Project>) -> Result<(), Unsafe> {
     let mut i = 0;
     loop {
         // Leading assignments (`RUST_LOG=debug cargo test`).
@@ -211,7 +221,10 @@ fn check_words(words: &[String], project: &Project) -> Result<(), Unsafe> {
             });
         }
         subcommand_rules(base, args)?;
-        return exists(program, project);
+        return match project {
+            Some(project) => exists(program, project),
+            None => Ok(()),
+        };
     }
 }
 
@@ -464,7 +477,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = Project::open(dir.path()).unwrap();
         let words: Vec<String> = ["timeout", "60", "rm", "x"].map(String::from).to_vec();
-        assert!(check_words(&words, &p)
+        assert!(check_words(&words, Some(&p))
             .unwrap_err()
             .to_string()
             .contains("deletes"));
