@@ -261,7 +261,7 @@ fn verification_commands_both_ways() {
         ("cargo clean", "cargo clean"),
         ("cargo fmt", "rewrites"),
         ("sudo cargo test", "rights"),
-        ("no-such-program-xyz --run", "not installed"),
+        ("no-such-program-xyz --run", "not a program the judge knows"),
         ("./missing.sh", "does not exist"),
         ("cargo test & ", "background"),
         ("timeout 5 rm x", "deletes"),
