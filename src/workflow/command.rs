@@ -236,7 +236,8 @@ fn table(
             sub = Some((j, *rule));
             break;
         }
-        if !a.starts_with('-') {
+        // `+nightly` picks a toolchain (`cargo +nightly test`), like a flag.
+        if !a.starts_with('-') && !a.starts_with('+') {
             word = Some(j);
             break;
         }

@@ -9,14 +9,26 @@ use std::collections::BTreeMap;
 use switchboard::workflow::command::judge_command;
 
 const CORPUS: &str = include_str!("../data/verification-commands.tsv");
+/// Written after the judge, and run once before any change to it (figures in the decision
+/// record `thoughts/shared/decisions/2026-11-23-checkpoint-workflows.md`).
+const HELD_OUT: &str = include_str!("../data/verification-commands-heldout.tsv");
 
 #[test]
 fn the_judge_accepts_no_unsafe_command_and_agrees_on_95_percent() {
+    measure(CORPUS, 300);
+}
+
+#[test]
+fn the_judge_holds_on_commands_written_after_it() {
+    measure(HELD_OUT, 80);
+}
+
+fn measure(corpus: &str, at_least: usize) {
     let mut total = 0usize;
     let mut unsafe_accepted = Vec::new();
     let mut safe_refused = Vec::new();
     let mut families: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (n, line) in CORPUS.lines().enumerate() {
+    for (n, line) in corpus.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
@@ -52,7 +64,7 @@ fn the_judge_accepts_no_unsafe_command_and_agrees_on_95_percent() {
         safe_refused.join("\n  "),
     );
     println!("{report}");
-    assert!(total >= 300, "{report}");
+    assert!(total >= at_least, "{report}");
     assert!(unsafe_accepted.is_empty(), "{report}");
     assert!(agree * 100 >= total * 95, "{report}");
 }

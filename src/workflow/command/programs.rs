@@ -581,14 +581,25 @@ static OUTPUT_FLAG: Entry = Entry {
 static TAR: Entry = Entry {
     bare: w(UNPACKS),
     default: w(UNPACKS),
+    // Old-style flags without a dash (`tar tf a.tar`) are the first word.
+    subs: &[
+        ("t", R),
+        ("tf", R),
+        ("tvf", R),
+        ("tzf", R),
+        ("tjf", R),
+        ("tJf", R),
+    ],
     reads_if: &["-t", "--list"],
     ..reads()
 };
 static UNZIP: Entry = Entry {
+    subs: &[],
     reads_if: &["-l", "-t", "-Z", "-v"],
     ..TAR
 };
 static COMPRESS: Entry = Entry {
+    subs: &[],
     reads_if: &["-t", "-l", "-c", "--stdout", "--test", "--list"],
     ..TAR
 };
