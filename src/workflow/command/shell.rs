@@ -52,7 +52,7 @@ pub(super) fn parse(src: &str) -> Result<Parsed, String> {
                 // A `case` pattern is the words before `)` while inside a `case`.
                 let is_pattern = op == ")" && case_depth > 0 && !segment.is_empty();
                 if !is_pattern {
-                    take_command(&mut segment, &mut case_depth, &mut out.commands);
+                    take_command(&segment, &mut case_depth, &mut out.commands);
                 }
                 segment.clear();
             }
@@ -66,11 +66,7 @@ pub(super) fn parse(src: &str) -> Result<Parsed, String> {
 }
 
 /// Strips keywords off one segment between operators and keeps the command it runs, if any.
-fn take_command(
-    segment: &mut Vec<String>,
-    case_depth: &mut usize,
-    commands: &mut Vec<Vec<String>>,
-) {
+fn take_command(segment: &[String], case_depth: &mut usize, commands: &mut Vec<Vec<String>>) {
     let mut start = 0;
     while start < segment.len() && LEADING_KEYWORDS.contains(&segment[start].as_str()) {
         if segment[start] == "esac" {
