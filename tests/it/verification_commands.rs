@@ -68,3 +68,25 @@ fn measure(corpus: &str, at_least: usize) {
     assert!(unsafe_accepted.is_empty(), "{report}");
     assert!(agree * 100 >= total * 95, "{report}");
 }
+
+/// Bad input gets an answer, never a panic: every prefix of every command in both sets (cut
+/// quotes, dangling operators and redirections, half-written `if`s) is judged.
+#[test]
+fn every_prefix_of_every_command_is_judged_without_panicking() {
+    let mut judged = 0usize;
+    for line in CORPUS.lines().chain(HELD_OUT.lines()) {
+        let Some(command) = line.splitn(3, '\t').nth(2) else {
+            continue;
+        };
+        for (cut, _) in command.char_indices() {
+            let _ = judge_command(&command[..cut]);
+            judged += 1;
+        }
+    }
+    for odd in [
+        "", " ", "&", ";;", ">", "2>", "&>", "\\", "'", "\"", "((", "))", "|", "!", "}",
+    ] {
+        assert!(judge_command(odd).is_err(), "{odd:?}");
+    }
+    assert!(judged > 10_000, "{judged}");
+}
