@@ -271,12 +271,22 @@ fn table(
             &args[k + 1..],
             programs,
         ),
-        (None, Some(k)) => apply(
-            entry.default,
-            format!("{name} {}", args[k]),
-            &args[k + 1..],
-            programs,
-        ),
+        (None, Some(k)) => {
+            if entry.script {
+                let script = &args[k];
+                programs.push(if script.contains('/') {
+                    script.clone()
+                } else {
+                    format!("./{script}")
+                });
+            }
+            apply(
+                entry.default,
+                format!("{name} {}", args[k]),
+                &args[k + 1..],
+                programs,
+            )
+        }
         (None, None) => apply(entry.bare, name, &[], programs),
     }
 }

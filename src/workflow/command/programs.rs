@@ -46,6 +46,9 @@ pub(super) struct Entry {
     pub reads_if: &'static [&'static str],
     /// Options that take the next word as their value, skipped to find the subcommand.
     pub value_flags: &'static [&'static str],
+    /// The first word is a script (`python3 check.py`, `bash ci/test.sh`): the judge does not
+    /// read it, so like `./check.sh` it must be a file inside the project.
+    pub script: bool,
 }
 
 const R: Rule = Rule::Reads;
@@ -75,6 +78,7 @@ const BASE: Entry = Entry {
     writes_if: &[],
     reads_if: &[],
     value_flags: &[],
+    script: false,
 };
 const fn reads() -> Entry {
     BASE
@@ -96,11 +100,13 @@ static INTERPRETER: Entry = Entry {
     ],
     subs: &[("-m", Rule::Run), ("manage.py", Rule::Table(&MANAGE_PY))],
     reads_if: &["--version", "-V", "-v", "--test"],
+    script: true,
     ..reads()
 };
 static SHELL: Entry = Entry {
     bare: w(INLINE),
     writes_if: &[("-c", INLINE), ("-s", INLINE)],
+    script: true,
     ..reads()
 };
 
@@ -110,6 +116,18 @@ static GIT: Entry = Entry {
                use a reading subcommand such as `git status` or `git diff`",
     ),
     value_flags: &["-C", "-c", "--git-dir", "--work-tree", "--namespace"],
+    // Configuration on the command line can name programs git runs (pager, diff, ssh, aliases).
+    writes_if: &[
+        (
+            "-c",
+            "sets configuration that can run programs (core.pager, aliases, …)",
+        ),
+        (
+            "--config-env",
+            "sets configuration that can run programs (core.pager, aliases, …)",
+        ),
+        ("--exec-path", "runs git programs from another folder"),
+    ],
     subs: &[
         ("status", R),
         ("diff", Rule::Table(&GIT_DIFF)),
@@ -225,6 +243,14 @@ static CARGO: Entry = Entry {
                `cargo test`, `cargo check` or `cargo clippy`",
     ),
     value_flags: &["-Z", "--config", "--color", "-C"],
+    // `--config target.….runner=…` or `-Z` can make cargo run any program.
+    writes_if: &[
+        (
+            "--config",
+            "sets configuration that can run programs (runners, linkers)",
+        ),
+        ("-Z", "turns on unstable behaviour"),
+    ],
     subs: &[
         ("test", R),
         ("t", R),
