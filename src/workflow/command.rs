@@ -1,171 +1,54 @@
 //! Whether a verification command is safe to run: it only reads or tests.
 //!
-//! The command is parsed, not grepped. A quote-aware scan splits it at the shell's control
-//! operators (`;`, `&&`, `||`, `|`, `&`) and finds redirections; each piece is then split into
-//! words with `shlex`, and its program (after `env`, `timeout` and other wrappers, and leading
-//! `NAME=value` assignments) is judged: deleting, moving, overwriting, resetting or publishing
-//! programs and subcommands are refused, as are SQL words that destroy data anywhere in the
-//! command, output redirected over a file, and anything the check cannot see through (command
-//! substitution, `sh -c`, `eval`). The program must exist: on `PATH`, or as a file in the project.
+//! The command is read by a shell reader ([`shell`]) into every simple command it would run —
+//! through `&&`, `||`, `|`, `!`, `;`, subshells, `{ …; }`, `if`/`for`/`while`/`case` — with
+//! output redirections over files, substitutions and background jobs refused. Each simple
+//! command is judged after its leading `NAME=value` assignments and its wrappers (`env`,
+//! `timeout`, `nice`, `nohup`, `time`, `command`, `stdbuf`, `xargs`, each with its own flags)
+//! against a table of programs kept as data ([`programs`]): program → subcommand → reads or
+//! writes, plus the flags that make a use write (`-i`, `--fix`) or only read (`--check`,
+//! `--dry-run`). The table is an allowlist: a program it does not know, inline code (`-c`,
+//! `-e`, `system()`), remote shells and containers are never proven safe. SQL is judged with a
+//! SQL parser, and only inside a database client's statement ([`sql`]). Finally the program
+//! must exist: on `PATH`, or as a file in the project.
+
+mod programs;
+mod shell;
+mod sql;
 
 use std::path::Path;
 
 use crate::project::{PathError, Project};
+use programs::{Entry, Rule};
 
-/// Why one piece of a verification command is refused. The text is what the model (or the
-/// workflow's author) reads, so each says what to do instead.
-#[derive(Debug, thiserror::Error)]
-enum Unsafe {
-    #[error(
-        "command substitution (`$(…)`, backquotes, `<(…)`) runs commands the check cannot \
-         see; write the command out"
-    )]
-    Substitution,
-    #[error("unbalanced quotes")]
-    UnbalancedQuotes,
-    #[error("no program to run")]
-    NoProgram,
-    #[error("the program `{0}` is a variable; name the program itself")]
-    Variable(String),
-    #[error("`{program}` {why}; a verification command only reads or tests")]
-    Program { program: String, why: &'static str },
-    #[error(
-        "`git {0}` may change the repository or the working tree (reset, clean, push, \
-         checkout, …); use a reading subcommand such as `git status` or `git diff`"
-    )]
-    GitWrites(String),
-    #[error("`git` without a subcommand")]
-    GitBare,
-    #[error("`cargo {0}` changes files or publishes; use `cargo test` or `cargo check`")]
-    CargoWrites(String),
-    #[error("`cargo fmt` rewrites sources; use `cargo fmt --check`")]
-    CargoFmt,
-    #[error("`{program} {sub}` changes or publishes packages")]
-    PackageWrites { program: String, sub: String },
-    #[error("`{0} -i` edits files in place")]
-    InPlace(String),
-    #[error(
-        "`find` with `-delete` or `-exec` changes files or runs commands the check cannot see"
-    )]
-    FindRuns,
-    #[error("`{0} --force` overrides safety checks")]
-    Force(String),
-    #[error("`{0}` is not a file")]
-    NotAFile(String),
-    #[error("the program `{program}`: {source}")]
-    Path {
-        program: String,
-        #[source]
-        source: PathError,
-    },
-    #[error(
-        "the program `{0}` is not installed (not found on PATH); name a program of the \
-         project's toolchain"
-    )]
-    NotInstalled(String),
-}
-
-/// Programs refused whatever their arguments: they delete, move, overwrite, change owners or
-/// rights, escalate, or run another command the check cannot see.
-const REFUSED_PROGRAMS: &[(&str, &str)] = &[
-    ("rm", "deletes files"),
-    ("rmdir", "deletes folders"),
-    ("unlink", "deletes files"),
-    ("shred", "destroys files"),
-    ("mv", "moves (and may overwrite) files"),
-    ("cp", "may overwrite files"),
-    ("dd", "writes raw data over files or devices"),
-    ("truncate", "cuts files"),
-    ("tee", "writes files"),
-    ("install", "copies over files"),
-    ("rsync", "copies over (and may delete) files"),
-    ("chmod", "changes file rights"),
-    ("chown", "changes file owners"),
-    ("ln", "may replace files with links"),
-    ("mkfs", "formats file systems"),
-    ("kill", "stops processes"),
-    ("killall", "stops processes"),
-    ("pkill", "stops processes"),
-    ("reboot", "restarts the machine"),
-    ("shutdown", "stops the machine"),
-    ("sudo", "runs with other rights"),
-    ("su", "runs as another user"),
-    ("doas", "runs with other rights"),
-    ("sh", "runs a script the check cannot see"),
-    ("bash", "runs a script the check cannot see"),
-    ("zsh", "runs a script the check cannot see"),
-    ("eval", "runs text the check cannot see"),
-    ("exec", "replaces the shell"),
-    (
-        "xargs",
-        "runs commands built from input the check cannot see",
-    ),
-    ("curl", "reaches the network and may write files"),
-    ("wget", "reaches the network and writes files"),
+/// Shell builtins: never looked up on `PATH`.
+const BUILTINS: &[&str] = &[
+    "cd", "set", "export", "unset", "read", "shift", "exit", "return", "local", "declare", "true",
+    "false", "test", "[", "[[", "echo", "printf", "pwd", ":", "wait", "type", "eval", "exec",
+    "trap", "source", ".",
 ];
-
-/// Wrappers that run the rest of the words as the command; skipped to find the real program.
-const WRAPPERS: &[&str] = &["env", "time", "nice", "nohup", "timeout", "command"];
-
-/// `git` subcommands that only read.
-const GIT_READS: &[&str] = &[
-    "status",
-    "diff",
-    "log",
-    "show",
-    "grep",
-    "ls-files",
-    "ls-tree",
-    "rev-parse",
-    "blame",
-    "describe",
-    "shortlog",
-    "cat-file",
-];
-
-/// SQL words that destroy data, refused wherever they appear (`psql -c "DROP TABLE t"`).
-const SQL_WORDS: &[&str] = &["DROP", "DELETE", "TRUNCATE"];
 
 /// Why `command` is not a safe verification command, one reason per problem; `Ok` when it is.
 pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>> {
-    let mut errors = Vec::new();
-    let scan = match scan(command) {
-        Ok(s) => s,
-        Err(e) => return Err(vec![format!("`{command}`: {e}")]),
-    };
-    for target in &scan.redirections {
-        errors.push(format!(
-            "`{command}`: output is redirected over `{target}`; a verification command must not \
-             write files (only `/dev/null` and `2>&1` are allowed)"
-        ));
-    }
-    if scan.background {
-        errors.push(format!(
-            "`{command}`: `&` runs a command in the background; run it in the foreground"
-        ));
-    }
-    if scan.pieces.iter().all(|p| p.trim().is_empty()) {
-        errors.push("the verification command is empty".to_string());
-    }
-    for piece in scan.pieces.iter().filter(|p| !p.trim().is_empty()) {
-        let Some(words) = shlex::split(piece) else {
-            errors.push(format!("`{piece}`: unbalanced quotes"));
-            continue;
-        };
-        for w in &words {
-            for sql in w.split(|c: char| !c.is_ascii_alphabetic()) {
-                let upper = sql.to_ascii_uppercase();
-                if SQL_WORDS.contains(&upper.as_str()) && sql.len() == upper.len() {
-                    errors.push(format!(
-                        "`{piece}`: `{sql}` destroys data; a verification command only reads"
-                    ));
-                }
+    let mut programs = Vec::new();
+    let mut errors = judge(command, &mut programs);
+    if errors.is_empty() {
+        for program in &programs {
+            if let Err(e) = exists(program, project) {
+                errors.push(format!("`{command}`: {e}"));
             }
         }
-        if let Err(e) = check_words(&words, project) {
-            errors.push(format!("`{}`: {e}", piece.trim()));
-        }
     }
+    finish(errors)
+}
+
+/// The safety judgement alone, without asking whether the programs are installed: what the
+/// judged corpus (`tests/data/verification-commands.tsv`) measures on any machine.
+pub fn judge_command(command: &str) -> Result<(), Vec<String>> {
+    finish(judge(command, &mut Vec::new()))
+}
+
+fn finish(mut errors: Vec<String>) -> Result<(), Vec<String>> {
     errors.dedup();
     if errors.is_empty() {
         Ok(())
@@ -174,45 +57,128 @@ pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>
     }
 }
 
-/// Judges one simple command's words.
-fn check_words(words: &[String], project: &Project) -> Result<(), Unsafe> {
+/// The reasons `command` is refused; the programs it runs are added to `programs`.
+fn judge(command: &str, programs: &mut Vec<String>) -> Vec<String> {
+    let parsed = match shell::parse(command) {
+        Ok(p) => p,
+        Err(e) => return vec![format!("`{command}`: {e}")],
+    };
+    let mut errors: Vec<String> = parsed
+        .problems
+        .iter()
+        .map(|p| format!("`{command}`: {p}"))
+        .collect();
+    for words in &parsed.commands {
+        if let Err(e) = simple(words, programs) {
+            errors.push(format!("`{}`: {e}", words.join(" ")));
+        }
+    }
+    errors
+}
+
+/// Judges one simple command's words: assignments and wrappers first, then the table.
+fn simple(words: &[String], programs: &mut Vec<String>) -> Result<(), String> {
     let mut i = 0;
     loop {
-        // Leading assignments (`RUST_LOG=debug cargo test`).
-        while i < words.len() && is_assignment(&words[i]) {
+        while words.get(i).is_some_and(|w| is_assignment(w)) {
             i += 1;
         }
         let Some(program) = words.get(i) else {
-            return Err(Unsafe::NoProgram);
+            return Ok(());
         };
         if program.starts_with('$') {
-            return Err(Unsafe::Variable(program.clone()));
+            return Err(format!(
+                "the program `{program}` is a variable; name the program itself"
+            ));
         }
         let base = program.rsplit('/').next().unwrap_or(program);
-        if WRAPPERS.contains(&base) {
-            i += 1;
-            // Skip the wrapper's own options and, for `timeout`, its duration.
-            while i < words.len() && words[i].starts_with('-') {
-                i += 1;
+        let rest = &words[i + 1..];
+        let skip = match base {
+            "env" => wrapper_args(
+                rest,
+                &["-u", "-C", "--unset", "--chdir"],
+                &["-S", "--split-string"],
+                true,
+            )?,
+            "timeout" => {
+                let n = wrapper_args(rest, &["-s", "-k", "--signal", "--kill-after"], &[], false)?;
+                n + usize::from(n < rest.len())
             }
-            if base == "timeout" && i < words.len() {
-                i += 1;
+            "nice" => wrapper_args(rest, &["-n", "--adjustment"], &[], false)?,
+            "nohup" | "time" => wrapper_args(rest, &[], &[], false)?,
+            "stdbuf" => wrapper_args(rest, &["-o", "-e", "-i"], &[], false)?,
+            "command" if rest.first().is_some_and(|a| a == "-v" || a == "-V") => return Ok(()),
+            "command" => wrapper_args(rest, &[], &[], false)?,
+            "xargs" => wrapper_args(
+                rest,
+                &[
+                    "-a",
+                    "-d",
+                    "-E",
+                    "-I",
+                    "-L",
+                    "-n",
+                    "-P",
+                    "-s",
+                    "--arg-file",
+                    "--delimiter",
+                    "--max-args",
+                ],
+                &[],
+                false,
+            )?,
+            _ => {
+                return match programs::lookup(program) {
+                    Some(rule) => {
+                        if !BUILTINS.contains(&base) {
+                            programs.push(program.clone());
+                        }
+                        apply(rule, base.to_string(), rest, programs)
+                    }
+                    // A file of the project (`./check.sh`): the project's own tooling.
+                    None if program.contains('/') => {
+                        programs.push(program.clone());
+                        Ok(())
+                    }
+                    None => Err(format!(
+                        "`{base}` is not a program the judge knows to only read or test; use a \
+                         known test or read command (docs/workflows.md lists them)"
+                    )),
+                };
             }
-            continue;
+        };
+        if !BUILTINS.contains(&base) && base != "time" {
+            programs.push(program.clone());
         }
-        let args = &words[i + 1..];
-        if let Some((_, why)) = REFUSED_PROGRAMS
-            .iter()
-            .find(|(p, _)| *p == base || (base.starts_with("mkfs") && *p == "mkfs"))
-        {
-            return Err(Unsafe::Program {
-                program: base.to_string(),
-                why,
-            });
-        }
-        subcommand_rules(base, args)?;
-        return exists(program, project);
+        i += 1 + skip;
     }
+}
+
+/// How many of a wrapper's own words come before the command it runs: its flags, the values of
+/// `valued` flags (`-u VAR`, `-s KILL`), and with `assignments` the `NAME=value` words.
+fn wrapper_args(
+    rest: &[String],
+    valued: &[&str],
+    refused: &[&str],
+    assignments: bool,
+) -> Result<usize, String> {
+    let mut i = 0;
+    while let Some(a) = rest.get(i) {
+        if refused.iter().any(|r| programs::is_flag(a, r)) {
+            return Err(format!("`{a}` {}", programs::INLINE));
+        }
+        if a == "--" {
+            return Ok(i + 1);
+        }
+        if valued.contains(&a.as_str()) {
+            i += 2;
+        } else if a.starts_with('-') || (assignments && is_assignment(a)) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    Ok(i)
 }
 
 fn is_assignment(word: &str) -> bool {
@@ -226,75 +192,159 @@ fn is_assignment(word: &str) -> bool {
     }
 }
 
-/// Rules for programs that both read and write, by subcommand or flag.
-fn subcommand_rules(program: &str, args: &[String]) -> Result<(), Unsafe> {
-    let first = args
-        .iter()
-        .find(|a| !a.starts_with('-'))
-        .map(String::as_str);
-    let has = |flag: &str| {
-        args.iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    };
-    match program {
-        "git" => match first {
-            Some(sub) if GIT_READS.contains(&sub) => Ok(()),
-            Some(sub) => Err(Unsafe::GitWrites(sub.to_string())),
-            None => Err(Unsafe::GitBare),
-        },
-        "cargo" => match first {
-            Some(sub @ ("clean" | "install" | "uninstall" | "publish" | "yank" | "fix")) => {
-                Err(Unsafe::CargoWrites(sub.to_string()))
-            }
-            Some("fmt") if !has("--check") => Err(Unsafe::CargoFmt),
-            _ => Ok(()),
-        },
-        "npm" | "pnpm" | "yarn" => match first {
-            Some(sub @ ("publish" | "unpublish" | "uninstall" | "remove" | "rm" | "prune")) => {
-                Err(Unsafe::PackageWrites {
-                    program: program.to_string(),
-                    sub: sub.to_string(),
-                })
-            }
-            _ => Ok(()),
-        },
-        "sed" | "perl"
-            if args.iter().any(|a| {
-                a == "-i"
-                    || a.starts_with("--in-place")
-                    || (a.starts_with("-i") && program == "sed")
-            }) =>
-        {
-            Err(Unsafe::InPlace(program.to_string()))
-        }
-        "find" if has("-delete") || has("-exec") || has("-execdir") || has("-ok") => {
-            Err(Unsafe::FindRuns)
-        }
-        _ if has("--force") => Err(Unsafe::Force(program.to_string())),
-        _ => Ok(()),
+/// Applies one rule of the table to a program (or subcommand) named `name` and its `args`.
+fn apply(
+    rule: Rule,
+    name: String,
+    args: &[String],
+    programs: &mut Vec<String>,
+) -> Result<(), String> {
+    match rule {
+        Rule::Reads => Ok(()),
+        Rule::Writes(why) => Err(format!(
+            "`{name}` {why}; a verification command only reads or tests"
+        )),
+        Rule::Run if args.is_empty() => Ok(()),
+        // `python -m MODULE`: the module is not a program on `PATH`.
+        Rule::Run if name.ends_with(" -m") => simple(args, &mut Vec::new()),
+        Rule::Run => simple(args, programs),
+        Rule::Sql(client) => sql::judge(client, args).map_err(|e| format!("`{name}` {e}")),
+        Rule::Awk => awk(&name, args),
+        Rule::Table(entry) => table(entry, name, args, programs),
     }
 }
 
+fn table(
+    entry: &Entry,
+    name: String,
+    args: &[String],
+    programs: &mut Vec<String>,
+) -> Result<(), String> {
+    let mut sub = None;
+    let mut word = None;
+    let mut j = 0;
+    while let Some(a) = args.get(j) {
+        if a == "--" {
+            break;
+        }
+        if entry.value_flags.contains(&a.as_str()) {
+            j += 2;
+            continue;
+        }
+        let base = a.rsplit('/').next().unwrap_or(a);
+        if let Some((_, rule)) = entry.subs.iter().find(|(s, _)| *s == a || *s == base) {
+            sub = Some((j, *rule));
+            break;
+        }
+        // `+nightly` picks a toolchain (`cargo +nightly test`), like a flag.
+        if !a.starts_with('-') && !a.starts_with('+') {
+            word = Some(j);
+            break;
+        }
+        j += 1;
+    }
+    let before = match sub {
+        Some((k, _)) => &args[..k],
+        None => args,
+    };
+    for arg in before {
+        if let Some((_, why)) = entry
+            .writes_if
+            .iter()
+            .find(|(spec, _)| programs::is_flag(arg, spec))
+        {
+            return Err(format!(
+                "`{name} {arg}` {why}; a verification command only reads or tests"
+            ));
+        }
+    }
+    if before
+        .iter()
+        .any(|a| entry.reads_if.iter().any(|s| programs::is_flag(a, s)))
+    {
+        return Ok(());
+    }
+    match (sub, word) {
+        (Some((k, rule)), _) => apply(
+            rule,
+            format!("{name} {}", args[k]),
+            &args[k + 1..],
+            programs,
+        ),
+        (None, Some(k)) => {
+            if entry.script {
+                let script = &args[k];
+                programs.push(if script.contains('/') {
+                    script.clone()
+                } else {
+                    format!("./{script}")
+                });
+            }
+            apply(
+                entry.default,
+                format!("{name} {}", args[k]),
+                &args[k + 1..],
+                programs,
+            )
+        }
+        (None, None) => apply(entry.bare, name, &[], programs),
+    }
+}
+
+/// `awk` reads its program text: `system()`, output redirection (`>`), pipes (`|`) and
+/// `getline` from commands run or write what the judge cannot see.
+fn awk(name: &str, args: &[String]) -> Result<(), String> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-F" | "-v" => i += 2,
+            "-f" | "--file" => return Err(format!("`{name} -f` {}", programs::INLINE)),
+            "-i" | "--include" => {
+                return Err(format!(
+                    "`{name} -i` may edit files in place (`-i inplace`)"
+                ))
+            }
+            _ if a.starts_with('-') => i += 1,
+            text => {
+                let writes = ["system", ">", "|", "getline", "close("]
+                    .iter()
+                    .find(|k| text.contains(*k));
+                return match writes {
+                    Some(k) => Err(format!(
+                        "`{name}` program uses `{k}`, which writes files or runs commands the \
+                         judge cannot see; a verification command only reads or tests"
+                    )),
+                    None => Ok(()),
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether `program` can be found: a path inside the project, or a name on `PATH`.
-fn exists(program: &str, project: &Project) -> Result<(), Unsafe> {
+fn exists(program: &str, project: &Project) -> Result<(), String> {
     if program.contains('/') {
         let rel = program.strip_prefix("./").unwrap_or(program);
         return match project.resolve(rel) {
             Ok(p) if p.is_file() => Ok(()),
-            Ok(_) => Err(Unsafe::NotAFile(program.to_string())),
-            Err(source) => Err(Unsafe::Path {
-                program: program.to_string(),
-                source,
-            }),
+            Ok(_) => Err(format!("`{program}` is not a file")),
+            Err(source) => Err(path_error(program, &source)),
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)));
-    if found {
+    if std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program))) {
         Ok(())
     } else {
-        Err(Unsafe::NotInstalled(program.to_string()))
+        Err(format!(
+            "the program `{program}` is not installed (not found on PATH); name a program of \
+             the project's toolchain"
+        ))
     }
+}
+
+fn path_error(program: &str, source: &PathError) -> String {
+    format!("the program `{program}`: {source}")
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -302,171 +352,34 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// A command split at its control operators, with what the scan noticed on the way.
-#[derive(Debug, Default)]
-struct Scan {
-    pieces: Vec<String>,
-    /// Targets of output redirections over files.
-    redirections: Vec<String>,
-    background: bool,
-}
-
-/// Splits `command` at unquoted `;`, `&&`, `||`, `|`, `&` and newlines, and notes redirections.
-fn scan(command: &str) -> Result<Scan, Unsafe> {
-    let mut out = Scan::default();
-    let mut piece = String::new();
-    let chars: Vec<char> = command.chars().collect();
-    let (mut single, mut double) = (false, false);
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if single {
-            if c == '\'' {
-                single = false;
-            }
-            piece.push(c);
-            i += 1;
-            continue;
-        }
-        if c == '\\' {
-            piece.push(c);
-            if let Some(n) = next {
-                piece.push(n);
-            }
-            i += 2;
-            continue;
-        }
-        if c == '`' || (c == '$' && next == Some('(')) || (c == '<' && next == Some('(')) {
-            return Err(Unsafe::Substitution);
-        }
-        if double {
-            if c == '"' {
-                double = false;
-            }
-            piece.push(c);
-            i += 1;
-            continue;
-        }
-        match c {
-            '\'' => single = true,
-            '"' => double = true,
-            ';' | '\n' => {
-                out.pieces.push(std::mem::take(&mut piece));
-                i += 1;
-                continue;
-            }
-            '|' | '&' if next == Some(c) => {
-                out.pieces.push(std::mem::take(&mut piece));
-                i += 2;
-                continue;
-            }
-            '&' if next == Some('>') => {
-                // `&>file`: both streams over a file.
-                let (target, used) = redirect_target(&chars[i + 2..]);
-                note_redirection(&mut out, &target);
-                i += 2 + used;
-                continue;
-            }
-            '&' if piece.ends_with('>') => {}
-            '&' => {
-                out.background = true;
-                out.pieces.push(std::mem::take(&mut piece));
-                i += 1;
-                continue;
-            }
-            '|' => {
-                out.pieces.push(std::mem::take(&mut piece));
-                i += 1;
-                continue;
-            }
-            '>' => {
-                // Drop a file-descriptor number written just before (`2>`).
-                while piece.ends_with(|ch: char| ch.is_ascii_digit()) {
-                    piece.pop();
-                }
-                let mut j = i + 1;
-                if matches!(chars.get(j), Some('>') | Some('|')) {
-                    j += 1;
-                }
-                let (target, used) = redirect_target(&chars[j..]);
-                note_redirection(&mut out, &target);
-                i = j + used;
-                continue;
-            }
-            _ => {}
-        }
-        piece.push(c);
-        i += 1;
-    }
-    if single || double {
-        return Err(Unsafe::UnbalancedQuotes);
-    }
-    out.pieces.push(piece);
-    Ok(out)
-}
-
-/// The word after a `>` (spaces skipped), and how many characters it took.
-fn redirect_target(rest: &[char]) -> (String, usize) {
-    let mut used = 0;
-    while used < rest.len() && rest[used] == ' ' {
-        used += 1;
-    }
-    let mut target = String::new();
-    while used < rest.len() && !rest[used].is_whitespace() && !";|&".contains(rest[used]) {
-        target.push(rest[used]);
-        used += 1;
-    }
-    // `2>&1`: the `&` belongs to the target.
-    if target.is_empty() && rest.get(used) == Some(&'&') {
-        target.push('&');
-        used += 1;
-        while used < rest.len() && rest[used].is_ascii_digit() {
-            target.push(rest[used]);
-            used += 1;
-        }
-    }
-    (target, used)
-}
-
-fn note_redirection(out: &mut Scan, target: &str) {
-    let harmless = target == "/dev/null" || (target.starts_with('&') && target.len() > 1);
-    if !harmless {
-        out.redirections.push(if target.is_empty() {
-            "(nothing)".to_string()
-        } else {
-            target.to_string()
-        });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn operators_and_redirections_are_found_outside_quotes_only() {
-        let s = scan("cargo test 2>&1 | tee out.txt && echo 'a > b; c'").unwrap();
-        assert_eq!(s.pieces.len(), 3, "{:?}", s.pieces);
-        assert!(s.redirections.is_empty());
-        let s = scan("cargo test > log.txt").unwrap();
-        assert_eq!(s.redirections, vec!["log.txt"]);
-        let s = scan("echo x>>notes.md").unwrap();
-        assert_eq!(s.redirections, vec!["notes.md"]);
-        assert!(scan("echo $(rm -rf /)").is_err());
-        assert!(scan("echo 'open").is_err());
+    fn ok(c: &str) -> bool {
+        judge_command(c).is_ok()
     }
 
     #[test]
-    fn assignments_and_wrappers_are_skipped() {
-        assert!(is_assignment("RUST_LOG=debug"));
-        assert!(!is_assignment("--x=1"));
-        let dir = tempfile::tempdir().unwrap();
-        let p = Project::open(dir.path()).unwrap();
-        let words: Vec<String> = ["timeout", "60", "rm", "x"].map(String::from).to_vec();
-        assert!(check_words(&words, &p)
-            .unwrap_err()
-            .to_string()
-            .contains("deletes"));
+    fn wrappers_are_read_with_their_own_flags() {
+        assert!(ok("timeout -s KILL 300 cargo test"));
+        assert!(ok("env -u VAR FOO=1 go test ./..."));
+        assert!(ok("nice -n 10 cargo test"));
+        assert!(!ok("timeout 60 rm x"));
+        assert!(!ok("env -S 'rm x'"));
+        assert!(ok("find src -name '*.rs' | xargs grep -l unsafe"));
+        assert!(!ok("xargs -a files.txt rm"));
+    }
+
+    #[test]
+    fn sql_words_outside_a_client_are_names() {
+        assert!(ok("cargo test delete_user"));
+        assert!(!ok("psql -c 'DELETE FROM users'"));
+    }
+
+    #[test]
+    fn unknown_programs_are_never_safe() {
+        let e = judge_command("frobnicate --all").unwrap_err();
+        assert!(e[0].contains("not a program the judge knows"), "{e:?}");
     }
 }

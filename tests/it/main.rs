@@ -46,5 +46,6 @@ mod telemetry;
 mod tool_confinement;
 mod trace_page;
 mod validators;
+mod verification_commands;
 mod webfetch;
 mod workflow;

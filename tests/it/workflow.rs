@@ -238,6 +238,7 @@ fn verification_commands_both_ways() {
         "echo 'a > b; rm x'",
         "./check.sh",
         "env CI=1 cargo test",
+        "sh check.sh",
     ];
     let destructive = [
         ("rm -rf target", "deletes"),
@@ -261,10 +262,16 @@ fn verification_commands_both_ways() {
         ("cargo clean", "cargo clean"),
         ("cargo fmt", "rewrites"),
         ("sudo cargo test", "rights"),
-        ("no-such-program-xyz --run", "not installed"),
+        ("no-such-program-xyz --run", "not a program the judge knows"),
         ("./missing.sh", "does not exist"),
         ("cargo test & ", "background"),
         ("timeout 5 rm x", "deletes"),
+        // A script given to an interpreter is not read, so it must be inside the project.
+        ("sh /etc/hostname", "/etc/hostname"),
+        ("sh missing.sh", "does not exist"),
+        // Configuration given on the command line can name programs the tool then runs.
+        ("git -c core.pager=rm log", "configuration"),
+        ("cargo --config target.x.runner=rm test", "configuration"),
     ];
     for c in safe {
         assert_eq!(check_command(c, &p), Ok(()), "{c}");
