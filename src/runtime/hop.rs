@@ -582,6 +582,11 @@ impl HopState {
             return None;
         }
         let result = recover::sole_object(answer)?;
+        // The runtime's own reply to a step (`{"action", "step", "errors"|"next"}`) copied back
+        // as the answer is an echo, not a result: no step schema has a `step` field.
+        if result.contains_key("step") {
+            return None;
+        }
         let next = crate::workflow::tool::next_step_name(&self.workflow_call(&self.ctx.shared))?;
         Some(recover::Recovered {
             calls: vec![crate::model::ToolCall {

@@ -134,8 +134,11 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
     let project = Project::open(dir.path()).expect("project");
     let mock = Mock::start().await;
     let intent = "```json\n{\n  \"action\": \"PROCEED\",\n  \"refined_intent\": \"Add a --quiet flag to the run command\",\n  \"questions\": [],\n  \"reason\": \"The request is clear.\"\n}\n```";
+    // Then the runtime's reply copied back as the answer (Qwen did this 24 times in a row): an
+    // echo, not the next step's result.
+    let echo = "{\"action\":\"PROCEED\",\"step\":\"intent\",\"next\":\"clarify\"}";
     mock.push(answer(intent, vec![]))
-        .push(answer("Done.", vec![]))
+        .push(answer(echo, vec![]))
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]));
     let (outcome, events) = support::wire::session(
