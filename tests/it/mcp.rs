@@ -558,3 +558,93 @@ async fn remote_headers_are_expanded_and_never_logged_and_unsupported_servers_sa
         "the header value leaked into the events"
     );
 }
+
+/// Issue #28 item 4: `switchboard mcp` answers every line it cannot use with a JSON-RPC error
+/// (the id when it can be read, `null` otherwise) instead of dropping it while the client waits;
+/// a line of 16 MiB or more is answered and skipped; the connection then still serves.
+#[tokio::test]
+async fn switchboard_mcp_answers_bad_input_with_json_rpc_errors() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (_dir, root) = served_project();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["--root", &root, "mcp", "--agent", "echoer"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut big = vec![b'x'; 16 * 1024 * 1024 + 1];
+    big.push(b'\n');
+    let cases: Vec<(Vec<u8>, i64, serde_json::Value)> = vec![
+        (b"not json\n".to_vec(), -32700, serde_json::Value::Null),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}\n".to_vec(),
+            -32700,
+            serde_json::Value::Null,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":2,"method":"ping","x":"\ud800"}"#.to_vec(),
+            -32700,
+            serde_json::Value::Null,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[]}"#.to_vec(),
+            -32602,
+            serde_json::json!(3),
+        ),
+        (
+            br#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#.to_vec(),
+            -32600,
+            serde_json::json!(4),
+        ),
+        (
+            br#"{"id":5,"method":"ping"}"#.to_vec(),
+            -32600,
+            serde_json::json!(5),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#.to_vec(),
+            -32600,
+            serde_json::Value::Null,
+        ),
+        (big, -32600, serde_json::Value::Null),
+    ];
+    for (mut line, code, id) in cases {
+        if line.last() != Some(&b'\n') {
+            line.push(b'\n');
+        }
+        stdin.write_all(&line).await.unwrap();
+        stdin.flush().await.unwrap();
+        let mut reply = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stdout.read_line(&mut reply),
+        )
+        .await
+        .expect("a reply, not silence")
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(v["error"]["code"], code, "{reply}");
+        assert_eq!(v["id"], id, "{reply}");
+    }
+    // The same connection still serves a good request.
+    let init = r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    stdin
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stdout.read_line(&mut reply),
+    )
+    .await
+    .expect("an answer to initialize")
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(v["id"], 9, "{reply}");
+    assert!(v.get("result").is_some(), "{reply}");
+}

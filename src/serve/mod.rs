@@ -24,6 +24,8 @@ use crate::model::Registry;
 use crate::project::Project;
 use crate::runtime::{RunOptions, Session, SessionStatus};
 
+pub mod input;
+
 /// The agents one `switchboard mcp` process serves.
 pub struct AgentServer {
     project: Project,
@@ -220,16 +222,73 @@ pub enum ServeError {
     Ended(String),
 }
 
-/// Serves `server` on stdin/stdout until the client closes the stream.
+/// Serves `server` on stdin/stdout until the client closes the stream. Every line from the
+/// client is judged first ([`input`]): bad lines are answered here with a JSON-RPC error, good
+/// ones go on to the MCP service; one task writes stdout, so replies never interleave.
 pub async fn serve_stdio(server: AgentServer) -> Result<(), ServeError> {
     use rmcp::ServiceExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (ours, service_io) = tokio::io::duplex(1 << 20);
+    let (service_read, service_write) = tokio::io::split(service_io);
+    let (from_service, mut into_service) = tokio::io::split(ours);
+    let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out_rx.recv().await {
+            stdout.write_all(&line).await?;
+            stdout.flush().await?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let service_tx = out_tx.clone();
+    let pump_out = tokio::spawn(async move {
+        let mut reader = BufReader::new(from_service);
+        loop {
+            let mut line = Vec::new();
+            if reader.read_until(b'\n', &mut line).await? == 0 {
+                break;
+            }
+            if service_tx.send(line).await.is_err() {
+                break;
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let pump_in = tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        while let Some(line) = input::next_line(&mut stdin).await? {
+            match line {
+                input::Line::Pass(mut bytes) => {
+                    bytes.push(b'\n');
+                    into_service.write_all(&bytes).await?;
+                }
+                input::Line::Reply(Some(text)) => {
+                    let mut bytes = text.into_bytes();
+                    bytes.push(b'\n');
+                    if out_tx.send(bytes).await.is_err() {
+                        break;
+                    }
+                }
+                input::Line::Reply(None) => {}
+            }
+        }
+        into_service.shutdown().await?;
+        Ok::<_, std::io::Error>(())
+    });
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve((service_read, service_write))
         .await
         .map_err(|e| ServeError::Start(e.to_string()))?;
-    running
+    let ended = running
         .waiting()
         .await
-        .map_err(|e| ServeError::Ended(e.to_string()))?;
+        .map_err(|e| ServeError::Ended(e.to_string()));
+    pump_in.abort();
+    // What the service wrote last still reaches the client (bounded: exiting never hangs).
+    let grace = std::time::Duration::from_secs(2);
+    let _ = tokio::time::timeout(grace, pump_out).await;
+    let _ = tokio::time::timeout(grace, writer).await;
+    ended?;
     Ok(())
 }
