@@ -2,8 +2,10 @@
 //!
 //! Servers are started when the session starts (only those some agent's grants name), each with a
 //! time limit; one that fails to start or hangs costs a warning event and its tools, never the
-//! session. A call that finds its server gone restarts it once per session and tries again; after
-//! that, failures are tool errors the model reads.
+//! session. A call that finds its server gone restarts it once per session; the call is sent again
+//! only when it provably never left (a call in flight when the server died may have had its
+//! effect, so it becomes a tool error instead). After that, failures are tool errors the model
+//! reads.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -397,15 +399,18 @@ impl Server {
                     .filter(|c| !c.is_transport_closed())
                     .map(|c| c.peer().clone())
             };
-            let outcome = match peer {
+            // `left`: whether the request may have reached the server. Only a request that
+            // provably never left is sent again after a restart; one that did may have had its
+            // effect, and sending it twice could do it twice.
+            let (outcome, left) = match peer {
                 Some(peer) => {
                     match tokio::time::timeout(limit, peer.call_tool(params.clone())).await {
                         Ok(Ok(result)) => return render(result),
                         // Only a lost connection is a dead server; an error answer is the tool's.
-                        Ok(Err(
-                            e @ (rmcp::ServiceError::TransportClosed
-                            | rmcp::ServiceError::TransportSend(_)),
-                        )) => e.to_string(),
+                        // A failed send never reached the server; a connection closed while
+                        // waiting for the answer came after the request was written.
+                        Ok(Err(e @ rmcp::ServiceError::TransportSend(_))) => (e.to_string(), false),
+                        Ok(Err(e @ rmcp::ServiceError::TransportClosed)) => (e.to_string(), true),
                         Ok(Err(e)) => {
                             return Err(CallError(format!("MCP server `{}`: {e}", self.name)))
                         }
@@ -418,7 +423,7 @@ impl Server {
                         }
                     }
                 }
-                None => "the server is not running".to_string(),
+                None => ("the server is not running".to_string(), false),
             };
             // The call failed at the transport: restart the server once per session.
             if self.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
@@ -435,7 +440,17 @@ impl Server {
             .await;
             let mut guard = self.client.lock().await;
             match fresh {
-                Ok(Ok(client)) => *guard = Some(client),
+                Ok(Ok(client)) => {
+                    *guard = Some(client);
+                    if left {
+                        return Err(CallError(format!(
+                            "MCP server `{}` died during the call of `{tool}` ({outcome}); it \
+                             was restarted for later calls, but this call was not sent again: \
+                             it may or may not have taken effect. Check before calling it again.",
+                            self.name
+                        )));
+                    }
+                }
                 Ok(Err(e)) => {
                     *guard = None;
                     return Err(CallError(format!(

@@ -1,7 +1,7 @@
 """A stdio MCP server (Python SDK) that dies mid-call, for switchboard's restart test.
 
 `flaky` exits the process the first time (leaving a marker file in the working directory) and
-answers once restarted; `die` always exits; `slow` hangs; `reject` answers with a JSON-RPC error.
+answers once restarted, and appends a line to flaky.calls on every call (its side effect); `die` always exits; `slow` hangs; `reject` answers with a JSON-RPC error.
 """
 import asyncio
 import os
@@ -16,7 +16,9 @@ MARKER = "flaky.marker"
 
 @server.tool()
 def flaky() -> str:
-    """Dies the first time, answers after a restart."""
+    """Dies the first time, answers after a restart; counts its calls in flaky.calls."""
+    with open("flaky.calls", "a") as f:
+        f.write("call\n")
     if not os.path.exists(MARKER):
         open(MARKER, "w").close()
         os._exit(3)
