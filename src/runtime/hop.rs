@@ -340,7 +340,19 @@ impl HopState {
                 max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),
             };
-            let offered = recover::Offered::from_specs(&request.tools);
+            // An agent whose contract asks for a JSON object answers with one: it is never read
+            // as a tool's arguments by their shape (names must be written out).
+            let json_answers = self
+                .agent
+                .contract
+                .as_ref()
+                .is_some_and(|c| c.format == crate::contract::ContractFormat::Json);
+            let offered = if json_answers {
+                let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+                recover::Offered::names(&names)
+            } else {
+                recover::Offered::from_specs(&request.tools)
+            };
             self.ctx.emit(EventKind::ModelRequest {
                 step: turn,
                 messages: request.messages.len(),
