@@ -19,6 +19,11 @@ pub struct DeliverDecl {
     /// lines); 0 asks only for the file.
     #[serde(default)]
     pub evidence: u32,
+    /// The final answer may be the document itself: the runtime saves it under `write` (its
+    /// `*` replaced by the date and a slug of the title). A small model writes its report as its
+    /// answer far more reliably than as one JSON string inside a `write` call.
+    #[serde(default)]
+    pub from_answer: bool,
 }
 
 /// A checked declaration.
@@ -26,6 +31,7 @@ pub struct DeliverDecl {
 pub struct Deliver {
     pub write: String,
     pub evidence: u32,
+    pub from_answer: bool,
     #[serde(skip)]
     matcher: globset::GlobMatcher,
 }
@@ -51,9 +57,21 @@ impl Deliver {
             .build()
             .map_err(|e| format!("`deliver.write: {write}` is not a valid glob: {e}"))?
             .compile_matcher();
+        if decl.from_answer {
+            let (folder, file) = write.rsplit_once('/').unwrap_or(("", &write));
+            let meta = |t: &str| t.contains(['*', '?', '[', '{']);
+            if meta(folder) || file.matches('*').count() != 1 || file.contains(['?', '[', '{']) {
+                return Err(format!(
+                    "`deliver.write: {write}` cannot name the file an answer is saved to \
+                     (`from_answer: true`): write one folder and one `*` in the file name, such \
+                     as `thoughts/shared/research/*.md`"
+                ));
+            }
+        }
         Ok(Deliver {
             write,
             evidence: decl.evidence,
+            from_answer: decl.from_answer,
             matcher,
         })
     }
@@ -61,6 +79,11 @@ impl Deliver {
     /// Whether `path` (relative to the project root, `/`-separated) is a file of this kind.
     pub fn matches(&self, path: &str) -> bool {
         self.matcher.is_match(path.trim_start_matches("./"))
+    }
+
+    /// The file an answer saved for `from_answer` goes to: the glob's `*` replaced by `stem`.
+    pub fn path_for(&self, stem: &str) -> String {
+        self.write.replacen('*', stem, 1)
     }
 }
 
@@ -72,6 +95,29 @@ mod tests {
         DeliverDecl {
             write: write.into(),
             evidence: 3,
+            from_answer: false,
+        }
+    }
+
+    #[test]
+    fn an_answer_is_saved_only_under_a_glob_that_names_one_file() {
+        let with = |w: &str| {
+            Deliver::settle(&DeliverDecl {
+                from_answer: true,
+                ..decl(w)
+            })
+        };
+        let d = with("thoughts/shared/research/*.md").expect("one folder, one star");
+        assert_eq!(
+            d.path_for("2026-11-25-yaml"),
+            "thoughts/shared/research/2026-11-25-yaml.md"
+        );
+        for bad in [
+            "thoughts/**/*.md",
+            "thoughts/shared/research/*-*.md",
+            "thoughts/a.md",
+        ] {
+            assert!(with(bad).is_err(), "{bad}");
         }
     }
 

@@ -10,6 +10,8 @@
 //!   sources:                            # what each source opens
 //!     doc: [thoughts-locator, thoughts-analyzer]
 //!     code: [grep, glob, read]
+//!   ask: runtime                        # the runtime, not the model, asks the plan agent the
+//!                                       # task word for word before the agent's first turn
 //! ```
 //!
 //! This file reads and settles the declaration and reports what is wrong with it where it is
@@ -67,6 +69,22 @@ pub(crate) struct GateDecl {
     #[serde(default)]
     pub sources_field: Option<Spanned<String>>,
     pub sources: BTreeMap<String, Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub ask: Option<Spanned<String>>,
+}
+
+/// Who asks the plan agent for the plan (`ask:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskedBy {
+    /// The model delegates to the plan agent itself (the default).
+    #[default]
+    Model,
+    /// The runtime delegates the task to the plan agent, word for word, before the agent's
+    /// first turn. A prompt that says "first, send the question word for word to the analyst"
+    /// asks the model for something the runtime can do exactly; small models skip that step
+    /// or paraphrase the question (decision 2026-11-25-small-models-drive-the-main-job).
+    Runtime,
 }
 
 /// The plan's origin, settled.
@@ -100,6 +118,8 @@ pub struct Gate {
     pub sources_field: String,
     /// Each source a plan may choose, and the tools and subagents it opens.
     pub sources: BTreeMap<String, Vec<GateName>>,
+    /// Who asks the plan agent: the model, or the runtime before the first turn.
+    pub ask: AskedBy,
     /// 1-based file line and column of `plan:`'s value.
     #[serde(skip)]
     pub plan_at: (usize, usize),
@@ -215,10 +235,41 @@ pub(crate) fn settle(decl: &GateDecl, line_offset: usize) -> Result<Gate, GateEr
             (source.clone(), names)
         })
         .collect();
+    let ask = match &decl.ask {
+        None => AskedBy::Model,
+        Some(a) => {
+            let (line, col) = at(&a.referenced);
+            match (a.value.trim(), &plan) {
+                ("model", _) => AskedBy::Model,
+                ("runtime", PlanFrom::Agent(_)) => AskedBy::Runtime,
+                ("runtime", PlanFrom::Contract(_)) => {
+                    return Err(GateError {
+                        message: "`ask: runtime` needs a plan agent to ask".into(),
+                        help: "name the agent that plans (`plan: analyst`), or drop `ask:` so \
+                               the agent submits its plan with the `plan` tool"
+                            .into(),
+                        line,
+                        col,
+                    })
+                }
+                (other, _) => {
+                    return Err(GateError {
+                        message: format!("`ask: {other}` is neither `model` nor `runtime`"),
+                        help: "write `ask: runtime` to have the runtime ask the plan agent \
+                               before the first turn, or `ask: model` (the default)"
+                            .into(),
+                        line,
+                        col,
+                    })
+                }
+            }
+        }
+    };
     Ok(Gate {
         plan,
         sources_field,
         sources,
+        ask,
         plan_at,
     })
 }
@@ -230,6 +281,23 @@ mod tests {
     fn parse(yaml: &str) -> Result<Gate, GateError> {
         let decl: GateDecl = serde_saphyr::from_str(yaml).expect("the test's YAML deserializes");
         settle(&decl, 0)
+    }
+
+    #[test]
+    fn ask_says_who_asks_the_plan_agent() {
+        let base = "plan: analyst\nsources:\n  doc: [read]\n";
+        assert_eq!(parse(base).unwrap().ask, AskedBy::Model);
+        assert_eq!(
+            parse(&format!("{base}ask: runtime\n")).unwrap().ask,
+            AskedBy::Runtime
+        );
+        let e = parse(&format!("{base}ask: nobody\n")).unwrap_err();
+        assert!(e.message.contains("`ask: nobody`"), "{}", e.message);
+        assert_eq!(e.line, 4);
+        let inline =
+            "plan: {format: json, schema: {type: object}}\nsources:\n  doc: [read]\nask: runtime\n";
+        let e = parse(inline).unwrap_err();
+        assert!(e.message.contains("needs a plan agent"), "{}", e.message);
     }
 
     #[test]

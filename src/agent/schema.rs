@@ -62,6 +62,10 @@ fn gate_spec() -> Value {
                 "oneOf": [ { "type": "string", "minLength": 1 }, contract_spec() ]
             },
             "sources_field": { "type": "string", "pattern": "^/", "default": "/required_sources" },
+            "ask": {
+                "description": "Who asks the plan agent for the plan: the model (default), or the runtime, with the task word for word, before the first turn",
+                "enum": ["model", "runtime"], "default": "model"
+            },
             "sources": {
                 "type": "object", "minProperties": 1,
                 "additionalProperties": { "type": "array", "items": { "type": "string" } }
@@ -116,7 +120,9 @@ pub fn agent_schema() -> Value {
                 "description": "What the agent owes besides its answer: a file matching `write` (a glob relative to the project root) with at least `evidence` verified Evidence items; checked at its final answer (repair turns, then PARTIAL)",
                 "properties": {
                     "write": { "type": "string", "minLength": 1 },
-                    "evidence": { "type": "integer", "minimum": 0 }
+                    "evidence": { "type": "integer", "minimum": 0 },
+                    "from_answer": { "type": "boolean", "default": false,
+                        "description": "The final answer may be the document itself: the runtime saves it under `write` (its `*` replaced by the date and a slug of the title)" }
                 } },
             "budget": {
                 "oneOf": [

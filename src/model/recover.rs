@@ -28,6 +28,9 @@ use super::{ToolCall, ToolSpec};
 #[derive(Debug, Clone, Default)]
 pub struct Offered {
     tools: Vec<OfferedTool>,
+    /// The agents `task` may name (its `subagent_type` enum): a call written with an agent's
+    /// name as the tool's is a delegation to that agent.
+    agents: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +53,11 @@ impl Offered {
                 _ => Vec::new(),
             }
         };
+        let agents = specs
+            .iter()
+            .find(|s| s.name == TASK_TOOL)
+            .map(|s| names(s.parameters.pointer("/properties/subagent_type/enum")))
+            .unwrap_or_default();
         Offered {
             tools: specs
                 .iter()
@@ -59,6 +67,7 @@ impl Offered {
                     properties: names(s.parameters.get("properties")),
                 })
                 .collect(),
+            agents,
         }
     }
 
@@ -73,6 +82,7 @@ impl Offered {
                     properties: Vec::new(),
                 })
                 .collect(),
+            agents: Vec::new(),
         }
     }
 
@@ -112,6 +122,9 @@ pub enum Form {
     Flattened,
     /// A workflow step's result written as the whole answer, without the `step` call around it.
     StepResult,
+    /// A JSON call whose tool name is an agent `task` may call (`{"name": "codebase-locator",
+    /// "arguments": {"prompt": …}}`): a delegation to that agent.
+    AgentName,
 }
 
 impl Form {
@@ -124,6 +137,7 @@ impl Form {
             Form::TaskCall => "task_call",
             Form::Flattened => "flattened",
             Form::StepResult => "step_result",
+            Form::AgentName => "agent_name",
         }
     }
 }
@@ -338,7 +352,7 @@ fn one(text: &str, at: usize, offered: &Offered) -> Option<Candidate> {
         (Form::Json, 0, None)
     };
     let body = at + after_marker;
-    let (calls, mut end, flattened) = match form {
+    let (calls, mut end, shape) = match form {
         Form::Mistral => mistral(text, body, offered)?,
         _ => match json_calls(text, body, offered) {
             Some(found) => found,
@@ -353,7 +367,7 @@ fn one(text: &str, at: usize, offered: &Offered) -> Option<Candidate> {
             }
             None => {
                 let (call, end) = task_call(text, skip_ws(text, body), offered)?;
-                (vec![call], end, false)
+                (vec![call], end, Shape::Plain)
             }
         },
     };
@@ -363,10 +377,10 @@ fn one(text: &str, at: usize, offered: &Offered) -> Option<Candidate> {
             end = after + close.len();
         }
     }
-    let form = if flattened && form == Form::Json {
-        Form::Flattened
-    } else {
-        form
+    let form = match (form, shape) {
+        (Form::Json, Shape::Flattened) => Form::Flattened,
+        (Form::Json, Shape::AgentName) => Form::AgentName,
+        (form, _) => form,
     };
     Some(Candidate {
         start: at,
@@ -378,8 +392,17 @@ fn one(text: &str, at: usize, offered: &Offered) -> Option<Candidate> {
 
 /// One call: tool name and arguments.
 type Call = (String, Map<String, Value>);
-/// Calls found, where they end, and whether any was flattened.
-type Found = (Vec<Call>, usize, bool);
+/// How a JSON call object was written, from plain to furthest from the standard form (an
+/// array of calls reports the furthest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Shape {
+    Plain,
+    Flattened,
+    AgentName,
+}
+
+/// Calls found, where they end, and how they were written.
+type Found = (Vec<Call>, usize, Shape);
 
 /// A JSON call object, or an array of them, at `at`: the calls, the end, and whether any was
 /// flattened.
@@ -395,17 +418,18 @@ fn json_calls(text: &str, at: usize, offered: &Offered) -> Option<Found> {
         object => vec![object],
     };
     let mut calls = Vec::new();
-    let mut flattened = false;
+    let mut shape = Shape::Plain;
     for item in items {
-        let (name, arguments, flat) = call_object(item, offered)?;
-        flattened |= flat;
+        let (name, arguments, this) = call_object(item, offered)?;
+        shape = shape.max(this);
         calls.push((name, arguments));
     }
-    Some((calls, at + used, flattened))
+    Some((calls, at + used, shape))
 }
 
-/// `(name, arguments, flattened)` of one JSON call object naming an offered tool.
-fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, Value>, bool)> {
+/// `(name, arguments, shape)` of one JSON call object naming an offered tool (or an agent
+/// the offered `task` may call).
+fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, Value>, Shape)> {
     let Value::Object(mut object) = value else {
         return None;
     };
@@ -418,11 +442,14 @@ fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, V
         // No name: the arguments alone, when they fit exactly one offered tool.
         None => {
             let name = offered.by_shape(&object)?.to_string();
-            return Some((name, object, true));
+            return Some((name, object, Shape::Flattened));
         }
         _ => return None,
     };
-    if !offered.contains(&name) {
+    let agent =
+        (!offered.contains(&name) && offered.contains(TASK_TOOL) && offered.agents.contains(&name))
+            .then(|| name.clone());
+    if !offered.contains(&name) && agent.is_none() {
         return None;
     }
     object.remove("tool");
@@ -445,15 +472,20 @@ fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, V
             Some(_) => return None,
         }
     }
-    let mut flattened = false;
+    let mut shape = Shape::Plain;
     for (key, value) in object {
         if META_KEYS.contains(&key.as_str()) {
             continue;
         }
-        flattened = true;
+        shape = Shape::Flattened;
         arguments.entry(key).or_insert(value);
     }
-    Some((name, arguments, flattened))
+    if let Some(agent) = agent {
+        // The agent's name stands for `task`; a `subagent_type` written inside is overruled.
+        arguments.insert("subagent_type".into(), Value::String(agent));
+        return Some((TASK_TOOL.to_string(), arguments, Shape::AgentName));
+    }
+    Some((name, arguments, shape))
 }
 
 /// Mistral's `[TOOL_CALLS]` body: a JSON array/object, or `name[ARGS]{…}` (repeated).
@@ -480,7 +512,7 @@ fn mistral(text: &str, at: usize, offered: &Offered) -> Option<Found> {
         let next = skip_ws(text, pos);
         match text[next..].strip_prefix("[TOOL_CALLS]") {
             Some(_) => pos = next + "[TOOL_CALLS]".len(),
-            None => return Some((calls, pos, false)),
+            None => return Some((calls, pos, Shape::Plain)),
         }
     }
 }
@@ -621,6 +653,37 @@ mod tests {
         assert_eq!(ids, ["recovered_t3_1", "recovered_t3_2"]);
         assert_eq!(r.calls[0].name, "grep");
         assert_eq!(r.calls[1].name, "read");
+    }
+
+    #[test]
+    fn an_agent_named_as_the_tool_is_a_delegation_to_it() {
+        // Qwen2.5-Coder-1.5B, researcher, after its plan passed (session 01a21076, 2026-11-25).
+        let text = "```\n{\n  \"name\": \"codebase-analyzer\",\n  \"arguments\": {\n    \"description\": \"Analyze the codebase\",\n    \"prompt\": \"What did we decide about prompt templates?\",\n    \"sources\": [\"doc\", \"code\"]\n  }\n}\n```\n```\n";
+        let task = ToolSpec {
+            name: "task".into(),
+            description: String::new(),
+            parameters: json!({
+                "type": "object",
+                "required": ["subagent_type", "description", "prompt"],
+                "properties": {
+                    "subagent_type": {"type": "string", "enum": ["codebase-analyzer", "analyst"]},
+                    "description": {}, "prompt": {}
+                }
+            }),
+        };
+        let offered = Offered::from_specs(std::slice::from_ref(&task));
+        let r = recover(text, &offered, 3).expect("a delegation");
+        assert_eq!(r.form, Form::AgentName);
+        assert_eq!(r.calls[0].name, "task");
+        assert_eq!(r.calls[0].arguments["subagent_type"], "codebase-analyzer");
+        assert_eq!(
+            r.calls[0].arguments["prompt"],
+            "What did we decide about prompt templates?"
+        );
+        // An agent `task` may not call is no call; nor is any agent when `task` is not offered.
+        let other = text.replace("codebase-analyzer", "web-search-researcher");
+        assert!(recover(&other, &offered, 3).is_none());
+        assert!(recover(text, &Offered::names(&["read"]), 3).is_none());
     }
 
     #[test]

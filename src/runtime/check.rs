@@ -557,7 +557,7 @@ mod tests {
 /// The inside of an answer that is one fenced code block and nothing else (```` ```markdown ````
 /// … ```` ``` ````), or `None`. A fence line at the margin inside it means the block is not one
 /// block, and the answer is left as it is.
-fn unwrap_fence(answer: &str) -> Option<&str> {
+pub(crate) fn unwrap_fence(answer: &str) -> Option<&str> {
     let text = answer.trim();
     let first_end = text.find('\n')?;
     let open = text[..first_end].trim_end();

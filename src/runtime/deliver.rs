@@ -95,6 +95,125 @@ pub fn check(
     Err(best.unwrap_or(Missing::NotWritten))
 }
 
+/// What the agent reads after writing a file its `deliver:` glob matches: whether that file
+/// delivers now, or what is still wrong with it. `None` when no written file matches.
+pub fn written_note(owed: &Deliver, written: &[String], project: &Project) -> Option<String> {
+    if !written.iter().any(|p| owed.matches(p)) {
+        return None;
+    }
+    Some(match check(owed, written, project) {
+        Ok((path, verified)) => format!(
+            "\n\n[deliver] `{path}` delivers what you owe ({verified} verified Evidence \
+             item(s)). Answer now with one line naming it."
+        ),
+        Err(missing @ Missing::Evidence { .. }) => {
+            let mut note = format!(
+                "\n\n[deliver] Not delivered yet: {}.",
+                missing.summary(owed)
+            );
+            if let Missing::Evidence { problems, .. } = &missing {
+                for p in problems {
+                    note.push_str(&format!("\n- {p}"));
+                }
+            }
+            note.push_str(
+                "\nFix or remove the items that do not verify (copy each excerpt exactly from \
+                 the lines cited) and write the file again.",
+            );
+            note
+        }
+        Err(Missing::NotWritten) => return None,
+    })
+}
+
+/// The document an answer consists of, for `deliver.from_answer`: YAML frontmatter or a `# `
+/// title first, and more than a few lines (one fence around it all is taken off, as the
+/// contract gate does). `None` for a one-line answer naming a file, a call, a question.
+pub fn document_in_answer(answer: &str) -> Option<&str> {
+    let text = super::check::unwrap_fence(answer).unwrap_or(answer).trim();
+    let opens = text.starts_with("---\n") || text.starts_with("# ");
+    (opens && text.lines().count() >= 5).then_some(text)
+}
+
+/// Where the runtime saves an answer that is the document: the glob's `*` replaced by
+/// `<today>-<slug>`, the slug from the frontmatter's `topic`/`title`, else the first `# `
+/// heading, else `task`; `-2`, `-3`, … when the name is taken (never over another file).
+/// `reuse` is the file this hop saved before, which a corrected answer replaces.
+pub fn answer_path(
+    owed: &Deliver,
+    today: &str,
+    document: &str,
+    task: &str,
+    reuse: Option<&str>,
+    project: &Project,
+) -> String {
+    if let Some(path) = reuse {
+        return path.to_string();
+    }
+    let title = frontmatter_value(document, &["topic", "title"])
+        .or_else(|| {
+            document
+                .lines()
+                .find_map(|l| l.strip_prefix("# ").map(str::to_string))
+        })
+        .unwrap_or_else(|| task.to_string());
+    let slug = slug(&title);
+    let stem = if slug.is_empty() {
+        today.to_string()
+    } else {
+        format!("{today}-{slug}")
+    };
+    let mut path = owed.path_for(&stem);
+    for n in 2..1000 {
+        if project.root().join(&path).symlink_metadata().is_err() {
+            break;
+        }
+        path = owed.path_for(&format!("{stem}-{n}"));
+    }
+    path
+}
+
+/// Saves `document` at `path` (relative to the project root) the way the `write` tool writes:
+/// confined to the project, never through a link. The error says why in one line.
+pub fn save(project: &Project, path: &str, document: &str) -> Result<(), String> {
+    let target = project.resolve_new(path).map_err(|e| e.to_string())?;
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{path}: {e}"))?;
+    }
+    // Again after creating folders: a racing symlink must not carry the write out.
+    let target = project.resolve_new(path).map_err(|e| e.to_string())?;
+    let mut text = document.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    crate::tools::write::write_replacing(&target, &text).map_err(|e| format!("{path}: {e}"))
+}
+
+/// The first of `keys` in the document's YAML frontmatter, as a plain one-line value.
+fn frontmatter_value(text: &str, keys: &[&str]) -> Option<String> {
+    let rest = text.trim_start().strip_prefix("---")?;
+    rest.lines()
+        .skip(1)
+        .take_while(|l| l.trim_end() != "---")
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            keys.contains(&k.trim())
+                .then(|| v.trim().trim_matches(['"', '\'']).to_string())
+        })
+        .filter(|v| !v.is_empty())
+}
+
+/// Up to six lowercase ASCII words of `title` joined by hyphens.
+fn slug(title: &str) -> String {
+    title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(6)
+        .map(str::to_ascii_lowercase)
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
 /// Whether the document's frontmatter says `findings: none`: the agent looked and found
 /// nothing that answers the task, and claims nothing.
 pub fn declares_no_findings(text: &str) -> bool {
@@ -132,14 +251,22 @@ pub fn repair_prompt(
         Some(w) => {
             format!("finish the `{w}` workflow with the `step` tool: its last step writes the file")
         }
+        None if owed.from_answer => "answer with the whole document, frontmatter first (the \
+                                     runtime saves it), or write it with the `write` tool"
+            .to_string(),
         None => "write it with the `write` tool".to_string(),
+    };
+    let then = if owed.from_answer && workflow.is_none() {
+        ""
+    } else {
+        " Then answer with one line naming the file."
     };
     match missing {
         Missing::NotWritten => out.push_str(&format!(
             "You have not delivered your document: no file matching `{}` was written. {}; \
              it needs at least {} Evidence item(s) whose excerpt is the exact text of the cited \
-             lines. If nothing answers the task, write the file with `findings: none` in its \
-             frontmatter and no Evidence. Then answer with one line naming the file.\n",
+             lines. If nothing answers the task, deliver it with `findings: none` in its \
+             frontmatter and no Evidence.{then}\n",
             owed.write,
             capitalize(&how),
             owed.evidence
@@ -207,6 +334,7 @@ mod tests {
         Deliver::settle(&DeliverDecl {
             write: "reports/*.md".into(),
             evidence,
+            from_answer: true,
         })
         .expect("valid")
     }
@@ -221,6 +349,68 @@ mod tests {
 
     fn item(lines: &str, excerpt: &str) -> String {
         format!("- **Evidence**: `src.txt:{lines}`\n- **Excerpt**:\n  ```\n  {excerpt}\n  ```\n\n")
+    }
+
+    #[test]
+    fn an_answer_that_is_the_document_is_saved_under_a_fresh_name() {
+        let (dir, p) = project();
+        let report = format!(
+            "```markdown\n---\ntopic: \"What is Alpha, and why?\"\n---\n\n# Alpha\n\n{}```\n",
+            item("1", "alpha")
+        );
+        let document = document_in_answer(&report).expect("a fenced document");
+        assert!(document.starts_with("---\ntopic:"));
+        for not_one in [
+            "reports/a.md",
+            "{\"name\": \"write\", \"arguments\": {}}",
+            "# One\nline",
+        ] {
+            assert!(document_in_answer(not_one).is_none(), "{not_one}");
+        }
+        let path = answer_path(&owed(1), "2026-11-25", document, "task", None, &p);
+        assert_eq!(path, "reports/2026-11-25-what-is-alpha-and-why.md");
+        save(&p, &path, document).expect("saved");
+        assert_eq!(
+            check(&owed(1), std::slice::from_ref(&path), &p),
+            Ok((path.clone(), 1))
+        );
+        // Taken: the next answer of another hop gets a new name; this hop's reuses its own.
+        let next = answer_path(&owed(1), "2026-11-25", document, "task", None, &p);
+        assert_eq!(next, "reports/2026-11-25-what-is-alpha-and-why-2.md");
+        let again = answer_path(&owed(1), "2026-11-25", document, "t", Some(&path), &p);
+        assert_eq!(again, path);
+        // The title from the heading, then the task, when the frontmatter has none.
+        let headed = "# Beta and Gamma\n\na\nb\nc\n";
+        assert_eq!(
+            answer_path(&owed(1), "d", headed, "task", None, &p),
+            "reports/d-beta-and-gamma.md"
+        );
+        // Never through a link out of the project.
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("reports/out")).expect("link");
+        assert!(save(&p, "reports/out/x.md", document).is_err());
+        assert!(!outside.path().join("x.md").exists());
+    }
+
+    #[test]
+    fn a_written_deliverable_is_judged_in_the_write_result() {
+        let (dir, p) = project();
+        std::fs::write(
+            dir.path().join("reports/r.md"),
+            format!("# R\n\n{}", item("1", "alpha")),
+        )
+        .expect("write");
+        std::fs::write(
+            dir.path().join("reports/w.md"),
+            format!("# R\n\n{}", item("1", "beta")),
+        )
+        .expect("write");
+        let met = written_note(&owed(1), &["reports/r.md".into()], &p).expect("a note");
+        assert!(met.contains("delivers what you owe"), "{met}");
+        let wrong = written_note(&owed(1), &["reports/w.md".into()], &p).expect("a note");
+        assert!(wrong.contains("Not delivered yet"), "{wrong}");
+        assert!(wrong.contains("line "), "names the problem: {wrong}");
+        assert!(written_note(&owed(1), &["other.md".into()], &p).is_none());
     }
 
     #[test]

@@ -135,6 +135,15 @@ pub enum EventKind {
         outcome: String,
         repair: u32,
     },
+    /// A final answer that is the document itself, saved by the runtime at `path` for
+    /// `deliver.from_answer` (before `deliver.checked` judges it); `error` when it could not be.
+    #[serde(rename = "deliver.saved")]
+    DeliverSaved {
+        path: String,
+        bytes: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -176,6 +185,10 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         fallback: bool,
     },
+    /// The runtime asked the plan agent itself (`gate.ask: runtime`) before the agent's first
+    /// turn; the `tool.call` with `call_id` follows, and its result is the agent's first read.
+    #[serde(rename = "gate.asked")]
+    GateAsked { call_id: String, plan_agent: String },
     /// A call the gate refused (before a plan, or outside the plan's sources); the model got
     /// `reason` as the tool error.
     #[serde(rename = "gate.refused")]
@@ -336,6 +349,7 @@ impl EventKind {
             EventKind::ModelToolsFallback { .. } => "model.tools_fallback",
             EventKind::ModelToolCallRecovered { .. } => "model.tool_call_recovered",
             EventKind::DeliverChecked { .. } => "deliver.checked",
+            EventKind::DeliverSaved { .. } => "deliver.saved",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::WebFetch(_) => "web.fetch",
@@ -343,6 +357,7 @@ impl EventKind {
             EventKind::McpCall(_) => "mcp.call",
             EventKind::GatePlan { .. } => "gate.plan",
             EventKind::GateRefused { .. } => "gate.refused",
+            EventKind::GateAsked { .. } => "gate.asked",
             EventKind::ContractChecked { .. } => "contract.checked",
             EventKind::HopRepair { .. } => "hop.repair",
             EventKind::ContractOutcome { .. } => "contract.outcome",

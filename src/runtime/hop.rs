@@ -181,6 +181,7 @@ pub(crate) fn run_hop_on(
             steps: 0,
             last_content: String::new(),
             written: Vec::new(),
+            saved_answer: None,
             seen_calls: Default::default(),
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
@@ -223,6 +224,9 @@ struct HopState {
     steps: u32,
     last_content: String,
     written: Vec<String>,
+    /// The file this hop saved its answer to (`deliver.from_answer`), replaced by a corrected
+    /// answer instead of a new file each time.
+    saved_answer: Option<String>,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
@@ -286,6 +290,25 @@ impl HopState {
             None => self.req.prompt.clone(),
         };
         self.messages.push(Message::user(task));
+        // `gate.ask: runtime`: the plan request is the runtime's to make, word for word; the
+        // agent's first turn reads its result (the plan, or why it failed).
+        let asked = self
+            .plan_gate
+            .as_ref()
+            .and_then(|g| g.runtime_call(&self.req.prompt));
+        if let Some(call) = asked {
+            if let Some(plan_agent) = call.arguments["subagent_type"].as_str() {
+                self.ctx.emit(EventKind::GateAsked {
+                    call_id: call.id.clone(),
+                    plan_agent: plan_agent.to_string(),
+                });
+            }
+            let calls = vec![call];
+            self.messages
+                .push(Message::assistant(String::new(), calls.clone()));
+            let results = self.tools_turn(&calls).await;
+            self.messages.extend(results);
+        }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
         let mut gate = Gate {
@@ -612,9 +635,15 @@ impl HopState {
 
     /// Holds a final answer to `deliver:` (see [`deliver`]) and logs `deliver.checked`. `repair`
     /// is the number this repair turn would have; past `max` the hop ends PARTIAL.
-    fn owed(&self, owed: &Deliver, answer: &str, repair: u32, max: u32) -> Owed {
-        let shared = &self.ctx.shared;
-        let found = deliver::check(owed, &self.written, &shared.project);
+    fn owed(&mut self, owed: &Deliver, answer: &str, repair: u32, max: u32) -> Owed {
+        let shared = self.ctx.shared.clone();
+        let mut found = deliver::check(owed, &self.written, &shared.project);
+        if found.is_err() && owed.from_answer {
+            if let Some(document) = deliver::document_in_answer(answer) {
+                self.save_answer(owed, document);
+                found = deliver::check(owed, &self.written, &shared.project);
+            }
+        }
         let (path, verified) = match &found {
             Ok((path, verified)) => (Some(path.clone()), *verified),
             Err(deliver::Missing::Evidence { path, verified, .. }) => {
@@ -652,6 +681,34 @@ impl HopState {
             },
         });
         next
+    }
+
+    /// Saves an answer that is the document (`deliver.from_answer`) under the deliver glob and
+    /// counts it as written by this hop; a corrected answer replaces the file saved before.
+    fn save_answer(&mut self, owed: &Deliver, document: &str) {
+        let shared = self.ctx.shared.clone();
+        let today = self.started.format("%Y-%m-%d").to_string();
+        let path = deliver::answer_path(
+            owed,
+            &today,
+            document,
+            &self.req.prompt,
+            self.saved_answer.as_deref(),
+            &shared.project,
+        );
+        let error = deliver::save(&shared.project, &path, document).err();
+        self.ctx.emit(EventKind::DeliverSaved {
+            path: path.clone(),
+            bytes: document.len() as u64,
+            error: error.clone(),
+        });
+        if error.is_none() {
+            let written = vec![path.clone()];
+            shared.add_written(&written);
+            self.written.retain(|p| *p != path);
+            self.written.extend(written);
+            self.saved_answer = Some(path);
+        }
     }
 
     /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as

@@ -11,10 +11,10 @@
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-use crate::agent::gate::{Gate, PlanFrom};
+use crate::agent::gate::{AskedBy, Gate, PlanFrom};
 use crate::agent::{Agent, AgentSet};
 use crate::contract::{check_json_detailed, Contract, SchemaSource};
-use crate::model::ToolSpec;
+use crate::model::{ToolCall, ToolSpec};
 use crate::project::Project;
 
 pub use crate::agent::gate::PLAN_TOOL;
@@ -72,6 +72,9 @@ pub struct Accepted {
 }
 
 /// One hop's gate and the plan it accepted so far.
+/// The call id of the plan request the runtime makes itself ([`PlanGate::runtime_call`]).
+pub(crate) const RUNTIME_CALL_ID: &str = "gate_plan";
+
 pub(crate) struct PlanGate {
     agent: String,
     gate: Gate,
@@ -180,6 +183,25 @@ impl PlanGate {
              {{\"subagent_type\": \"{plan}\", \"description\": \"Plan the question\", \
              \"prompt\": \"<the user's question, word for word>\"}}."
         ))
+    }
+
+    /// The delegation the runtime makes itself before the first turn when the gate says
+    /// `ask: runtime`: the task, word for word, to the plan agent. `None` otherwise, and once a
+    /// plan passed (a resumed hop that has one does not ask again).
+    pub fn runtime_call(&self, task: &str) -> Option<ToolCall> {
+        if self.accepted.is_some() || self.gate.ask != AskedBy::Runtime {
+            return None;
+        }
+        let plan = self.gate.plan_agent()?;
+        Some(ToolCall {
+            id: RUNTIME_CALL_ID.to_string(),
+            name: "task".to_string(),
+            arguments: serde_json::json!({
+                "subagent_type": plan,
+                "description": "Plan the task",
+                "prompt": task,
+            }),
+        })
     }
 
     /// What the gate opens now, as a key: a call refused under one state may pass under the

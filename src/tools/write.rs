@@ -74,7 +74,7 @@ fn allowed(ctx: ToolContext<'_>, rel: &str) -> bool {
 /// another file: the other names keep the old contents. The temporary is created with
 /// `create_new` (O_EXCL) so it cannot be a link either, and is removed when anything fails. An
 /// existing file's permission bits are kept.
-fn write_replacing(path: &std::path::Path, content: &str) -> std::io::Result<()> {
+pub(crate) fn write_replacing(path: &std::path::Path, content: &str) -> std::io::Result<()> {
     use std::io::Write;
     let existing = match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {

@@ -172,3 +172,76 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
     assert!(reply.contains("PROCEED"), "{reply}");
     assert!(reply.contains("clarify"), "{reply}");
 }
+
+/// The shipped researcher (`gate.ask: runtime`, `deliver.from_answer`) on a model that never
+/// asks for the plan and answers with its report instead of writing it (Qwen2.5-Coder-1.5B's two
+/// habits): the runtime asks `analyst` the question word for word before the first turn, a
+/// repeated read is not run again, and the report in the answer is saved under
+/// thoughts/shared/research/ and judged there.
+#[tokio::test]
+async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("thoughts/shared/decisions/yaml.md"),
+        "# YAML\n\nWe parse YAML with serde-saphyr.\nserde_yaml is archived.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let plan = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
+    let read = || {
+        call(
+            "r1",
+            "read",
+            json!({"path": "thoughts/shared/decisions/yaml.md"}),
+        )
+    };
+    let report = "```markdown\n---\ndate: 2026-11-25\nstatus: active\ntopic: \"The YAML parser decision\"\ntags: [research, yaml]\n---\n\n# The YAML parser\n\n## Findings\n\n### serde-saphyr\n- **Evidence**: `thoughts/shared/decisions/yaml.md:3-4`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  serde_yaml is archived.\n  ```\n```";
+    mock.push(answer(plan, vec![])) // analyst, asked by the runtime
+        .push(answer("", vec![read()]))
+        .push(answer("", vec![read()]))
+        .push(answer(report, vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "researcher", question).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(outcome.status, "completed", "{outcome:?} {kinds:?}");
+    // The first request is the analyst's, with the question word for word, before any turn of
+    // the researcher; the researcher's first request carries the plan as a tool result.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "{kinds:?}");
+    let analyst = &requests[0].body["messages"];
+    assert!(analyst.to_string().contains(question), "{analyst}");
+    let first = requests[1].body["messages"].to_string();
+    assert!(first.contains("Plan accepted"), "{first}");
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::GateAsked { plan_agent, .. } if plan_agent == "analyst")),
+        "{kinds:?}"
+    );
+    // The same read again is not run: the model reads that it has the result already.
+    let repeat = requests[3].body["messages"].to_string();
+    assert!(
+        repeat.contains("not run: you made this exact `read` call already"),
+        "{repeat}"
+    );
+    // The report in the answer is saved, named after its topic, and meets the deliverable.
+    let saved = "thoughts/shared/research/";
+    let path = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::DeliverSaved { path, error, .. } => {
+                assert_eq!(error, &None);
+                Some(path.clone())
+            }
+            _ => None,
+        })
+        .expect("deliver.saved");
+    assert!(path.starts_with(saved), "{path}");
+    assert!(path.ends_with("-the-yaml-parser-decision.md"), "{path}");
+    let text = std::fs::read_to_string(dir.path().join(&path)).expect("saved report");
+    assert!(text.starts_with("---\ndate: 2026-11-25"), "{text}");
+    assert_eq!(checks(&events), [("met".to_string(), 1)]);
+}

@@ -325,8 +325,24 @@ impl HopState {
                 shared.add_written(&written);
             }
             // A write changes files, which makes an earlier answer stale (a change of what the
-            // gate opens is in the key already).
-            if !written.is_empty() {
+            // gate opens is in the key already); the write itself is remembered, so the same
+            // write again is not run (Qwen2.5-Coder-1.5B wrote one file 22 times in a row).
+            let mut message = message;
+            if !written.is_empty() && child.is_none() {
+                self.seen_calls.clear();
+                let tool = crate::agent::grants::canonical_tool_name(&call.name);
+                let mut seen = SeenCall::pending(self.steps);
+                seen.settle(&message);
+                self.seen_calls.insert(self.call_key(&tool, call), seen);
+                // Whether the file is the deliverable, said while the agent can still act.
+                if let Some(owed) = &self.agent.deliver {
+                    if let Some(note) =
+                        super::super::deliver::written_note(owed, &written, &shared.project)
+                    {
+                        message.content.push_str(&note);
+                    }
+                }
+            } else if !written.is_empty() {
                 self.seen_calls.clear();
             } else if child.is_none() {
                 let tool = crate::agent::grants::canonical_tool_name(&call.name);
@@ -418,6 +434,10 @@ fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) ->
     }
 }
 
+/// Built-in tools whose identical successful call would only do the same again while no file
+/// changed (every write forgets the earlier calls but itself).
+const SAME_AGAIN: &[&str] = &["read", "grep", "glob", "list", "write"];
+
 /// A tool call this hop made, for refusing an identical one (see [`HopState::tools_turn`]).
 #[derive(Debug, Clone)]
 pub(super) struct SeenCall {
@@ -448,9 +468,19 @@ impl SeenCall {
         }
     }
 
-    /// What the model reads instead of running the call again: only for a call that failed
-    /// (a successful one may be repeated on purpose, and its tool may have effects).
+    /// What the model reads instead of running the call again: for a call that failed, and
+    /// for a successful one of a tool that would only do the same again (a read of unchanged
+    /// files, the same write); other tools may be repeated on purpose (a subagent may answer
+    /// differently, an MCP tool may have effects).
     fn repeat_message(&self, tool: &str) -> Option<String> {
+        if self.settled && self.error.is_none() && SAME_AGAIN.contains(&tool) {
+            return Some(format!(
+                "not run: you made this exact `{tool}` call already (turn {}) and it \
+                 succeeded; its result is above and has not changed. Do the next step of your \
+                 task, or give your final answer if you are done.",
+                self.turn
+            ));
+        }
         let error = self.error.as_ref()?;
         Some(format!(
             "not run: you made this exact `{tool}` call already (turn {}), and it failed: \
