@@ -182,6 +182,7 @@ pub(crate) fn run_hop_on(
             last_content: String::new(),
             written: Vec::new(),
             saved_answer: None,
+            delegated: 0,
             seen_calls: Default::default(),
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
@@ -227,6 +228,9 @@ struct HopState {
     /// The file this hop saved its answer to (`deliver.from_answer`), replaced by a corrected
     /// answer instead of a new file each time.
     saved_answer: Option<String>,
+    /// Subagents that completed for this hop, the plan agent aside: a gated primary that
+    /// answers before any is told to delegate first.
+    delegated: u32,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
@@ -659,10 +663,7 @@ impl HopState {
                     &missing,
                     self.agent.workflow.as_deref(),
                     deliver::looks_like_call(answer),
-                    self.plan_gate
-                        .as_ref()
-                        .and_then(|g| g.first_step())
-                        .as_deref(),
+                    self.next_step().as_deref(),
                 )),
                 "repair",
             ),
@@ -681,6 +682,17 @@ impl HopState {
             },
         });
         next
+    }
+
+    /// What a repair turn tells a gated agent to do first: plan, or, with a plan and no
+    /// subagent answered yet, delegate (a filled call to copy).
+    fn next_step(&self) -> Option<String> {
+        let gate = self.plan_gate.as_ref()?;
+        gate.first_step().or_else(|| {
+            (self.delegated == 0)
+                .then(|| gate.next_delegation(&self.req.prompt, &self.ctx.shared.correlation_id))
+                .flatten()
+        })
     }
 
     /// Saves an answer that is the document (`deliver.from_answer`) under the deliver glob and

@@ -204,6 +204,34 @@ impl PlanGate {
         })
     }
 
+    /// After a plan passed: the delegation to make next, filled in for a model to copy — the
+    /// first subagent the plan's first source opens (the gate's sources list them in the order
+    /// of the work, locators first), with the task as its prompt. `None` before a plan, or when
+    /// the plan opens no subagent.
+    pub fn next_delegation(&self, task: &str, correlation_id: &str) -> Option<String> {
+        let accepted = self.accepted.as_ref()?;
+        let agent = accepted
+            .sources
+            .iter()
+            .filter_map(|s| self.gate.sources.get(s))
+            .flatten()
+            .map(|n| n.name.as_str())
+            .find(|n| {
+                accepted.allowed.contains(*n)
+                    && !crate::agent::grants::BUILTIN_TOOLS.contains(n)
+                    && !self.is_plan_agent(n)
+            })?;
+        let call = json!({
+            "subagent_type": agent,
+            "description": "Find what answers the task",
+            "prompt": format!("{} Correlation: {correlation_id}", task.trim()),
+        });
+        Some(format!(
+            "Next, delegate: call the `task` tool with {call}. Your answer must come from what \
+             your subagents find, never from memory."
+        ))
+    }
+
     /// What the gate opens now, as a key: a call refused under one state may pass under the
     /// next (the hop's memory of failed calls is keyed by it).
     pub fn state_key(&self) -> String {

@@ -216,6 +216,9 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
     assert!(analyst.to_string().contains(question), "{analyst}");
     let first = requests[1].body["messages"].to_string();
     assert!(first.contains("Plan accepted"), "{first}");
+    // … and the delegation to make next, filled in: the doc source's first subagent.
+    assert!(first.contains("Next, delegate"), "{first}");
+    assert!(first.contains("thoughts-locator"), "{first}");
     assert!(
         events.iter().any(|e| matches!(&e.kind,
             EventKind::GateAsked { plan_agent, .. } if plan_agent == "analyst")),

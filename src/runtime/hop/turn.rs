@@ -314,6 +314,13 @@ impl HopState {
                             continue;
                         }
                     };
+                    let plans = self
+                        .plan_gate
+                        .as_ref()
+                        .is_some_and(|g| g.is_plan_agent(&result.agent));
+                    if !plans && result.status == HopStatus::Completed {
+                        self.delegated += 1;
+                    }
                     let mut message = result.to_tool_message(&call.id);
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
@@ -399,10 +406,14 @@ impl HopState {
             Ok(accepted) => {
                 self.ctx
                     .emit(gate_plan_event(&accepted, &result.agent, fallback));
-                Some(format!(
-                    "\n\n[gate] {}",
-                    plan_gate::accepted_note(&accepted)
-                ))
+                let mut note = format!("\n\n[gate] {}", plan_gate::accepted_note(&accepted));
+                if let Some(next) =
+                    gate.next_delegation(&self.req.prompt, &self.ctx.shared.correlation_id)
+                {
+                    note.push_str("\n\n");
+                    note.push_str(&next);
+                }
+                Some(note)
             }
             Err(why) => Some(format!("\n\n[gate] Not accepted as the plan: {why}")),
         }
