@@ -26,7 +26,9 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
     if history.did("write") {
         return Turn::Answer(final_answer(history));
     }
-    if has_tool(request, PLAN_TOOL) && !history.did("plan") {
+    // A plan the runtime asked for itself (`gate.ask: runtime`) is not asked for again.
+    let asked = history.exchanges.iter().any(|e| e.call.id == "gate_plan");
+    if has_tool(request, PLAN_TOOL) && !history.did("plan") && !asked {
         if let Some(turn) = plan_turn(request, &question) {
             return turn;
         }
