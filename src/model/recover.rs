@@ -56,7 +56,7 @@ impl Offered {
         let agents = specs
             .iter()
             .find(|s| s.name == TASK_TOOL)
-            .map(|s| names(s.parameters.pointer("/properties/subagent_type/enum")))
+            .map(|s| crate::tools::narrowed_task_names(&s.parameters))
             .unwrap_or_default();
         Offered {
             tools: specs

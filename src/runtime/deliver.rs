@@ -215,14 +215,10 @@ pub fn save(project: &Project, path: &str, document: &str) -> Result<(), String>
 
 /// The first of `keys` in the document's YAML frontmatter, as a plain one-line value.
 fn frontmatter_value(text: &str, keys: &[&str]) -> Option<String> {
-    let rest = text.trim_start().strip_prefix("---")?;
-    rest.lines()
-        .skip(1)
-        .take_while(|l| l.trim_end() != "---")
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            keys.contains(&k.trim())
-                .then(|| v.trim().trim_matches(['"', '\'']).to_string())
+    frontmatter_fields(text)
+        .find_map(|(k, v)| {
+            keys.contains(&k)
+                .then(|| v.trim_matches(['"', '\'']).to_string())
         })
         .filter(|v| !v.is_empty())
 }
@@ -241,17 +237,19 @@ fn slug(title: &str) -> String {
 /// Whether the document's frontmatter says `findings: none`: the agent looked and found
 /// nothing that answers the task, and claims nothing.
 pub fn declares_no_findings(text: &str) -> bool {
-    let Some(rest) = text.trim_start().strip_prefix("---") else {
-        return false;
-    };
-    rest.lines()
-        .skip(1)
+    frontmatter_fields(text).any(|(k, v)| k == "findings" && v.trim_matches('"') == "none")
+}
+
+/// The `key: value` lines of a document's YAML frontmatter, trimmed, read as plain one-line
+/// fields (enough for the flat keys the deliverable checks look at).
+fn frontmatter_fields(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.trim_start()
+        .strip_prefix("---")
+        .into_iter()
+        .flat_map(|rest| rest.lines().skip(1))
         .take_while(|l| l.trim_end() != "---")
-        .any(|l| {
-            l.split_once(':').is_some_and(|(k, v)| {
-                k.trim() == "findings" && v.trim().trim_matches('"') == "none"
-            })
-        })
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim(), v.trim()))
 }
 
 /// The repair turn: what is missing, how to deliver it, and the shape of one evidence item.

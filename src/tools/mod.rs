@@ -245,6 +245,22 @@ pub fn narrow_task(specs: &mut [ToolSpec], names: &[String]) {
     }
 }
 
+/// The names [`narrow_task`] narrowed `task`'s `subagent_type` to, read from the tool's
+/// `parameters`; empty when it was not narrowed.
+pub fn narrowed_task_names(parameters: &Value) -> Vec<String> {
+    parameters
+        .pointer("/properties/subagent_type/enum")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Checks the agent's grant for `tool`: its `tools:` and a `permission:` entry that denies it.
 pub fn check_grant(agent: &Agent, tool: &str) -> Result<(), ToolError> {
     if spec(tool).is_none() {

@@ -177,7 +177,7 @@ fn write_request(
         let Some(task) = task else {
             return Ok(None);
         };
-        let call = task_call_rules(&mut g, &subagent_names(&task.parameters));
+        let call = task_call_rules(&mut g, &crate::tools::narrowed_task_names(&task.parameters));
         let free = g.rule("free-answer", "[^`\\x00] [^\\x00]*");
         g.rule("root", format!("{call} | {free}"));
         return Ok(Some(g));
@@ -193,7 +193,7 @@ fn write_request(
         ContractFormat::Envelope => envelope_rules(&mut g, contract, files),
     };
     let root = if let Some(task) = task {
-        let call = task_call_rules(&mut g, &subagent_names(&task.parameters));
+        let call = task_call_rules(&mut g, &crate::tools::narrowed_task_names(&task.parameters));
         format!("{answer} | {call}")
     } else {
         answer
@@ -735,21 +735,6 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String])
 fn named_path(g: &mut Writer, files: &[String]) -> String {
     let names: Vec<String> = files.iter().map(|f| lit(f)).collect();
     g.rule("named-path", names.join(" | "))
-}
-
-/// The names `task`'s `subagent_type` is narrowed to (`tools::narrow_task`), if it is.
-fn subagent_names(parameters: &Value) -> Vec<String> {
-    parameters
-        .pointer("/properties/subagent_type/enum")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The textual delegation [`crate::model::textual`] parses: one call in a code block. With

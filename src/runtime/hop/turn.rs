@@ -334,28 +334,23 @@ impl HopState {
             // A write changes files, which makes an earlier answer stale (a change of what the
             // gate opens is in the key already); the write itself is remembered, so the same
             // write again is not run (Qwen2.5-Coder-1.5B wrote one file 22 times in a row).
-            let mut message = message;
-            if !written.is_empty() && child.is_none() {
-                self.seen_calls.clear();
+            let key = child.is_none().then(|| {
                 let tool = crate::agent::grants::canonical_tool_name(&call.name);
-                let mut seen = SeenCall::pending(self.steps);
+                self.call_key(&tool, call)
+            });
+            if !written.is_empty() {
+                self.seen_calls.retain(|k, _| Some(k) == key.as_ref());
+            }
+            if let Some(seen) = key.and_then(|k| self.seen_calls.get_mut(&k)) {
                 seen.settle(&message);
-                self.seen_calls.insert(self.call_key(&tool, call), seen);
-                // Whether the file is the deliverable, said while the agent can still act.
-                if let Some(owed) = &self.agent.deliver {
-                    if let Some(note) =
-                        super::super::deliver::written_note(owed, &written, &shared.project)
-                    {
-                        message.content.push_str(&note);
-                    }
-                }
-            } else if !written.is_empty() {
-                self.seen_calls.clear();
-            } else if child.is_none() {
-                let tool = crate::agent::grants::canonical_tool_name(&call.name);
-                let key = self.call_key(&tool, call);
-                if let Some(seen) = self.seen_calls.get_mut(&key) {
-                    seen.settle(&message);
+            }
+            // Whether a file this hop wrote is the deliverable, said while the agent can act.
+            let mut message = message;
+            if let (Some(owed), None) = (&self.agent.deliver, &child) {
+                if let Some(note) =
+                    super::super::deliver::written_note(owed, &written, &shared.project)
+                {
+                    message.content.push_str(&note);
                 }
             }
             self.written.extend(written.iter().cloned());
