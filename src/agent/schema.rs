@@ -26,6 +26,7 @@ fn contract_spec() -> Value {
             "excerpt_max_lines": { "type": "integer", "minimum": 1, "maximum": crate::contract::spec::MAX_EXCERPT_LINES },
             "signal_headings": { "type": "array", "items": { "type": "string" } },
             "required_sections": { "type": "array", "items": { "type": "string" } },
+            "named_paths": { "enum": ["unchecked", "exist"] },
             "on_violation": { "enum": ["fail", "mark", "fallback"] },
             "max_repairs": { "type": "integer", "minimum": 0 },
             "schema": {

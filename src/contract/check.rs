@@ -15,7 +15,8 @@ use super::envelope::Envelope;
 use super::files::FileCache;
 use super::report::Report;
 use super::rule::{sort, Rule};
-use super::spec::{Contract, EvidencePolicy};
+use super::files::CitedFileError;
+use super::spec::{Contract, EvidencePolicy, NamedPaths};
 use crate::problem::{locate, Problem};
 use crate::project::Project;
 use std::ops::Range;
@@ -85,6 +86,9 @@ pub fn check_envelope(
     if env.answer.is_some() {
         check_signals(env, contract, &mut own);
         check_sections(env, contract, &mut own);
+        if contract.named_paths == NamedPaths::Exist {
+            check_named_paths(env, ctx, &mut own);
+        }
     }
     locate(text, &mut own);
     let mut violations = env.problems.clone();
@@ -283,6 +287,27 @@ fn check_sections(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
     }
 }
 
+/// `named_paths: exist`: each file path the answer names resolves inside the project root. The
+/// message names the path, so a repair turn tells the model which entry to search for again
+/// instead of "something is wrong with your list".
+fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Vec<Problem>) {
+    for named in &env.paths {
+        let why = match ctx.files.resolve(ctx.project, &named.path) {
+            Ok(_) => continue,
+            Err(CitedFileError::Outside(e)) => e.to_string(),
+            Err(CitedFileError::Missing(m) | CitedFileError::Unreadable(m)) => m,
+        };
+        out.push(
+            Rule::NamedPathMissing
+                .problem(named.span.clone(), why)
+                .with_help(
+                    "list only paths a `grep`, `glob` or `list` result showed you in this \
+                     session; search for the file again, or leave the entry out",
+                ),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +348,48 @@ mod tests {
                 items: 4,
                 verified: 1
             }
+        );
+    }
+
+    #[test]
+    fn named_paths_that_do_not_exist_are_named_in_the_violation() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("thoughts/d")).unwrap();
+        std::fs::write(dir.path().join("thoughts/d/real.md"), "x\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let text = "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+            timestamp: 2026-01-19T10:00:00Z\nmessage_type: X\n---\n<thinking>\n\
+            `thoughts/d/tried.md` was not there\n</thinking>\n<answer>\n\
+            - `thoughts/d/real.md` — Real\n- `thoughts/d/invented.md` — Made up\n\
+            - `../outside/x.md`, `thoughts/**/*.md`, `<file>.md`, `and/or`\n\
+            Suggested for analysis: `thoughts/d/real.md:1`\n</answer>\n";
+        let mut contract = Contract::envelope();
+        let codes = |c: &Contract| -> Vec<(String, usize)> {
+            check(text, c, &ctx)
+                .violations
+                .iter()
+                .map(|v| (v.code.to_string(), v.line))
+                .collect()
+        };
+        assert!(codes(&contract).is_empty(), "unchecked by default");
+        contract.named_paths = NamedPaths::Exist;
+        assert_eq!(
+            codes(&contract),
+            [
+                ("contract/named-path-missing".to_string(), 12),
+                ("contract/named-path-missing".to_string(), 13),
+            ]
+        );
+        let report = check(text, &contract, &ctx);
+        assert!(report.violations[0]
+            .message
+            .contains("`thoughts/d/invented.md` does not exist"));
+        assert!(
+            report.violations[1].message.contains("../outside/x.md"),
+            "{}",
+            report.violations[1].message
         );
     }
 

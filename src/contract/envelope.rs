@@ -16,7 +16,7 @@ mod tags;
 mod tests;
 
 use answer::AnswerWalker;
-pub use answer::{parse_document, parse_reference};
+pub use answer::{named_path, parse_document, parse_reference};
 use tags::{alone_on_line, tag_candidates, TagScan};
 
 use super::fields::parse_fields;
@@ -45,6 +45,9 @@ pub struct Envelope {
     pub labels: Vec<Label>,
     /// Evidence items inside the answer, in order, each with its Excerpt.
     pub evidence: Vec<EvidenceItem>,
+    /// File paths the answer names in backticks outside Evidence items (a locator's list, a
+    /// "Suggested for analysis" line), for contracts that declare `named_paths: exist`.
+    pub paths: Vec<NamedPath>,
     /// What is structurally wrong; empty for a well-formed envelope.
     pub problems: Vec<Problem>,
 }
@@ -119,6 +122,15 @@ pub struct EvidenceItem {
     pub references: Vec<Citation>,
     /// The `**Excerpt**:` that follows it, if any.
     pub excerpt: Option<Excerpt>,
+}
+
+/// A project file an answer names in backticks, outside any Evidence item: `src/config.rs`,
+/// `thoughts/shared/decisions/x.md`, or `src/config.rs:12-14` (the line part is dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedPath {
+    pub path: String,
+    /// The code span, backticks included.
+    pub span: Range<usize>,
 }
 
 /// An evidence citation: a backticked `path:N` or `path:N-M` (not a delegation reference,

@@ -71,6 +71,19 @@ pub enum EvidencePolicy {
     Optional,
 }
 
+/// Whether the file paths an answer names in backticks (outside Evidence) must exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NamedPaths {
+    /// Not checked: a path may be an example, a plan for a new file, or a guess.
+    #[default]
+    Unchecked,
+    /// Every named path is a file inside the project root. For agents whose answer is
+    /// a list of real paths (the locators): an invented path there sends the caller's next hop
+    /// to a file that is not there.
+    Exist,
+}
+
 /// What the runtime does with an answer that still violates after the repair turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -131,6 +144,8 @@ pub struct ContractSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_sections: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named_paths: Option<NamedPaths>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_violation: Option<OnViolation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_repairs: Option<u32>,
@@ -162,6 +177,7 @@ pub struct Contract {
     pub excerpt_max_lines: u32,
     pub signal_headings: Vec<String>,
     pub required_sections: Vec<String>,
+    pub named_paths: NamedPaths,
     pub on_violation: OnViolation,
     pub max_repairs: u32,
     /// The JSON half (schema, sanitize, fallback, question) when `format` is `json`.
@@ -205,6 +221,7 @@ impl Contract {
             excerpt_max_lines: MAX_EXCERPT_LINES,
             signal_headings: Vec::new(),
             required_sections: Vec::new(),
+            named_paths: NamedPaths::Unchecked,
             on_violation: OnViolation::Fail,
             max_repairs: DEFAULT_MAX_REPAIRS,
             json: None,
@@ -288,6 +305,9 @@ impl Contract {
         }
         if let Some(v) = &spec.required_sections {
             c.required_sections = v.clone();
+        }
+        if let Some(v) = spec.named_paths {
+            c.named_paths = v;
         }
         if let Some(v) = spec.on_violation {
             c.on_violation = v;

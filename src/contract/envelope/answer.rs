@@ -3,7 +3,8 @@
 //! reports under `thoughts/`), so citations are recognised the same way in both.
 
 use super::{
-    Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label, MAX_EXCERPT_BYTES,
+    Citation, Envelope, EvidenceItem, Excerpt, ExcerptBlock, Heading, Label, NamedPath,
+    MAX_EXCERPT_BYTES,
 };
 use crate::contract::rule::{sort, Rule, Tally};
 use crate::markdown::split_frontmatter;
@@ -91,8 +92,8 @@ pub(super) struct AnswerWalker<'a> {
     skipped_evidence: bool,
     /// Citations kept so far, over all Evidence items.
     citations: usize,
-    /// Left out past [`MAX_ITEMS`]: headings, labels, Evidence items, citations.
-    overflow: [Overflow; 4],
+    /// Left out past [`MAX_ITEMS`]: headings, labels, Evidence items, citations, named paths.
+    overflow: [Overflow; 5],
     tally: Tally,
 }
 
@@ -290,6 +291,15 @@ impl<'a> AnswerWalker<'a> {
                 }
                 if let Some(i) = self.collecting {
                     self.reference(i, c, range.clone());
+                } else if let Some(path) = named_path(c) {
+                    if self.env.paths.len() < MAX_ITEMS {
+                        self.env.paths.push(NamedPath {
+                            path: path.to_string(),
+                            span: range.clone(),
+                        });
+                    } else {
+                        self.overflow[4].add(range);
+                    }
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
@@ -413,7 +423,13 @@ impl<'a> AnswerWalker<'a> {
                 );
             }
         }
-        let names = ["headings", "bold labels", "Evidence items", "citations"];
+        let names = [
+            "headings",
+            "bold labels",
+            "Evidence items",
+            "citations",
+            "named file paths",
+        ];
         for (overflow, what) in self.overflow.iter().zip(names) {
             if let Some(first) = &overflow.first {
                 self.env.problems.push(
@@ -436,6 +452,27 @@ impl<'a> AnswerWalker<'a> {
         }
         self.tally.finish(&mut self.env.problems);
     }
+}
+
+/// The project file a backticked `code` outside Evidence names, if it reads as one: no spaces,
+/// no glob or placeholder characters, a `/` in it, and a last part with an extension
+/// (`src/config.rs`, `thoughts/shared/decisions/x.md`). A `path:N-M` keeps only its path. Words
+/// such as `and/or`, globs such as `thoughts/**/*.md`, placeholders such as `<file>.md` and URLs
+/// are no file names, so they are not held to exist.
+pub fn named_path(code: &str) -> Option<&str> {
+    let code = code.trim();
+    let path = match parse_reference(code) {
+        Ok((path, _, _)) => path,
+        Err(_) => code,
+    };
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-');
+    if path.is_empty() || !path.chars().all(allowed) || !path.contains('/') {
+        return None;
+    }
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let (stem, ext) = last.rsplit_once('.')?;
+    let ext_ok = !ext.is_empty() && ext.len() <= 8 && ext.chars().all(|c| c.is_ascii_alphanumeric());
+    (!stem.is_empty() && ext_ok).then_some(path)
 }
 
 /// Bytes of a heading or bold label's text kept; a longer one is cut (a name, not a paragraph).
