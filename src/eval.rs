@@ -426,6 +426,10 @@ pub struct EvalContext {
     pub agents: Arc<AgentSet>,
     pub config: Config,
     pub models: Arc<Registry>,
+    /// Wall-clock limit of each hop whose agent sets no `budget.wall_seconds` (`--hop-timeout`):
+    /// a primary's hop lasts as long as its whole delegation, which on a small local model on
+    /// two cores can take longer than the default's ten minutes.
+    pub hop_timeout: std::time::Duration,
 }
 
 /// Runs every task `runs` times on `model`, one session at a time; `progress` hears about
@@ -446,6 +450,7 @@ pub async fn run_suite(
         for run in 1..=runs {
             let options = RunOptions {
                 model: Some(model.to_string()),
+                hop_timeout: ctx.hop_timeout,
                 ..RunOptions::default()
             };
             let started = Instant::now();

@@ -26,6 +26,11 @@ pub struct Args {
     /// = false`): the comparison the grammar is measured against
     #[arg(long)]
     pub no_grammar: bool,
+    /// Wall-clock seconds a hop may take when its agent sets no `budget.wall_seconds`; a
+    /// primary's hop includes its whole delegation
+    #[arg(long, value_name = "SECS", default_value_t = super::run::DEFAULT_HOP_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub hop_timeout: u64,
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
@@ -52,6 +57,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         agents: ctx.agents,
         config: ctx.config,
         models: ctx.models,
+        hop_timeout: std::time::Duration::from_secs(args.hop_timeout),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

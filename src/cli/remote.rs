@@ -20,7 +20,7 @@ pub fn run(global: &super::Global, args: super::run::Args, on: &str) -> miette::
     use super::view::View;
     use crate::restate::{client, SessionSpec};
     use crate::runtime::session::SESSIONS_DIR;
-    use crate::runtime::{RunOptions, RuntimeError};
+    use crate::runtime::RuntimeError;
 
     if args.otel.is_some() {
         return Err(miette::miette!(
@@ -48,7 +48,7 @@ pub fn run(global: &super::Global, args: super::run::Args, on: &str) -> miette::
         model: args.model.clone(),
         max_parallel: args.max_parallel.max(1),
         max_depth: args.max_depth,
-        hop_timeout_secs: RunOptions::default().hop_timeout.as_secs(),
+        hop_timeout_secs: args.hop_timeout,
     };
     let log = ctx
         .project

@@ -35,6 +35,11 @@ pub struct Args {
     /// Print one JSON object (session_id, correlation_id, status, answer, written, events)
     #[arg(long)]
     pub json: bool,
+    /// Wall-clock seconds a hop may take when its agent sets no `budget.wall_seconds`; a
+    /// primary's hop includes its whole delegation
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_HOP_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub hop_timeout: u64,
     /// Export the session as an OpenTelemetry trace (OTLP/HTTP) to URL, else to `[telemetry]
     /// otlp_endpoint`, else to http://127.0.0.1:4318
     #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
@@ -52,6 +57,9 @@ pub(crate) struct Context {
     pub config: Config,
     pub models: Arc<Registry>,
 }
+
+/// `--hop-timeout`'s default: the runtime's own ([`RunOptions::default`]).
+pub(crate) const DEFAULT_HOP_TIMEOUT_SECS: u64 = crate::runtime::DEFAULT_HOP_TIMEOUT.as_secs();
 
 pub(crate) fn context(global: &super::Global) -> miette::Result<Context> {
     let project = super::open_project(global)?;
@@ -86,6 +94,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         correlation_id: args.correlation_id,
         max_parallel: args.max_parallel.max(1),
         max_depth: args.max_depth,
+        hop_timeout: std::time::Duration::from_secs(args.hop_timeout),
         observer: observers(view.as_ref().map(|v| v.observer()), telemetry.as_ref()),
         ..RunOptions::default()
     };

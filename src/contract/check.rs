@@ -12,10 +12,10 @@ use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 
 use super::envelope::Envelope;
+use super::files::CitedFileError;
 use super::files::FileCache;
 use super::report::Report;
 use super::rule::{sort, Rule};
-use super::files::CitedFileError;
 use super::spec::{Contract, EvidencePolicy, NamedPaths};
 use crate::problem::{locate, Problem};
 use crate::project::Project;

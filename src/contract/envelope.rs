@@ -16,7 +16,7 @@ mod tags;
 mod tests;
 
 use answer::AnswerWalker;
-pub use answer::{named_path, parse_document, parse_reference};
+pub use answer::{parse_document, parse_reference};
 use tags::{alone_on_line, tag_candidates, TagScan};
 
 use super::fields::parse_fields;

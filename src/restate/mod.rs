@@ -88,7 +88,7 @@ mod tests {
             model: Some("openai/x".into()),
             max_parallel: 2,
             max_depth: 3,
-            hop_timeout_secs: 600,
+            hop_timeout_secs: crate::runtime::DEFAULT_HOP_TIMEOUT.as_secs(),
         };
         let text = serde_json::to_string(&spec).unwrap();
         assert_eq!(serde_json::from_str::<SessionSpec>(&text).unwrap(), spec);

@@ -33,7 +33,7 @@ pub mod truncation;
 pub mod validator;
 
 pub use events::{Event, EventKind, FsyncPolicy, Observer};
-pub use options::RunOptions;
+pub use options::{RunOptions, DEFAULT_HOP_TIMEOUT};
 pub use session::{RuntimeError, Session, SessionOutcome};
 pub use status::{HopStatus, Outcome, SessionStatus};
 

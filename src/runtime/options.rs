@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use super::events::{FsyncPolicy, Observer};
 
+/// A hop's wall-clock limit when neither its agent (`budget.wall_seconds`) nor the caller says.
+pub const DEFAULT_HOP_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// How a session runs.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -29,7 +32,7 @@ impl Default for RunOptions {
             correlation_id: None,
             max_parallel: 8,
             max_depth: 3,
-            hop_timeout: Duration::from_secs(600),
+            hop_timeout: DEFAULT_HOP_TIMEOUT,
             fsync: FsyncPolicy::Background,
             observer: None,
             questions_asked: 0,

@@ -237,6 +237,52 @@ async fn the_hop_timeout_option_bounds_an_agent_without_wall_seconds() {
     );
 }
 
+/// `--hop-timeout` on `run` reaches the runtime (a 30 s turn ends after 1 s, the session's exit
+/// code and status say so), and a zero limit is refused before anything runs.
+#[test]
+fn the_hop_timeout_flag_bounds_a_run_and_refuses_zero() {
+    use std::process::Command;
+    let (_d, p) = project();
+    std::fs::write(
+        p.root().join("slow.yaml"),
+        "agents:\n  researcher:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
+    )
+    .unwrap();
+    let run = |limit: &str| {
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("--root")
+            .arg(p.root())
+            .env("NO_COLOR", "1")
+            .args([
+                "run",
+                "researcher",
+                "x",
+                "--json",
+                "--model",
+                "scripted/slow.yaml",
+            ])
+            .args(["--hop-timeout", limit])
+            .output()
+            .unwrap()
+    };
+    let clock = Instant::now();
+    let out = run("1");
+    assert!(
+        clock.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        clock.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_ne!(json["status"], "completed", "{json}");
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("timed out after 1 s"), "{stdout}");
+    let zero = run("0");
+    assert_eq!(zero.status.code(), Some(2), "{zero:?}");
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("--hop-timeout"));
+}
+
 #[tokio::test]
 async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
     let (_d, p) = project();

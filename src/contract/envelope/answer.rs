@@ -459,7 +459,7 @@ impl<'a> AnswerWalker<'a> {
 /// (`src/config.rs`, `thoughts/shared/decisions/x.md`). A `path:N-M` keeps only its path. Words
 /// such as `and/or`, globs such as `thoughts/**/*.md`, placeholders such as `<file>.md` and URLs
 /// are no file names, so they are not held to exist.
-pub fn named_path(code: &str) -> Option<&str> {
+pub(super) fn named_path(code: &str) -> Option<&str> {
     let code = code.trim();
     let path = match parse_reference(code) {
         Ok((path, _, _)) => path,
@@ -471,7 +471,8 @@ pub fn named_path(code: &str) -> Option<&str> {
     }
     let last = path.rsplit('/').next().unwrap_or_default();
     let (stem, ext) = last.rsplit_once('.')?;
-    let ext_ok = !ext.is_empty() && ext.len() <= 8 && ext.chars().all(|c| c.is_ascii_alphanumeric());
+    let ext_ok =
+        !ext.is_empty() && ext.len() <= 8 && ext.chars().all(|c| c.is_ascii_alphanumeric());
     (!stem.is_empty() && ext_ok).then_some(path)
 }
 

@@ -270,9 +270,12 @@ fn an_excerpt_longer_than_a_piece_reads_as_one_block() {
 
 #[test]
 fn named_paths_are_file_names_not_words_globs_or_placeholders() {
-    use super::named_path;
+    use super::answer::named_path;
     assert_eq!(named_path("src/config.rs"), Some("src/config.rs"));
-    assert_eq!(named_path(" thoughts/shared/x-y_z.md "), Some("thoughts/shared/x-y_z.md"));
+    assert_eq!(
+        named_path(" thoughts/shared/x-y_z.md "),
+        Some("thoughts/shared/x-y_z.md")
+    );
     assert_eq!(named_path("src/config.rs:12-14"), Some("src/config.rs"));
     assert_eq!(named_path("../up/x.md"), Some("../up/x.md"));
     for no in [
