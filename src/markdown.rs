@@ -258,6 +258,45 @@ fn is_fence(line: &str) -> bool {
         .is_some_and(|rest| rest.bytes().all(|b| b == b' ' || b == b'\t' || b == b'\r'))
 }
 
+/// The code fence a line opens: its character (`` ` `` or `~`) and width (3 or more), when the
+/// rest of the line is an info string without that character.
+fn fence_opening(line: &str) -> Option<(char, usize)> {
+    let line = line.trim_end();
+    let ch = line.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let width = line.chars().take_while(|c| *c == ch).count();
+    // `ch` is ASCII, so `width` characters are `width` bytes.
+    (width >= 3 && !line[width..].contains(ch)).then_some((ch, width))
+}
+
+/// A code fence that opens `text` (after leading whitespace): its content, and the text after
+/// its closing line. `None` when the text does not open with a fence or the fence never closes.
+///
+/// Small models wrap their whole answer in a fence (` ```markdown `), or open a fenced report
+/// and copy the instructions below it; the runtime's readers of answers (the contract gate, the
+/// deliverable, tool-call recovery) take the fence off through this one function so they agree
+/// on what is inside. Fences within (an excerpt's) are indented in our formats, so the first
+/// line at column 0 made of the fence character alone closes it.
+pub fn leading_fence(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start();
+    let (open, body) = text.split_once('\n')?;
+    let (ch, width) = fence_opening(open)?;
+    let mut at = 0;
+    for line in body.split_inclusive('\n') {
+        let bare = line.trim_end();
+        if bare.len() >= width && bare.chars().all(|c| c == ch) {
+            return Some((body[..at].trim_end_matches('\n'), &body[at + line.len()..]));
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// The content of a code fence around the whole of `text` (only whitespace outside it).
+pub fn whole_fence(text: &str) -> Option<&str> {
+    let (content, after) = leading_fence(text)?;
+    after.trim().is_empty().then_some(content)
+}
+
 /// Every `*.md` file under `dir`, recursively, sorted so results are deterministic. A symlink to a
 /// file is listed (dotfile setups link agent files in); a symlinked folder is not entered, so a
 /// walk cannot loop or wander out of the tree. A missing `dir` is empty.
@@ -284,6 +323,48 @@ pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod fence_tests {
+    use super::{leading_fence, whole_fence};
+
+    #[test]
+    fn one_fence_around_the_whole_text_is_taken_off() {
+        let inner = "---\nmessage_id: m\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n- **Excerpt**:\n  ```\n  x\n  ```\n</answer>";
+        for open in ["```markdown", "```", "```md", "~~~", "````json"] {
+            let close = &open[..open.chars().take_while(|c| !c.is_alphabetic()).count()];
+            let wrapped = format!("  {open}\n{inner}\n{close}\n");
+            assert_eq!(whole_fence(&wrapped), Some(inner), "{open}");
+        }
+    }
+
+    #[test]
+    fn a_fence_with_text_after_it_is_leading_not_whole() {
+        let text = "```markdown\n# Report\n\nbody\n```\n\nNow the instructions again\n";
+        assert_eq!(
+            leading_fence(text),
+            Some(("# Report\n\nbody", "\nNow the instructions again\n"))
+        );
+        assert_eq!(whole_fence(text), None);
+    }
+
+    #[test]
+    fn anything_else_is_no_fence() {
+        for text in [
+            "---\nmessage_id: m\n---\n<answer>\nx\n</answer>",
+            "```\na\n```\ntext after\n",
+            "```\na\n```\n\n```\nb\n```",
+            "```\nunclosed",
+            "``\ntwo\n``",
+            "```a`b\nx\n```",
+            "~~~\nx\n```",
+        ] {
+            assert_eq!(whole_fence(text), None, "{text}");
+        }
+        assert_eq!(leading_fence("```\nunclosed"), None);
+        assert_eq!(leading_fence("text\n```\nx\n```"), None);
+    }
 }
 
 #[cfg(test)]

@@ -137,7 +137,7 @@ impl Gate<'_> {
         // A markdown answer wrapped whole in one code fence (small models do this to every
         // answer) is judged, and handed up, without the fence: the fence carries nothing.
         let unfenced = (contract.format != ContractFormat::Json)
-            .then(|| unwrap_fence(answer))
+            .then(|| crate::markdown::whole_fence(answer))
             .flatten();
         let answer = unfenced.unwrap_or(answer);
         let Judged { mut outcome, json } = self.check(answer, contract);
@@ -551,64 +551,5 @@ mod tests {
             outcome_of_event(&gate.settled),
             ("valid".into(), None, 0, 1)
         );
-    }
-}
-
-/// The inside of an answer that is one fenced code block and nothing else (```` ```markdown ````
-/// … ```` ``` ````), or `None`. A fence line at the margin inside it means the block is not one
-/// block, and the answer is left as it is.
-pub(crate) fn unwrap_fence(answer: &str) -> Option<&str> {
-    let text = answer.trim();
-    let first_end = text.find('\n')?;
-    let open = text[..first_end].trim_end();
-    let ch = open.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let width = open.chars().take_while(|c| *c == ch).count();
-    if width < 3 || open[width..].contains(ch) {
-        return None;
-    }
-    let body_and_close = &text[first_end + 1..];
-    let close_start = body_and_close.rfind('\n').map_or(0, |i| i + 1);
-    let close = body_and_close[close_start..].trim_end();
-    let fence = |line: &str| {
-        let n = line.chars().take_while(|c| *c == ch).count();
-        n >= width && line[n..].trim().is_empty()
-    };
-    if close_start == 0 || !fence(close) {
-        return None;
-    }
-    let inner = &body_and_close[..close_start];
-    if inner
-        .lines()
-        .any(|l| l.starts_with(ch) && l.chars().take_while(|c| *c == ch).count() >= width)
-    {
-        return None;
-    }
-    Some(inner.trim_end_matches('\n'))
-}
-
-#[cfg(test)]
-mod unwrap_tests {
-    use super::unwrap_fence;
-
-    #[test]
-    fn one_fence_around_the_whole_answer_is_taken_off() {
-        let inner = "---\nmessage_id: m\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n- **Excerpt**:\n  ```\n  x\n  ```\n</answer>";
-        for open in ["```markdown", "```", "```md", "~~~"] {
-            let close = &open[..3];
-            let wrapped = format!("{open}\n{inner}\n{close}\n");
-            assert_eq!(unwrap_fence(&wrapped), Some(inner), "{open}");
-        }
-    }
-
-    #[test]
-    fn anything_else_is_left_alone() {
-        for text in [
-            "---\nmessage_id: m\n---\n<answer>\nx\n</answer>",
-            "```\na\n```\ntext after\n",
-            "```\na\n```\n\n```\nb\n```",
-            "```\nunclosed",
-        ] {
-            assert_eq!(unwrap_fence(text), None, "{text}");
-        }
     }
 }

@@ -130,33 +130,11 @@ pub fn written_note(owed: &Deliver, written: &[String], project: &Project) -> Op
 /// title first, and more than a few lines (one fence around it all is taken off, as the
 /// contract gate does). `None` for a one-line answer naming a file, a call, a question.
 pub fn document_in_answer(answer: &str) -> Option<&str> {
-    let text = super::check::unwrap_fence(answer)
-        .or_else(|| leading_fence(answer))
-        .unwrap_or(answer)
+    let text = crate::markdown::leading_fence(answer)
+        .map_or(answer, |(document, _)| document)
         .trim();
     let opens = text.starts_with("---\n") || text.starts_with("# ");
     (opens && text.lines().count() >= 5).then_some(text)
-}
-
-/// The body of a fence that opens the answer and closes at the start of a later line, with
-/// text after it (a small model copies the instructions below its report): the document is
-/// the fenced part. Fences inside it (an excerpt's) are indented in our formats.
-fn leading_fence(answer: &str) -> Option<&str> {
-    let text = answer.trim_start();
-    let (open, body) = text.split_once('\n')?;
-    let width = open.chars().take_while(|c| *c == '`').count();
-    if width < 3 || open[width..].contains('`') {
-        return None;
-    }
-    let mut at = 0;
-    for line in body.split_inclusive('\n') {
-        let bare = line.trim_end();
-        if bare.len() >= width && bare.chars().all(|c| c == '`') {
-            return Some(&body[..at]);
-        }
-        at += line.len();
-    }
-    None
 }
 
 /// Where the runtime saves an answer that is the document: the glob's `*` replaced by
