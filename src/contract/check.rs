@@ -2,17 +2,19 @@
 //!
 //! This file holds the context, the entry points and the signal and section rules; the jobs live
 //! beside it: `fields` checks the frontmatter fields (ids, timestamp, message type, the contract's
-//! own fields), `evidence` verifies Evidence references and Excerpts against the cited files.
+//! own fields), `evidence` verifies Evidence references and Excerpts against the cited files,
+//! `paths` checks the file paths an answer lists (`named_paths: exist`).
 
 mod evidence;
 mod fields;
+mod paths;
 
 use evidence::check_evidence;
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
+use paths::check_named_paths;
 
 use super::envelope::Envelope;
-use super::files::CitedFileError;
 use super::files::FileCache;
 use super::report::Report;
 use super::rule::{sort, Rule};
@@ -284,27 +286,6 @@ fn check_sections(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
                 )),
             );
         }
-    }
-}
-
-/// `named_paths: exist`: each file path the answer names resolves inside the project root. The
-/// message names the path, so a repair turn tells the model which entry to search for again
-/// instead of "something is wrong with your list".
-fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Vec<Problem>) {
-    for named in &env.paths {
-        let why = match ctx.files.resolve(ctx.project, &named.path) {
-            Ok(_) => continue,
-            Err(CitedFileError::Outside(e)) => e.to_string(),
-            Err(CitedFileError::Missing(m) | CitedFileError::Unreadable(m)) => m,
-        };
-        out.push(
-            Rule::NamedPathMissing
-                .problem(named.span.clone(), why)
-                .with_help(
-                    "list only paths a `grep`, `glob` or `list` result showed you in this \
-                     session; search for the file again, or leave the entry out",
-                ),
-        );
     }
 }
 

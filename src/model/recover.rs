@@ -229,7 +229,9 @@ pub fn recover(answer: &str, offered: &Offered, turn: u32) -> Option<Recovered> 
 /// like a call's arguments; `None` when the answer holds anything else. For a workflow agent that
 /// writes a step's result as its answer without the `step` call around it.
 pub fn sole_object(answer: &str) -> Option<Map<String, Value>> {
-    let text = crate::markdown::whole_fence(answer).unwrap_or(answer).trim();
+    let text = crate::markdown::whole_fence(answer)
+        .unwrap_or(answer)
+        .trim();
     let (value, used) = literal(text)?;
     if !text[used..].trim().is_empty() {
         return None;

@@ -183,6 +183,7 @@ pub(crate) fn run_hop_on(
             written: Vec::new(),
             saved_answer: None,
             delegated: 0,
+            blocked: Default::default(),
             seen_calls: Default::default(),
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
@@ -231,6 +232,8 @@ struct HopState {
     /// Subagents that completed for this hop, the plan agent aside: a gated primary that
     /// answers before any is told to delegate first.
     delegated: u32,
+    /// Subagents that ended BLOCKED for this hop: the next delegation a repair names is another.
+    blocked: std::collections::BTreeSet<String>,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
@@ -690,7 +693,13 @@ impl HopState {
         let gate = self.plan_gate.as_ref()?;
         gate.first_step().or_else(|| {
             (self.delegated == 0)
-                .then(|| gate.next_delegation(&self.req.prompt, &self.ctx.shared.correlation_id))
+                .then(|| {
+                    gate.next_delegation(
+                        &self.req.prompt,
+                        &self.ctx.shared.correlation_id,
+                        &self.blocked,
+                    )
+                })
                 .flatten()
         })
     }

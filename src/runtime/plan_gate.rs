@@ -206,9 +206,15 @@ impl PlanGate {
 
     /// After a plan passed: the delegation to make next, filled in for a model to copy — the
     /// first subagent the plan's first source opens (the gate's sources list them in the order
-    /// of the work, locators first), with the task as its prompt. `None` before a plan, or when
-    /// the plan opens no subagent.
-    pub fn next_delegation(&self, task: &str, correlation_id: &str) -> Option<String> {
+    /// of the work, locators first), with the task as its prompt, passing over the subagents in
+    /// `blocked` (they broke their contract on this task already; the identical call is
+    /// refused). `None` before a plan, or when the plan opens no other subagent.
+    pub fn next_delegation(
+        &self,
+        task: &str,
+        correlation_id: &str,
+        blocked: &std::collections::BTreeSet<String>,
+    ) -> Option<String> {
         let accepted = self.accepted.as_ref()?;
         let agent = accepted
             .sources
@@ -220,6 +226,7 @@ impl PlanGate {
                 accepted.allowed.contains(*n)
                     && !crate::agent::grants::BUILTIN_TOOLS.contains(n)
                     && !self.is_plan_agent(n)
+                    && !blocked.contains(*n)
             })?;
         let call = json!({
             "subagent_type": agent,
@@ -436,6 +443,32 @@ mod tests {
             );
             assert!(why.contains("delegate to `planner` first"), "{why}");
         }
+    }
+
+    #[test]
+    fn the_next_delegation_passes_over_blocked_subagents() {
+        let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
+        let lead = LEAD.replace("doc: [finder, read]", "doc: [finder, reader, read]");
+        let (_d, project, set) = set(&[
+            ("planner", PLANNER),
+            ("lead", &lead),
+            ("finder", sub),
+            ("reader", sub),
+        ]);
+        let mut g = PlanGate::new(set.get("lead").unwrap(), &set)
+            .unwrap()
+            .unwrap();
+        let mut blocked = std::collections::BTreeSet::new();
+        assert_eq!(g.next_delegation("q", "c", &blocked), None, "no plan yet");
+        g.submit(r#"{"sources": ["doc"]}"#, &project).unwrap();
+        let next = g.next_delegation("q", "c", &blocked).unwrap();
+        assert!(next.contains(r#""subagent_type":"finder""#), "{next}");
+        assert!(next.contains(r#""prompt":"q Correlation: c""#), "{next}");
+        blocked.insert("finder".to_string());
+        let next = g.next_delegation("q", "c", &blocked).unwrap();
+        assert!(next.contains(r#""subagent_type":"reader""#), "{next}");
+        blocked.insert("reader".to_string());
+        assert_eq!(g.next_delegation("q", "c", &blocked), None);
     }
 
     #[test]

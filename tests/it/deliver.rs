@@ -248,3 +248,78 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
     assert!(text.starts_with("---\ndate: 2026-11-25"), "{text}");
     assert_eq!(checks(&events), [("met".to_string(), 1)]);
 }
+
+/// A locator that lists a path that is not there (Qwen2.5-Coder-1.5B invented
+/// `…/2026-11-25-decision-yaml-parser.md` without searching) is told which path, through every
+/// repair; once it is BLOCKED, the researcher's identical call is not run again, and the repair
+/// of the researcher's empty-handed answer names the plan's next subagent instead of it.
+#[tokio::test]
+async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_agent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
+    std::fs::write(
+        dir.path()
+            .join("thoughts/shared/decisions/2026-11-02-yaml-parser.md"),
+        "# YAML\n\nWe parse YAML with serde-saphyr.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let plan = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
+    let delegate = || {
+        call(
+            "t1",
+            "task",
+            json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": question}),
+        )
+    };
+    let invented = "---\nmessage_id: locator-2026-11-25-001\ncorrelation_id: c\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\nknown\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n### Decisions\n- `thoughts/shared/decisions/2026-11-25-decision-yaml-parser.md` — YAML parser\n</answer>\n";
+    mock.push(answer(plan, vec![])) // analyst, asked by the runtime
+        .push(answer("", vec![delegate()])) // researcher
+        .push(answer(invented, vec![])) // locator, then its two repairs
+        .push(answer(invented, vec![]))
+        .push(answer(invented, vec![]))
+        .push(answer("", vec![delegate()])) // researcher: the same call again
+        .push(answer("Nothing found.", vec![])) // researcher's final answer, then repairs
+        .push(answer("Nothing found.", vec![]))
+        .push(answer("Nothing found.", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "researcher", question).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert_ne!(outcome.status, "completed", "{outcome:?} {kinds:?}");
+    let requests = mock.requests();
+    // The locator's first repair names the invented path.
+    let repair = requests[3].body["messages"].to_string();
+    assert!(repair.contains("contract/named-path-missing"), "{repair}");
+    assert!(
+        repair.contains("2026-11-25-decision-yaml-parser.md` does not exist"),
+        "{repair}"
+    );
+    // … and the real one whose name shares its words, to copy.
+    assert!(
+        repair
+            .contains("share words with it: `thoughts/shared/decisions/2026-11-02-yaml-parser.md`"),
+        "{repair}"
+    );
+    // The locator ran once: three requests of its own, none after the researcher's repeat.
+    let locator_hops = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("thoughts-locator"))
+        .filter(|e| e.kind.name() == "hop.started")
+        .count();
+    assert_eq!(locator_hops, 1, "{kinds:?}");
+    let after_repeat = requests[6].body["messages"].to_string();
+    assert!(
+        after_repeat.contains("not run: you made this exact `task` call already"),
+        "{after_repeat}"
+    );
+    // The researcher's repair after "Nothing found." names the doc source's other subagent.
+    let repaired = requests[7].body["messages"].to_string();
+    assert!(repaired.contains("Next, delegate"), "{repaired}");
+    assert!(
+        repaired.contains(r#"\"subagent_type\":\"thoughts-analyzer\""#),
+        "{repaired}"
+    );
+}

@@ -100,8 +100,12 @@ impl HopState {
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
             // A call that failed, made again unchanged, fails the same way: a small model caught
             // in a loop repeats one refused call for its whole budget. A `task` whose subagent
-            // ran is not remembered (a subagent may answer differently next time); one refused
-            // before any subagent ran (bad arguments, policy) is. A write clears the memory.
+            // completed or failed is not remembered (a subagent may answer differently next
+            // time, a timeout may not recur); one refused before any subagent ran (bad
+            // arguments, policy) is, and so is one whose subagent ended BLOCKED: it broke its
+            // contract through every repair turn, its caller was told not to call it again for
+            // this, and Qwen2.5-Coder-1.5B called it again with the same prompt, three model
+            // turns to the same answer. A write clears the memory.
             let key = self.call_key(&tool, call);
             if let Some(msg) = self
                 .seen_calls
@@ -295,8 +299,8 @@ impl HopState {
         }
         let mut out = Vec::with_capacity(calls.len());
         for (call, p) in calls.iter().zip(pending) {
-            let (message, written, child) = match p {
-                Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None),
+            let (message, written, child, blocked) = match p {
+                Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None, false),
                 Pending::Child(child) => {
                     let result = match child.wait().await {
                         Ok(r) => r,
@@ -325,7 +329,16 @@ impl HopState {
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
                     }
-                    (message, result.written.clone(), Some(result.hop_id))
+                    let blocked = result.status == HopStatus::Blocked;
+                    if blocked {
+                        self.blocked.insert(result.agent.clone());
+                    }
+                    (
+                        message,
+                        result.written.clone(),
+                        Some(result.hop_id),
+                        blocked,
+                    )
                 }
             };
             if child.is_none() {
@@ -334,7 +347,7 @@ impl HopState {
             // A write changes files, which makes an earlier answer stale (a change of what the
             // gate opens is in the key already); the write itself is remembered, so the same
             // write again is not run (Qwen2.5-Coder-1.5B wrote one file 22 times in a row).
-            let key = child.is_none().then(|| {
+            let key = (child.is_none() || blocked).then(|| {
                 let tool = crate::agent::grants::canonical_tool_name(&call.name);
                 self.call_key(&tool, call)
             });
@@ -402,9 +415,11 @@ impl HopState {
                 self.ctx
                     .emit(gate_plan_event(&accepted, &result.agent, fallback));
                 let mut note = format!("\n\n[gate] {}", plan_gate::accepted_note(&accepted));
-                if let Some(next) =
-                    gate.next_delegation(&self.req.prompt, &self.ctx.shared.correlation_id)
-                {
+                if let Some(next) = gate.next_delegation(
+                    &self.req.prompt,
+                    &self.ctx.shared.correlation_id,
+                    &self.blocked,
+                ) {
                     note.push_str("\n\n");
                     note.push_str(&next);
                 }
