@@ -3,16 +3,19 @@
 //! This file holds the context, the entry points and the signal and section rules; the jobs live
 //! beside it: `fields` checks the frontmatter fields (ids, timestamp, message type, the contract's
 //! own fields), `evidence` verifies Evidence references and Excerpts against the cited files,
-//! `paths` checks the file paths an answer lists (`named_paths: exist`).
+//! `paths` checks the file paths an answer lists (`named_paths: exist`), `placeholders` finds the
+//! answer template's `<placeholders>` left unfilled.
 
 mod evidence;
 mod fields;
 mod paths;
+mod placeholders;
 
 use evidence::check_evidence;
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 use paths::check_named_paths;
+use placeholders::check_placeholders;
 
 use super::envelope::Envelope;
 use super::files::FileCache;
@@ -34,6 +37,9 @@ pub struct CheckContext<'a> {
     pub message_id: Option<&'a str>,
     /// Cited files, each read at most once per run.
     pub files: &'a FileCache,
+    /// The instructions the answer was asked with (the agent's rendered prompt), when known: a
+    /// `<placeholder>` of its answer template left in the answer is a violation.
+    pub template: Option<&'a str>,
 }
 
 impl<'a> CheckContext<'a> {
@@ -44,6 +50,7 @@ impl<'a> CheckContext<'a> {
             correlation_id: None,
             message_id: None,
             files,
+            template: None,
         }
     }
 
@@ -54,6 +61,11 @@ impl<'a> CheckContext<'a> {
 
     pub fn with_message_id(mut self, id: &'a str) -> Self {
         self.message_id = Some(id);
+        self
+    }
+
+    pub fn with_template(mut self, prompt: &'a str) -> Self {
+        self.template = Some(prompt);
         self
     }
 }
@@ -90,6 +102,9 @@ pub fn check_envelope(
         check_sections(env, contract, &mut own);
         if contract.named_paths == NamedPaths::Exist {
             check_named_paths(env, ctx, &mut own);
+        }
+        if let Some(template) = ctx.template {
+            check_placeholders(text, env, template, &mut own);
         }
     }
     locate(text, &mut own);

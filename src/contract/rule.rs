@@ -105,6 +105,8 @@ rules! {
     SignalMissingEvidence => "contract/signal-missing-evidence",
     /// A heading the contract requires is absent from the answer.
     SectionMissing => "contract/section-missing",
+    /// A `<placeholder>` of the answer template in the agent's prompt, left in the answer.
+    Placeholder => "envelope/placeholder",
     /// A file path the answer names does not exist (contracts with `named_paths: exist`).
     NamedPathMissing => "contract/named-path-missing",
     /// A JSON answer that is not valid JSON, empty, or not an object (NaN, trailing commas, …).

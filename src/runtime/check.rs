@@ -25,20 +25,25 @@ pub struct CheckOutcome {
     pub repair_prompt: String,
 }
 
-/// Checks `text` against `contract` with the ids the runtime gave the hop.
+/// Checks `text` against `contract` with the ids the runtime gave the hop, and the prompt the
+/// agent was given (`template`), whose answer template's placeholders must not come back.
 pub fn check_answer(
     text: &str,
     contract: &Contract,
     project: &Project,
-    correlation_id: &str,
-    message_id: &str,
+    ids: (&str, &str),
+    template: Option<&str>,
 ) -> CheckOutcome {
+    let (correlation_id, message_id) = ids;
     // A fresh cache per check: agents may write files during a session, and a check must see
     // the project as it is when the answer arrives.
     let files = FileCache::new();
-    let ctx = CheckContext::new(project, &files)
+    let mut ctx = CheckContext::new(project, &files)
         .with_correlation_id(correlation_id)
         .with_message_id(message_id);
+    if let Some(template) = template {
+        ctx = ctx.with_template(template);
+    }
     outcome_of(&contract::check(text, contract, &ctx))
 }
 
@@ -54,7 +59,7 @@ pub fn check_partial(
     if contract.format == ContractFormat::Json {
         return outcome_of(&contract::check_json_detailed(text, contract, project).report);
     }
-    check_answer(text, contract, project, correlation_id, message_id)
+    check_answer(text, contract, project, (correlation_id, message_id), None)
 }
 
 /// What the gate decides about a final answer.
@@ -85,6 +90,8 @@ pub struct Gate<'a> {
     pub project: &'a Project,
     pub correlation_id: &'a str,
     pub message_id: &'a str,
+    /// The agent's rendered prompt: its answer template's placeholders must not come back.
+    pub template: Option<&'a str>,
     pub repairs: u32,
     /// What a fallback template may use: `agent`, `task`.
     pub vars: serde_json::Value,
@@ -118,8 +125,8 @@ impl Gate<'_> {
                 answer,
                 contract,
                 self.project,
-                self.correlation_id,
-                self.message_id,
+                (self.correlation_id, self.message_id),
+                self.template,
             ),
             json: None,
         }
@@ -312,6 +319,7 @@ mod tests {
             project: &project,
             correlation_id: "c-1",
             message_id: "m-1",
+            template: None,
             repairs: 0,
             vars: serde_json::Value::Null,
             settled: None,
@@ -382,6 +390,7 @@ mod tests {
             project: &project,
             correlation_id: "c-1",
             message_id: "t-2026-11-25-001",
+            template: None,
             repairs: 0,
             vars: serde_json::Value::Null,
             settled: None,
@@ -409,6 +418,7 @@ mod tests {
             project: &project,
             correlation_id: "c",
             message_id: "m",
+            template: None,
             repairs: 0,
             vars: serde_json::Value::Null,
             settled: None,
@@ -449,6 +459,7 @@ mod tests {
             project,
             correlation_id: "c",
             message_id: "m",
+            template: None,
             repairs: 0,
             vars: serde_json::json!({"agent": "analyst"}),
             settled: None,

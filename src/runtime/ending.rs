@@ -79,9 +79,12 @@ pub(crate) mod action {
     }
 }
 
+/// What separates a BLOCKED hop's reason from its action in [`blocked_text`].
+pub(crate) const ACTION_PREFIX: &str = "\nwhat a person must do: ";
+
 /// The text a BLOCKED hop's caller (or the user) reads: the reason, then what to do.
 pub(crate) fn blocked_text(reason: &str, action: &str) -> String {
-    format!("{reason}\nwhat a person must do: {action}")
+    format!("{reason}{ACTION_PREFIX}{action}")
 }
 
 /// What the loop leaves behind for the log and the transcript.

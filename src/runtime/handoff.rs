@@ -94,15 +94,30 @@ impl HopResult {
             // Only a primary ends needing input; should a child ever report it, its caller gets
             // the question as an ordinary result to answer or pass on.
             HopStatus::NeedsInput => Message::tool(call_id, self.answer.clone(), false),
-            HopStatus::Blocked => Message::tool(
-                call_id,
-                format!(
-                    "subagent `{}` is BLOCKED (not retried; do not call it again for this): {}",
-                    self.agent,
-                    self.error.as_deref().unwrap_or("blocked")
-                ),
-                true,
-            ),
+            // The action in a BLOCKED error is for the person running the session; said
+            // plainly to the calling model it reads as an order (a 1.5B researcher, told to
+            // "fix the contract", delegated "Fix the contract for `thoughts-analyzer`" to the
+            // analyzer). So it is marked as not the model's, and the model gets its own step.
+            HopStatus::Blocked => {
+                let error = self.error.as_deref().unwrap_or("blocked");
+                let (reason, action) = match error.split_once(super::ending::ACTION_PREFIX) {
+                    Some((reason, action)) => (
+                        reason,
+                        format!("\n(what a person must do, not you: {action})"),
+                    ),
+                    None => (error, String::new()),
+                };
+                Message::tool(
+                    call_id,
+                    format!(
+                        "subagent `{agent}` is BLOCKED (not retried): {reason}{action}\nYou: do \
+                         not call `{agent}` again for this. Delegate to another subagent, or \
+                         give your answer with what you have and say what is missing.",
+                        agent = self.agent,
+                    ),
+                    true,
+                )
+            }
             HopStatus::Failed => Message::tool(
                 call_id,
                 format!(

@@ -318,11 +318,13 @@ impl HopState {
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
+        let template = self.system.clone();
         let mut gate = Gate {
             contract: contract.as_ref(),
             project: &shared.project,
             correlation_id: &shared.correlation_id,
             message_id: &message_id,
+            template: Some(&template),
             repairs: 0,
             vars: serde_json::json!({"agent": self.agent.name, "task": self.req.prompt}),
             settled: None,

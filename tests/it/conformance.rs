@@ -51,6 +51,8 @@ struct Case {
     contract: Option<String>,
     correlation_id: Option<String>,
     message_id: Option<String>,
+    /// The prompt the answer was asked with (`template=FILE`), whose placeholders it must fill.
+    template: Option<String>,
     expect: BTreeSet<String>,
 }
 
@@ -68,6 +70,7 @@ fn manifest(dir: &str) -> Vec<Case> {
                     "contract" => case.contract = Some(v),
                     "correlation-id" => case.correlation_id = Some(v),
                     "message-id" => case.message_id = Some(v),
+                    "template" => case.template = Some(v),
                     other => panic!("unknown MANIFEST option {other}"),
                 }
             }
@@ -92,9 +95,14 @@ fn run(dir: &str, case: &Case, project: &Project, files: &FileCache) -> (String,
     let text = std::fs::read_to_string(corpus().join(dir).join(&case.file)).unwrap();
     let env = Envelope::parse_lenient(&text);
     let contract = contract_for(case, &env);
+    let template = case
+        .template
+        .as_ref()
+        .map(|t| std::fs::read_to_string(corpus().join(t)).unwrap());
     let mut ctx = CheckContext::new(project, files);
     ctx.correlation_id = case.correlation_id.as_deref();
     ctx.message_id = case.message_id.as_deref();
+    ctx.template = template.as_deref();
     let report = check_envelope(&text, &env, &contract, &ctx);
     (text, report)
 }

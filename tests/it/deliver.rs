@@ -249,9 +249,9 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
     assert_eq!(checks(&events), [("met".to_string(), 1)]);
 }
 
-/// A locator that lists a path that is not there (Qwen2.5-Coder-1.5B invented
-/// `…/2026-11-25-decision-yaml-parser.md` without searching) is told which path, through every
-/// repair; once it is BLOCKED, the researcher's identical call is not run again, and the repair
+/// A locator that copies its answer template unfilled, or lists a path that is not there
+/// (Qwen2.5-Coder-1.5B did both without searching), is told which placeholder and which path,
+/// through every repair; once it is BLOCKED, the researcher's identical call is not run again, and the repair
 /// of the researcher's empty-handed answer names the plan's next subagent instead of it.
 #[tokio::test]
 async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_agent() {
@@ -277,9 +277,14 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
         )
     };
     let invented = "---\nmessage_id: locator-2026-11-25-001\ncorrelation_id: c\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\nknown\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n### Decisions\n- `thoughts/shared/decisions/2026-11-25-decision-yaml-parser.md` — YAML parser\n</answer>\n";
+    // The locator's prompt's answer template, copied unfilled (what the same model did next).
+    let copied = invented.replace(
+        "## Documents about the YAML parser",
+        "## Documents about <topic>",
+    );
     mock.push(answer(plan, vec![])) // analyst, asked by the runtime
         .push(answer("", vec![delegate()])) // researcher
-        .push(answer(invented, vec![])) // locator, then its two repairs
+        .push(answer(&copied, vec![])) // locator, then its two repairs
         .push(answer(invented, vec![]))
         .push(answer(invented, vec![]))
         .push(answer("", vec![delegate()])) // researcher: the same call again
@@ -290,8 +295,12 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
     assert_ne!(outcome.status, "completed", "{outcome:?} {kinds:?}");
     let requests = mock.requests();
-    // The locator's first repair names the invented path.
+    // The locator's first repair names the template's placeholder it left in …
     let repair = requests[3].body["messages"].to_string();
+    assert!(repair.contains("envelope/placeholder"), "{repair}");
+    assert!(repair.contains("`<topic>` is a placeholder"), "{repair}");
+    // … and the invented path.
+    let repair = requests[4].body["messages"].to_string();
     assert!(repair.contains("contract/named-path-missing"), "{repair}");
     assert!(
         repair.contains("2026-11-25-decision-yaml-parser.md` does not exist"),
