@@ -184,6 +184,8 @@ pub(crate) fn run_hop_on(
             saved_answer: None,
             delegated: 0,
             blocked: Default::default(),
+            answered: Default::default(),
+            found_paths: Vec::new(),
             seen_calls: Default::default(),
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
@@ -232,8 +234,12 @@ struct HopState {
     /// Subagents that completed for this hop, the plan agent aside: a gated primary that
     /// answers before any is told to delegate first.
     delegated: u32,
-    /// Subagents that ended BLOCKED for this hop: the next delegation a repair names is another.
+    /// Subagents that ended BLOCKED for this hop: the next delegation named is another.
     blocked: std::collections::BTreeSet<String>,
+    /// Subagents that completed for this hop, and the file paths their answers named (at most
+    /// a few): the next delegation named is another subagent, given those paths.
+    answered: std::collections::BTreeSet<String>,
+    found_paths: Vec<String>,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
@@ -695,15 +701,21 @@ impl HopState {
         let gate = self.plan_gate.as_ref()?;
         gate.first_step().or_else(|| {
             (self.delegated == 0)
-                .then(|| {
-                    gate.next_delegation(
-                        &self.req.prompt,
-                        &self.ctx.shared.correlation_id,
-                        &self.blocked,
-                    )
-                })
+                .then(|| self.next_delegation())
                 .flatten()
         })
+    }
+
+    /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).
+    fn next_delegation(&self) -> Option<String> {
+        let gate = self.plan_gate.as_ref()?;
+        let skip = self.blocked.union(&self.answered).cloned().collect();
+        gate.next_delegation(
+            &self.req.prompt,
+            &self.ctx.shared.correlation_id,
+            &skip,
+            &self.found_paths,
+        )
     }
 
     /// Saves an answer that is the document (`deliver.from_answer`) under the deliver glob and

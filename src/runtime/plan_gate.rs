@@ -205,15 +205,18 @@ impl PlanGate {
     }
 
     /// After a plan passed: the delegation to make next, filled in for a model to copy — the
-    /// first subagent the plan's first source opens (the gate's sources list them in the order
-    /// of the work, locators first), with the task as its prompt, passing over the subagents in
-    /// `blocked` (they broke their contract on this task already; the identical call is
-    /// refused). `None` before a plan, or when the plan opens no other subagent.
+    /// first subagent the plan's sources open (the gate's sources list them in the order of
+    /// the work, locators first, then analyzers), passing over those in `skip` (they answered
+    /// already, or broke their contract on this task; the identical call is refused). Its
+    /// prompt is the task, with the `paths` an earlier subagent found: a small model called the
+    /// locator again and again once it had answered, never the analyzer it was meant to feed.
+    /// `None` before a plan, or when the plan opens no other subagent.
     pub fn next_delegation(
         &self,
         task: &str,
         correlation_id: &str,
-        blocked: &std::collections::BTreeSet<String>,
+        skip: &std::collections::BTreeSet<String>,
+        paths: &[String],
     ) -> Option<String> {
         let accepted = self.accepted.as_ref()?;
         let agent = accepted
@@ -226,12 +229,21 @@ impl PlanGate {
                 accepted.allowed.contains(*n)
                     && !crate::agent::grants::BUILTIN_TOOLS.contains(n)
                     && !self.is_plan_agent(n)
-                    && !blocked.contains(*n)
+                    && !skip.contains(*n)
             })?;
+        let (description, prompt) = if paths.is_empty() {
+            ("Find what answers the task", task.trim().to_string())
+        } else {
+            let list: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
+            (
+                "Read what was found",
+                format!("{} Read {}.", task.trim(), list.join(", ")),
+            )
+        };
         let call = json!({
             "subagent_type": agent,
-            "description": "Find what answers the task",
-            "prompt": format!("{} Correlation: {correlation_id}", task.trim()),
+            "description": description,
+            "prompt": format!("{prompt} Correlation: {correlation_id}"),
         });
         Some(format!(
             "Next, delegate: call the `task` tool with {call}. Your answer must come from what \
@@ -446,7 +458,7 @@ mod tests {
     }
 
     #[test]
-    fn the_next_delegation_passes_over_blocked_subagents() {
+    fn the_next_delegation_passes_over_subagents_done_with_and_names_what_was_found() {
         let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
         let lead = LEAD.replace("doc: [finder, read]", "doc: [finder, reader, read]");
         let (_d, project, set) = set(&[
@@ -459,16 +471,28 @@ mod tests {
             .unwrap()
             .unwrap();
         let mut blocked = std::collections::BTreeSet::new();
-        assert_eq!(g.next_delegation("q", "c", &blocked), None, "no plan yet");
+        assert_eq!(
+            g.next_delegation("q", "c", &blocked, &[]),
+            None,
+            "no plan yet"
+        );
         g.submit(r#"{"sources": ["doc"]}"#, &project).unwrap();
-        let next = g.next_delegation("q", "c", &blocked).unwrap();
+        let next = g.next_delegation("q", "c", &blocked, &[]).unwrap();
         assert!(next.contains(r#""subagent_type":"finder""#), "{next}");
         assert!(next.contains(r#""prompt":"q Correlation: c""#), "{next}");
         blocked.insert("finder".to_string());
-        let next = g.next_delegation("q", "c", &blocked).unwrap();
+        let next = g.next_delegation("q", "c", &blocked, &[]).unwrap();
         assert!(next.contains(r#""subagent_type":"reader""#), "{next}");
         blocked.insert("reader".to_string());
-        assert_eq!(g.next_delegation("q", "c", &blocked), None);
+        assert_eq!(g.next_delegation("q", "c", &blocked, &[]), None);
+        // With what an earlier subagent found, the prompt names it.
+        blocked.remove("reader");
+        let found = ["docs/a.md".to_string()];
+        let next = g.next_delegation("q", "c", &blocked, &found).unwrap();
+        assert!(
+            next.contains(r#""prompt":"q Read `docs/a.md`. Correlation: c""#),
+            "{next}"
+        );
     }
 
     #[test]

@@ -332,3 +332,63 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
         "{repaired}"
     );
 }
+
+/// Once a subagent of the plan's source answered, its result tells the researcher the next
+/// subagent to call, with the paths it found (Qwen2.5-Coder-1.5B called the locator four
+/// times over, never the analyzer).
+#[tokio::test]
+async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
+    std::fs::write(
+        dir.path().join(doc),
+        "# YAML\n\nWe parse YAML with serde-saphyr.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let plan = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
+    // The ids the runtime will allocate, so the locator's answer conforms first time.
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{doc}` — YAML (2026-11-02, accepted)\n</answer>\n");
+    mock.push(answer(plan, vec![]))
+        .push(answer(
+            "",
+            vec![call(
+                "t1",
+                "task",
+                json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": question}),
+            )],
+        ))
+        .push(answer(&found, vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]));
+    let options = switchboard::runtime::RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let (_outcome, events) =
+        support::wire::session_with(&project, &mock, "researcher", question, options).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    let result = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id, output, ..
+            } if call_id == "t1" => Some(output.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
+    assert!(!result.contains("is BLOCKED"), "{result}");
+    assert!(result.contains("[runtime] Next, delegate"), "{result}");
+    assert!(
+        result.contains(r#""subagent_type":"thoughts-analyzer""#),
+        "{result}"
+    );
+    assert!(result.contains(&format!("Read `{doc}`.")), "{result}");
+}

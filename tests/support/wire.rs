@@ -19,6 +19,17 @@ pub async fn session(
     agent: &str,
     prompt: &str,
 ) -> (SessionOutcome, Vec<Event>) {
+    session_with(project, mock, agent, prompt, RunOptions::default()).await
+}
+
+/// [`session`] with `options` (its model is set to `mock/m1`).
+pub async fn session_with(
+    project: &Project,
+    mock: &Mock,
+    agent: &str,
+    prompt: &str,
+    options: RunOptions,
+) -> (SessionOutcome, Vec<Event>) {
     let config = format!(
         "[providers.mock]\nprotocol = \"openai\"\nbase_url = \"{}\"\nretry_base_ms = 5\nrequest_timeout_secs = 5\n",
         mock.base_url(Proto::OpenAi)
@@ -33,7 +44,7 @@ pub async fn session(
     });
     let options = RunOptions {
         model: Some("mock/m1".into()),
-        ..RunOptions::default()
+        ..options
     };
     let session = Session::new(
         project.clone(),

@@ -328,6 +328,13 @@ impl HopState {
                     let mut message = result.to_tool_message(&call.id);
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
+                    } else if self.plan_gate.is_some() && result.status == HopStatus::Completed {
+                        self.answered.insert(result.agent.clone());
+                        self.note_found_paths(&result.answer);
+                        if let Some(next) = self.next_delegation() {
+                            message.content.push_str("\n\n[runtime] ");
+                            message.content.push_str(&next);
+                        }
                     }
                     let blocked = result.status == HopStatus::Blocked;
                     if blocked {
@@ -385,6 +392,26 @@ impl HopState {
 
     /// What makes two calls the same for [`SeenCall`]: the tool, its arguments, and what the
     /// gate opens at the time.
+    /// Keeps the first few file paths a subagent's answer named that exist in the project,
+    /// for the next delegation's prompt.
+    fn note_found_paths(&mut self, answer: &str) {
+        const KEEP: usize = 3;
+        let env = crate::contract::Envelope::parse_lenient(answer);
+        for named in env.paths {
+            if self.found_paths.len() >= KEEP {
+                break;
+            }
+            let project = &self.ctx.shared.project;
+            let exists = project
+                .resolve(&named.path)
+                .and_then(|path| project.refuse_hidden(&named.path, &path))
+                .is_ok();
+            if exists && !self.found_paths.contains(&named.path) {
+                self.found_paths.push(named.path);
+            }
+        }
+    }
+
     fn call_key(&self, tool: &str, call: &ToolCall) -> String {
         let gate = self
             .plan_gate
@@ -415,11 +442,7 @@ impl HopState {
                 self.ctx
                     .emit(gate_plan_event(&accepted, &result.agent, fallback));
                 let mut note = format!("\n\n[gate] {}", plan_gate::accepted_note(&accepted));
-                if let Some(next) = gate.next_delegation(
-                    &self.req.prompt,
-                    &self.ctx.shared.correlation_id,
-                    &self.blocked,
-                ) {
+                if let Some(next) = self.next_delegation() {
                     note.push_str("\n\n");
                     note.push_str(&next);
                 }
