@@ -390,8 +390,6 @@ impl HopState {
         out
     }
 
-    /// What makes two calls the same for [`SeenCall`]: the tool, its arguments, and what the
-    /// gate opens at the time.
     /// Keeps the first few file paths a subagent's answer named that exist in the project,
     /// for the next delegation's prompt.
     fn note_found_paths(&mut self, answer: &str) {
@@ -412,6 +410,8 @@ impl HopState {
         }
     }
 
+    /// What makes two calls the same for [`SeenCall`]: the tool, its arguments, and what the
+    /// gate opens at the time.
     fn call_key(&self, tool: &str, call: &ToolCall) -> String {
         let gate = self
             .plan_gate
