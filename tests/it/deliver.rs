@@ -22,6 +22,20 @@ fn project() -> (tempfile::TempDir, Project) {
     (dir, p)
 }
 
+/// The analyst's plan for the YAML question: the `doc` source only.
+const PLAN: &str = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
+
+/// A project with the shipped agents and one decision document `doc` holding `text`.
+fn shipped_agents_with(doc: &str, text: &str) -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
+    std::fs::write(dir.path().join(doc), text).expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    (dir, project)
+}
+
 async fn session(project: &Project, mock: &Mock) -> (SessionOutcome, Vec<Event>) {
     support::wire::session(project, mock, "lead", "What is in a.md?").await
 }
@@ -180,19 +194,12 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
 /// thoughts/shared/research/ and judged there.
 #[tokio::test]
 async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
-    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
-    std::fs::write(
-        dir.path().join("thoughts/shared/decisions/yaml.md"),
+    let (dir, project) = shipped_agents_with(
+        "thoughts/shared/decisions/yaml.md",
         "# YAML\n\nWe parse YAML with serde-saphyr.\nserde_yaml is archived.\n",
-    )
-    .expect("write");
-    let project = Project::open(dir.path()).expect("project");
+    );
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
-    let plan = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
     let read = || {
         call(
             "r1",
@@ -201,7 +208,7 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
         )
     };
     let report = "```markdown\n---\ndate: 2026-11-25\nstatus: active\ntopic: \"The YAML parser decision\"\ntags: [research, yaml]\n---\n\n# The YAML parser\n\n## Findings\n\n### serde-saphyr\n- **Evidence**: `thoughts/shared/decisions/yaml.md:3-4`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  serde_yaml is archived.\n  ```\n```";
-    mock.push(answer(plan, vec![])) // analyst, asked by the runtime
+    mock.push(answer(PLAN, vec![])) // analyst, asked by the runtime
         .push(answer("", vec![read()]))
         .push(answer("", vec![read()]))
         .push(answer(report, vec![]));
@@ -255,20 +262,12 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
 /// of the researcher's empty-handed answer names the plan's next subagent instead of it.
 #[tokio::test]
 async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_agent() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
-    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
-    std::fs::write(
-        dir.path()
-            .join("thoughts/shared/decisions/2026-11-02-yaml-parser.md"),
+    let (_dir, project) = shipped_agents_with(
+        "thoughts/shared/decisions/2026-11-02-yaml-parser.md",
         "# YAML\n\nWe parse YAML with serde-saphyr.\n",
-    )
-    .expect("write");
-    let project = Project::open(dir.path()).expect("project");
+    );
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
-    let plan = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
     let delegate = || {
         call(
             "t1",
@@ -282,7 +281,7 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
         "## Documents about the YAML parser",
         "## Documents about <topic>",
     );
-    mock.push(answer(plan, vec![])) // analyst, asked by the runtime
+    mock.push(answer(PLAN, vec![])) // analyst, asked by the runtime
         .push(answer("", vec![delegate()])) // researcher
         .push(answer(&copied, vec![])) // locator, then its two repairs
         .push(answer(invented, vec![]))
@@ -338,24 +337,14 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
 /// times over, never the analyzer).
 #[tokio::test]
 async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
     let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
-    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
-    std::fs::write(
-        dir.path().join(doc),
-        "# YAML\n\nWe parse YAML with serde-saphyr.\n",
-    )
-    .expect("write");
-    let project = Project::open(dir.path()).expect("project");
+    let (_dir, project) = shipped_agents_with(doc, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
-    let plan = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
     // The ids the runtime will allocate, so the locator's answer conforms first time.
     let today = chrono::Utc::now().format("%Y-%m-%d");
     let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{doc}` — YAML (2026-11-02, accepted)\n</answer>\n");
-    mock.push(answer(plan, vec![]))
+    mock.push(answer(PLAN, vec![]))
         .push(answer(
             "",
             vec![call(
