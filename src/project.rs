@@ -185,6 +185,14 @@ impl Project {
         Ok(canonical)
     }
 
+    /// [`Self::resolve`], refusing a path in a [`HIDDEN_DIRS`] folder: a file an answer may
+    /// cite or name.
+    pub fn resolve_visible(&self, name: &str) -> Result<PathBuf, PathError> {
+        let path = self.resolve(name)?;
+        self.refuse_hidden(name, &path)?;
+        Ok(path)
+    }
+
     /// [`PathError::Hidden`] when the resolved `path` lies in a [`HIDDEN_DIRS`] folder.
     pub fn refuse_hidden(&self, name: &str, path: &Path) -> Result<(), PathError> {
         match hidden_dir(&self.relative(path)) {

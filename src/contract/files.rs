@@ -118,10 +118,7 @@ impl FileCache {
                 return hit.clone();
             }
         }
-        let resolved = match project
-            .resolve(name)
-            .and_then(|path| project.refuse_hidden(name, &path).map(|()| path))
-        {
+        let resolved = match project.resolve_visible(name) {
             Ok(path) => Ok(path),
             Err(PathError::NotFound(n)) => Err(CitedFileError::Missing(format!(
                 "`{n}` does not exist under the project root"

@@ -399,11 +399,7 @@ impl HopState {
             if self.found_paths.len() >= KEEP {
                 break;
             }
-            let project = &self.ctx.shared.project;
-            let exists = project
-                .resolve(&named.path)
-                .and_then(|path| project.refuse_hidden(&named.path, &path))
-                .is_ok();
+            let exists = self.ctx.shared.project.resolve_visible(&named.path).is_ok();
             if exists && !self.found_paths.contains(&named.path) {
                 self.found_paths.push(named.path);
             }
