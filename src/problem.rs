@@ -58,7 +58,8 @@ impl fmt::Display for Severity {
     }
 }
 
-/// The lines really found at a cited place, for a quote (an Excerpt) that does not match them.
+/// Real lines of a cited file offered for a quote (an Excerpt) that does not match its citation or
+/// is too long: a range that would pass as it stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActualLines {
     /// Where they come from, as `path:N-M`.
@@ -164,7 +165,7 @@ impl Problem {
         self
     }
 
-    /// Attaches the lines really at `from` (`path:N-M`), for a quote that does not match them.
+    /// Attaches the lines really at `from` (`path:N-M`), offered for a quote that does not match.
     pub fn with_actual(mut self, from: impl Into<String>, lines: impl Into<String>) -> Self {
         self.actual = Some(ActualLines {
             from: from.into(),

@@ -90,13 +90,20 @@ impl Report {
                 lines: actual,
             }) = &v.actual
             {
+                // A filled item to copy: small models repair by copying far better than by
+                // counting lines or trimming a quote to a limit.
                 let fence = fence_for(actual);
-                let _ = writeln!(out, "   The lines really at `{from}` are:");
-                let _ = writeln!(out, "   {fence}");
+                let _ = writeln!(
+                    out,
+                    "   To keep this item, write its Evidence and Excerpt exactly so:"
+                );
+                let _ = writeln!(out, "   - **Evidence**: `{from}`");
+                let _ = writeln!(out, "   - **Excerpt**:");
+                let _ = writeln!(out, "     {fence}");
                 for line in actual.lines() {
-                    let _ = writeln!(out, "   {line}");
+                    let _ = writeln!(out, "     {line}");
                 }
-                let _ = writeln!(out, "   {fence}");
+                let _ = writeln!(out, "     {fence}");
             }
         }
         out
@@ -375,7 +382,10 @@ mod tests {
         );
         assert!(p.contains("   Fix: fix it"), "{p}");
         assert!(
-            p.contains("   ````\n   real three\n   real ```four\n   ````"),
+            p.contains(
+                "   - **Evidence**: `docs/a.md:3-4`\n   - **Excerpt**:\n     ````\n     real \
+                 three\n     real ```four\n     ````"
+            ),
             "{p}"
         );
         assert!(!report.is_conformant());

@@ -1,6 +1,7 @@
 //! Evidence and excerpts: every cited `path:N-M` resolved inside the project root and read once
 //! per run, and every Excerpt compared with the lines really there (a contiguous run, whitespace
-//! at line ends ignored, indentation relative), with the real lines attached when it differs.
+//! at line ends ignored, indentation relative). A wrong or too long excerpt gets a replacement
+//! attached: a range of at most `excerpt_max_lines` real lines that would pass as it stands.
 
 use super::CheckContext;
 use crate::contract::envelope::{Citation, Envelope};
@@ -10,9 +11,6 @@ use crate::contract::spec::Contract;
 use crate::problem::Problem;
 use crate::project::PathError;
 use std::sync::Arc;
-
-/// Lines an excerpt note shows at most.
-const SHOW_LINES: usize = 12;
 
 pub(super) fn check_evidence(
     env: &Envelope,
@@ -76,23 +74,33 @@ pub(super) fn check_evidence(
         }
         let max = contract.excerpt_max_lines as usize;
         let count = block.line_count();
+        let cite = |file: &SourceFile, a: usize, b: usize, shown: String| {
+            (format!("{}:{a}-{b}", file.name), shown)
+        };
         if count > max {
-            let mut v = Rule::ExcerptTooLong
-                .problem(
-                    block.span.clone(),
-                    format!(
-                        "the excerpt has {count} lines; the `{}` contract allows at most {max}",
-                        contract.name
-                    ),
-                )
-                .with_help(format!(
+            // One problem per block: the replacement below also settles whether it matches.
+            let mut v = Rule::ExcerptTooLong.problem(
+                block.span.clone(),
+                format!(
+                    "the excerpt has {count} lines; the `{}` contract allows at most {max}",
+                    contract.name
+                ),
+            );
+            v = match good.first() {
+                Some((file, r)) => {
+                    let (a, b, shown) = citable(file, r.first, r.last, &lines, max);
+                    let (from, shown) = cite(file, a, b, shown);
+                    v.with_help(format!(
+                        "cite and quote only the 1–{max} lines that carry the point, such as                          `{from}` below"
+                    ))
+                    .with_actual(from, shown)
+                }
+                None => v.with_help(format!(
                     "cite and quote only the 1–{max} lines that carry the point"
-                ));
-            if let Some((file, r)) = good.first() {
-                let (a, b, shown) = actual_lines(file, r, &lines);
-                v = v.with_actual(format!("{}:{a}-{b}", file.name), shown);
-            }
+                )),
+            };
             out.push(v);
+            continue;
         }
         if good.is_empty() {
             continue;
@@ -106,7 +114,6 @@ pub(super) fn check_evidence(
             continue;
         }
         let (file, r) = &good[0];
-        let (a, b, shown) = actual_lines(file, r, &lines);
         let message = if count > r.last - r.first + 1 {
             format!(
                 "the excerpt has {count} lines but `{r}` cites {}",
@@ -115,26 +122,35 @@ pub(super) fn check_evidence(
         } else {
             format!("the excerpt is not a run of the lines `{r}` cites")
         };
+        // The excerpt's own lines found elsewhere in a cited file: most often the text was
+        // right and the numbers were not, so that range is the replacement offered.
         let elsewhere = good
             .iter()
             .find_map(|(file, _)| find_run(file, 1, file.line_count(), &lines).map(|s| (file, s)));
-        let help = match elsewhere {
-            Some((file, s)) => format!(
-                "these lines are at `{}`; cite that range, or quote the lines that are at `{r}`",
-                Citation {
-                    path: file.name.clone(),
-                    first: s,
-                    last: s + lines.len() - 1,
-                    span: 0..0,
-                }
-            ),
-            None => "copy the cited lines verbatim: no fixing, shortening or reflowing".to_string(),
+        let (help, (from, shown)) = match elsewhere {
+            Some((file, s)) => {
+                let (a, b, shown) = citable(file, s, s + lines.len() - 1, &lines, max);
+                let (from, shown) = cite(file, a, b, shown);
+                (
+                    format!("your excerpt is at `{from}`, not at `{r}`: cite `{from}`"),
+                    (from, shown),
+                )
+            }
+            None => {
+                let (a, b, shown) = citable(file, r.first, r.last, &lines, max);
+                (
+                    "copy the cited lines exactly as they are, no fixing, shortening or \
+                     reflowing; if they do not carry the point, cite the lines that do"
+                        .to_string(),
+                    cite(file, a, b, shown),
+                )
+            }
         };
         out.push(
             Rule::ExcerptMismatch
                 .problem(block.span.clone(), message)
                 .with_help(help)
-                .with_actual(format!("{}:{a}-{b}", file.name), shown),
+                .with_actual(from, shown),
         );
     }
 }
@@ -192,18 +208,117 @@ fn find_run(file: &SourceFile, first: usize, last: usize, excerpt: &[&str]) -> O
     None
 }
 
-/// The real lines to show next to a wrong excerpt: the cited range when short, otherwise a
-/// window where the excerpt's first line appears (or the range's start).
-fn actual_lines(file: &SourceFile, r: &Citation, excerpt: &[&str]) -> (usize, usize, String) {
-    let (mut a, mut b) = (r.first, r.last.min(file.line_count()));
-    if b + 1 - a > SHOW_LINES {
-        let want = excerpt.len().clamp(1, SHOW_LINES);
-        let first = excerpt.first().map_or("", |l| l.trim());
-        a = (r.first..=b)
-            .find(|&n| file.line(n).is_some_and(|l| l.trim() == first))
-            .unwrap_or(r.first);
-        b = (a + want - 1).min(b);
+/// A citation the Evidence item can take as it is: at most `max` lines of `file` inside
+/// `first..=last`, starting where the excerpt's first line is (else at `first`), without blank
+/// lines at either end. Quoting these lines under this range passes the check, so a repair can
+/// offer them to be copied rather than asking a small model to count lines.
+fn citable(
+    file: &SourceFile,
+    first: usize,
+    last: usize,
+    excerpt: &[&str],
+    max: usize,
+) -> (usize, usize, String) {
+    let last = last.min(file.line_count()).max(first);
+    let blank = |n: usize| file.line(n).is_none_or(|l| l.trim().is_empty());
+    let lead = excerpt.iter().map(|l| l.trim()).find(|l| !l.is_empty());
+    let mut a = lead
+        .and_then(|lead| (first..=last).find(|&n| file.line(n).is_some_and(|l| l.trim() == lead)))
+        .unwrap_or(first);
+    while a < last && blank(a) {
+        a += 1;
+    }
+    let mut b = (a + max.max(1) - 1).min(last);
+    while b > a && blank(b) {
+        b -= 1;
     }
     let shown: Vec<&str> = (a..=b).filter_map(|n| file.line(n)).collect();
     (a, b, shown.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{check, CheckContext};
+    use crate::contract::files::FileCache;
+    use crate::contract::spec::Contract;
+    use crate::project::Project;
+
+    /// Twelve numbered lines with a blank line 7.
+    const DOC: &str = "one\ntwo\nthree\nfour\nfive\nsix\n\neight\nnine\nten\neleven\ntwelve\n";
+
+    fn answer(cite: &str, excerpt: &[&str]) -> String {
+        let block: String = excerpt.iter().map(|l| format!("  {l}\n")).collect();
+        format!(
+            "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+             timestamp: 2026-01-19T10:00:00Z\nmessage_type: X\n---\n<thinking>\nt\n</thinking>\n\
+             <answer>\n- **Evidence**: `{cite}`\n- **Excerpt**:\n  ```\n{block}  ```\n</answer>\n"
+        )
+    }
+
+    /// Checks `text`, then takes the replacement the problem offers (if any) and checks again.
+    fn offered(excerpt: &[&str], cite: &str) -> (Vec<String>, Option<(String, String)>, bool) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("doc.md"), DOC).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let contract = Contract::envelope();
+        let report = check(&answer(cite, excerpt), &contract, &ctx);
+        let codes = report
+            .violations
+            .iter()
+            .map(|v| v.code.to_string())
+            .collect();
+        let Some(actual) = report.violations.iter().find_map(|v| v.actual.clone()) else {
+            return (codes, None, false);
+        };
+        let lines: Vec<&str> = actual.lines.lines().collect();
+        let passes = check(&answer(&actual.from, &lines), &contract, &ctx).is_conformant();
+        (codes, Some((actual.from, actual.lines)), passes)
+    }
+
+    #[test]
+    fn a_too_long_excerpt_is_offered_the_limit_from_where_it_starts_and_that_passes() {
+        let ten = [
+            "two", "three", "four", "five", "six", "", "eight", "nine", "ten", "eleven",
+        ];
+        let (codes, offer, passes) = offered(&ten, "doc.md:2-11");
+        assert_eq!(
+            codes,
+            ["excerpt/too-long"],
+            "one problem, not also a mismatch"
+        );
+        let (from, lines) = offer.unwrap();
+        assert_eq!(
+            from, "doc.md:2-6",
+            "six lines but the blank seventh dropped"
+        );
+        assert_eq!(lines, "two\nthree\nfour\nfive\nsix");
+        assert!(passes);
+    }
+
+    #[test]
+    fn a_mismatch_whose_lines_are_elsewhere_is_offered_that_range() {
+        let (codes, offer, passes) = offered(&["nine", "ten"], "doc.md:2-3");
+        assert_eq!(codes, ["excerpt/mismatch"]);
+        assert_eq!(offer.unwrap(), ("doc.md:9-10".into(), "nine\nten".into()));
+        assert!(passes);
+    }
+
+    #[test]
+    fn a_reworded_excerpt_is_offered_the_cited_lines_within_the_limit() {
+        let (codes, offer, passes) = offered(&["Six!", "(blank)"], "doc.md:6-12");
+        assert_eq!(codes, ["excerpt/mismatch"]);
+        let (from, lines) = offer.unwrap();
+        assert_eq!(
+            from, "doc.md:6-11",
+            "at most six lines of a seven-line range"
+        );
+        assert_eq!(lines, "six\n\neight\nnine\nten\neleven");
+        assert!(passes);
+        // A range that only holds blank lines at its ends is trimmed to its text.
+        let (_, offer, passes) = offered(&["x"], "doc.md:7-8");
+        assert_eq!(offer.unwrap(), ("doc.md:8-8".into(), "eight".into()));
+        assert!(passes);
+    }
 }
