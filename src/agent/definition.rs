@@ -34,6 +34,29 @@ impl Mode {
     }
 }
 
+/// `read_first:`: files the runtime reads for the agent before its first turn.
+///
+/// Why: Qwen2.5-Coder-1.5B, handed "Analyze thoughts/…/x.md", answered three turns about a
+/// document it never opened, quoting invented lines. An analyzer's first step is always the same
+/// `read` of the path it was given, so the runtime makes that call itself (a real `read`, logged
+/// as one) and the model starts from the numbered lines it must cite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadFirst {
+    /// Nothing is read ahead (the default).
+    #[default]
+    None,
+    /// Files the task names (`dir/name.ext`, alone or as `path:N-M`) that exist inside the
+    /// project root, at most [`crate::runtime::read_first::MAX_FILES`] of them.
+    Named,
+}
+
+impl ReadFirst {
+    pub fn is_none(&self) -> bool {
+        *self == ReadFirst::None
+    }
+}
+
 /// `budget:` as written: a token count, or a mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -168,6 +191,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "validator",
     "workflow",
     "deliver",
+    "read_first",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -249,6 +273,8 @@ pub(crate) struct RawFrontmatter {
     pub workflow: Option<String>,
     #[serde(default)]
     pub deliver: Option<Spanned<super::deliver::DeliverDecl>>,
+    #[serde(default)]
+    pub read_first: Option<Spanned<ReadFirst>>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -292,6 +318,10 @@ pub struct Agent {
     /// Left out of `agents --json` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deliver: Option<super::deliver::Deliver>,
+    /// Files the runtime reads for the agent before its first turn (`read_first:`). Left out of
+    /// `agents --json` when `none`.
+    #[serde(skip_serializing_if = "ReadFirst::is_none")]
+    pub read_first: ReadFirst,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

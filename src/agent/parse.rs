@@ -1,6 +1,8 @@
 //! One file → one agent (or a skip, or errors), with every problem located in the file.
 
-use super::definition::{Agent, RawFrontmatter, FOREIGN_KEYS, KNOWN_KEYS, METADATA_KEYS};
+use super::definition::{
+    Agent, RawFrontmatter, ReadFirst, FOREIGN_KEYS, KNOWN_KEYS, METADATA_KEYS,
+};
 use super::frontmatter::{self, SplitError};
 use super::grants::ToolGrants;
 use super::permission::Permission;
@@ -236,6 +238,27 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         },
     };
 
+    let read_first = raw.read_first.as_ref().map_or(ReadFirst::None, |r| r.value);
+    if let (Some(r), false) = (
+        &raw.read_first,
+        read_first.is_none() || tools.allows("read"),
+    ) {
+        diags.push(
+            Problem::new(
+                Severity::Warning,
+                "agent/read-first",
+                file,
+                "`read_first: named` has no effect: the agent is not granted `read`",
+            )
+            .at_line_of(
+                text,
+                r.referenced.line() as usize + line_offset,
+                r.referenced.column() as usize,
+            )
+            .with_help("grant `read` in `tools:`, or remove `read_first`"),
+        );
+    }
+
     let deliver = match &raw.deliver {
         None => None,
         Some(decl) => match super::deliver::Deliver::settle(&decl.value) {
@@ -318,6 +341,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         validator: raw.validator.filter(|v| !v.trim().is_empty()),
         workflow: raw.workflow,
         deliver,
+        read_first,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -137,9 +137,15 @@ pub fn agent_schema() -> Value {
                     } }
                 ]
             },
-            "gate": gate_spec()
+            "gate": gate_spec(),
+            "read_first": read_first_spec()
         }
     })
+}
+
+fn read_first_spec() -> Value {
+    json!({ "enum": ["none", "named"], "default": "none",
+        "description": "`named`: before the first turn the runtime reads (with `read`) up to 2 existing project files the task names" })
 }
 
 #[cfg(test)]

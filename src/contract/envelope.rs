@@ -15,6 +15,7 @@ mod tags;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use answer::named_path;
 use answer::AnswerWalker;
 pub use answer::{parse_document, parse_reference};
 use tags::{alone_on_line, tag_candidates, TagScan};

@@ -34,6 +34,7 @@ pub use check::{
     assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, tally_evidence,
     verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
 };
+pub(crate) use envelope::named_path;
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,
     ExcerptBlock, Field, FieldValue, Heading, Label, TagBlock,

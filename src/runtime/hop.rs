@@ -322,6 +322,15 @@ impl HopState {
             let results = self.tools_turn(&calls).await;
             self.messages.extend(results);
         }
+        // `read_first: named`: the files the task names are read as the agent's first turn, so
+        // a small model starts from the numbered lines it has to cite (see `read_first`).
+        let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        if !reads.is_empty() {
+            self.messages
+                .push(Message::assistant(String::new(), reads.clone()));
+            let results = self.tools_turn(&reads).await;
+            self.messages.extend(results);
+        }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
         let template = self.system.clone();

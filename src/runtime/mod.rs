@@ -20,6 +20,7 @@ pub mod options;
 pub(crate) mod partial;
 pub mod pipeline;
 pub(crate) mod plan_gate;
+pub mod read_first;
 pub mod resume;
 pub mod runs;
 pub mod session;

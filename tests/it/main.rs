@@ -35,6 +35,7 @@ mod pipelines;
 mod providers;
 mod providers_real;
 mod providers_runtime;
+mod read_first;
 mod recovery_corpus;
 mod repeated_calls;
 #[cfg(feature = "restate")]

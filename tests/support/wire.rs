@@ -12,7 +12,8 @@ use switchboard::runtime::{Event, RunOptions, Session, SessionOutcome};
 
 use super::mock::{Mock, Proto};
 
-/// Runs `agent` on `prompt` with `mock/m1` as the model; returns the outcome and its log.
+/// Runs `agent` on `prompt` with `mock/m1` as the model; returns the outcome and its log. A
+/// subagent runs as the root hop, as `eval` runs it.
 pub async fn session(
     project: &Project,
     mock: &Mock,
@@ -46,7 +47,7 @@ pub async fn session_with(
         model: Some("mock/m1".into()),
         ..options
     };
-    let session = Session::new(
+    let session = Session::for_agent(
         project.clone(),
         agents,
         config,

@@ -459,7 +459,7 @@ impl<'a> AnswerWalker<'a> {
 /// (`src/config.rs`, `thoughts/shared/decisions/x.md`). A `path:N-M` keeps only its path. Words
 /// such as `and/or`, globs such as `thoughts/**/*.md`, placeholders such as `<file>.md` and URLs
 /// are no file names, so they are not held to exist.
-pub(super) fn named_path(code: &str) -> Option<&str> {
+pub(crate) fn named_path(code: &str) -> Option<&str> {
     let code = code.trim();
     let path = match parse_reference(code) {
         Ok((path, _, _)) => path,

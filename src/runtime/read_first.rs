@@ -1,0 +1,139 @@
+//! `read_first: named`: the `read` calls the runtime makes for an agent before its first turn,
+//! one per existing project file its task names.
+//!
+//! The calls are ordinary tool calls: they go through the agent's grants and permission rules,
+//! are confined to the project root like any `read`, are logged as `tool.call`/`tool.result`,
+//! and sit in the conversation as the agent's own first turn, so a transcript shows exactly what
+//! the model was given. Paths are taken only from the task text; a name that does not resolve to
+//! a visible file inside the root is left for the agent (and its contract) to deal with.
+
+use crate::agent::definition::ReadFirst;
+use crate::agent::Agent;
+use crate::contract::named_path;
+use crate::model::ToolCall;
+use crate::project::Project;
+
+/// Files read ahead at most: the task's subject, and one more it compares with.
+pub const MAX_FILES: usize = 2;
+/// Lines of each file read ahead. A longer file ends with `read`'s own "read on with offset"
+/// note. Sized for a small model's context: 250 short lines are ~4k tokens.
+pub const MAX_LINES: usize = 250;
+/// Call ids of these reads are `read_first_1`, `read_first_2`, …
+pub const CALL_ID_PREFIX: &str = "read_first_";
+
+/// The `read` calls to make before `agent`'s first turn on `task` (none unless it declares
+/// `read_first: named` and is granted `read`).
+pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
+    if agent.read_first != ReadFirst::Named || !agent.tools.allows("read") {
+        return Vec::new();
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for name in task.split_whitespace().filter_map(path_in_word) {
+        let Ok(path) = project.resolve_visible(name) else {
+            continue;
+        };
+        let rel = project.relative(&path);
+        if !path.is_file() || seen.contains(&rel) {
+            continue;
+        }
+        seen.push(rel);
+        if seen.len() == MAX_FILES {
+            break;
+        }
+    }
+    seen.into_iter()
+        .enumerate()
+        .map(|(i, path)| ToolCall {
+            id: format!("{CALL_ID_PREFIX}{}", i + 1),
+            name: "read".to_string(),
+            arguments: serde_json::json!({"path": path, "limit": MAX_LINES}),
+        })
+        .collect()
+}
+
+/// The file path one whitespace-separated word of a task names, without the quotes, brackets
+/// and sentence punctuation around it (`"Analyze x/y.md:"` names `x/y.md`; `x/y.md:3-9` too).
+fn path_in_word(word: &str) -> Option<&str> {
+    let word = word
+        .trim_start_matches(['(', '[', '"', '\'', '`', '<'])
+        .trim_end_matches([')', ']', '"', '\'', '`', '>', ',', ';', '!', '?', '.', ':']);
+    named_path(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::parse::{parse, Outcome};
+
+    fn agent(frontmatter: &str) -> Agent {
+        let text = format!("---\ndescription: d\nmode: subagent\n{frontmatter}---\nbody\n");
+        match parse(&text, "agent/a.md", "a").outcome {
+            Outcome::Loaded(a) => *a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn project() -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().unwrap();
+        for f in [
+            "thoughts/d/one.md",
+            "src/lib.rs",
+            "src/two.rs",
+            ".git/config",
+        ] {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x\n").unwrap();
+        }
+        let project = Project::open(dir.path()).unwrap();
+        (dir, project)
+    }
+
+    fn paths(calls: &[ToolCall]) -> Vec<&str> {
+        calls
+            .iter()
+            .map(|c| c.arguments["path"].as_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn words_name_paths_without_their_punctuation() {
+        assert_eq!(
+            path_in_word("thoughts/d/one.md:"),
+            Some("thoughts/d/one.md")
+        );
+        assert_eq!(path_in_word("(`src/lib.rs:3-9`)."), Some("src/lib.rs"));
+        assert_eq!(path_in_word("\"src/lib.rs\","), Some("src/lib.rs"));
+        assert_eq!(path_in_word("and/or"), None);
+        assert_eq!(path_in_word("thoughts/**/*.md"), None);
+        assert_eq!(path_in_word("https://example.com/a.md"), None);
+    }
+
+    #[test]
+    fn only_existing_visible_files_inside_the_root_and_at_most_two() {
+        let (_dir, project) = project();
+        let a = agent("tools: {read: true}\nread_first: named\n");
+        let task = "Analyze thoughts/d/one.md: compare with src/missing.rs, \
+                    ../outside/x.md, .git/config, `thoughts/d/one.md:1-1`, src/lib.rs and src/two.rs";
+        let calls = calls(&a, task, &project);
+        assert_eq!(paths(&calls), ["thoughts/d/one.md", "src/lib.rs"]);
+        assert_eq!(calls[0].id, "read_first_1");
+        assert_eq!(calls[0].name, "read");
+        assert_eq!(calls[1].arguments["limit"], MAX_LINES);
+    }
+
+    #[test]
+    fn nothing_is_read_unless_declared_and_granted() {
+        let (_dir, project) = project();
+        let task = "Analyze src/lib.rs";
+        assert!(calls(&agent("tools: {read: true}\n"), task, &project).is_empty());
+        let ungranted = "tools: {read: false}\nread_first: named\n";
+        assert!(calls(&agent(ungranted), task, &project).is_empty());
+        let text = format!("---\ndescription: d\n{ungranted}---\nbody\n");
+        let warned = parse(&text, "agent/a.md", "a").diagnostics;
+        assert!(
+            warned.iter().any(|d| d.code == "agent/read-first"),
+            "{warned:?}"
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! The shipped thoughts-analyzer (`read_first: named`) starts from the document its task names,
+//! already read, and a too long excerpt is repaired by copying the item the repair offers. Over
+//! the wire, against the mock on 127.0.0.1.
+
+use crate::support;
+
+use support::mock::{answer, Mock};
+use switchboard::project::Project;
+use switchboard::runtime::{EventKind, RunOptions};
+
+const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml.md";
+
+/// Twelve lines; the decision is lines 5-10.
+const TEXT: &str = "---\ndate: 2026-11-02\nstatus: accepted\n---\n\
+    # Decision: serde-saphyr parses YAML\n\
+    We parse agent frontmatter with serde-saphyr.\n\
+    serde_yaml is archived and unmaintained.\n\
+    Positions of errors come from its spans.\n\
+    A splitter of our own finds the frontmatter.\n\
+    Nothing else parses YAML.\n\
+    \n\
+    ## Consequences\n";
+
+fn project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
+    std::fs::write(dir.path().join(DOC), TEXT).expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    (dir, project)
+}
+
+/// An analysis of [`DOC`] citing `range` and quoting `excerpt`, with the ids the runtime
+/// allocates (correlation id `corr-1`), so only the excerpt can be wrong.
+fn analysis(range: &str, excerpt: &str) -> String {
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let block: String = excerpt.lines().map(|l| format!("  {l}\n")).collect();
+    format!(
+        "---\nmessage_id: thoughts-{today}-001\ncorrelation_id: corr-1\n\
+         timestamp: 2026-11-25T10:00:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n\
+         source_document: {DOC}\ndocument_date: 2026-11-02\ndocument_status: accepted\n\
+         reliability: High\n---\n\n<thinking>\nOne decision.\n</thinking>\n\n<answer>\n\
+         ## Analysis: 2026-11-02-yaml.md\n\n### Metadata\n- **Date**: 2026-11-02\n\
+         - **Status**: accepted\n- **Reliability**: High (accepted)\n\n### Extracted Signal\n\n\
+         #### Decision: serde-saphyr parses YAML\n- **Evidence**: `{DOC}:{range}`\n\
+         - **Excerpt**:\n  ```markdown\n{block}  ```\n\n### Verification Notes\n\
+         - Not checked against code.\n</answer>\n"
+    )
+}
+
+#[tokio::test]
+async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_copying() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    let lines: Vec<&str> = TEXT.lines().collect();
+    // Eight lines (5-12) against a limit of six; then the item the repair offers, copied:
+    // lines 5-10; then the agent's validator accepts.
+    let too_long = analysis("5-12", &lines[4..12].join("\n"));
+    let offered = analysis("5-10", &lines[4..10].join("\n"));
+    mock.push(answer(&too_long, vec![]))
+        .push(answer(&offered, vec![]))
+        .push(answer(
+            r#"{"verdict": "accept", "feedback": "quotes hold"}"#,
+            vec![],
+        ));
+    let options = RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let task = format!("Analyze {DOC}: what was decided about the YAML parser?");
+    let (outcome, events) =
+        support::wire::session_with(&project, &mock, "thoughts-analyzer", &task, options).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(outcome.status, "completed", "{outcome:?} {kinds:?}");
+
+    // The read is a logged tool call made before the model's first request.
+    let read_at = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::ToolCall { call_id, tool, .. } if call_id == "read_first_1" && tool == "read"))
+        .unwrap_or_else(|| panic!("no read_first call: {kinds:?}"));
+    let first_request = events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::ModelRequest { .. }))
+        .expect("a model request");
+    assert!(read_at < first_request, "{kinds:?}");
+
+    // The model's first request holds the numbered lines, as the agent's own read.
+    let requests = mock.requests();
+    let first = requests[0].body["messages"].to_string();
+    assert!(first.contains("read_first_1"), "{first}");
+    assert!(
+        first.contains("     6\\tWe parse agent frontmatter with serde-saphyr."),
+        "{first}"
+    );
+
+    // The repair offers lines 5-10 as a filled item: exactly what the second answer copied.
+    let repair = requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(repair.contains("[excerpt/too-long]"), "{repair}");
+    let item = format!(
+        "   - **Evidence**: `{DOC}:5-10`\n   - **Excerpt**:\n     ```\n     {}\n     ```",
+        lines[4..10].join("\n     ")
+    );
+    assert!(repair.contains(&item), "{repair}");
+}
