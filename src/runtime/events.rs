@@ -94,7 +94,9 @@ pub enum EventKind {
         elapsed_us: u64,
     },
     /// An answer cut off at the output limit (`max_tokens`). `action` is `continue` (the model
-    /// is asked for the rest) or `partial` (too many cuts in a row: the hop ends PARTIAL).
+    /// is asked for the rest), `retry_loop` (the cut answer ended in a loop of repeats: the
+    /// model is asked for the whole answer again) or `partial` (too many cuts in a row: the hop
+    /// ends PARTIAL).
     #[serde(rename = "model.truncated")]
     ModelTruncated {
         step: u32,
@@ -487,6 +489,12 @@ impl EventLog {
             return;
         };
         inner.buf.extend_from_slice(&line);
+        // After a model turn the buffer is written out but not synced: one write per turn (a
+        // turn takes seconds to minutes), so `tail -f` on a long hop shows each turn as it
+        // ends instead of nothing until the hop does.
+        if !boundary && matches!(event.kind, EventKind::ModelResponse { .. }) {
+            Self::write_out(&mut inner);
+        }
         if boundary {
             Self::write_out(&mut inner);
             match self.policy {
