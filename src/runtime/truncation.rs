@@ -6,6 +6,10 @@
 //! [`CONTINUE_PROMPT`]), which is how textual tool parsing reads a `task(` call split by the cut
 //! as one call; when the rest comes, they are taken out again and the joined answer goes on as
 //! if it had come whole.
+//!
+//! A cut answer whose end repeats one stretch of text over and over (a small model caught in a
+//! loop) is not continued: continuing asks the loop for more of itself. The looping turn is kept
+//! up to its first repeat and the model is asked for the whole answer again, once, without it.
 
 use super::events::EventKind;
 use crate::model::{Message, ModelResponse, CONTINUE_PROMPT};
@@ -13,9 +17,22 @@ use crate::model::{Message, ModelResponse, CONTINUE_PROMPT};
 /// Times in a row a cut-off answer is continued before the hop ends PARTIAL.
 pub const MAX_CONTINUATIONS: u32 = 2;
 
+/// What the model is told after an answer that looped until it was cut off.
+pub const LOOP_PROMPT: &str = "Your previous answer repeated the same text over and over until it \
+     was cut off at the output token limit (the repeats are left out above). Send the whole answer \
+     again from its start, writing each part once.";
+
+/// A repeated stretch counts as a loop from this many bytes of repeats on.
+const LOOP_MIN_BYTES: usize = 400;
+/// And from this many repeats on.
+const LOOP_MIN_REPEATS: usize = 4;
+/// The longest stretch looked for, in bytes (a few lines).
+const LOOP_MAX_PERIOD: usize = 400;
+
 /// What the hop does next.
 pub(crate) enum Next {
-    /// Ask again: the conversation now ends with the request for the rest.
+    /// Ask again: the conversation now ends with the request for the rest (or, after a loop,
+    /// for the whole answer again).
     Continue,
     /// The answer is whole (joined if it came in pieces): go on with it.
     Proceed,
@@ -56,12 +73,28 @@ impl Pieces {
         }
         self.cuts += 1;
         let give_up = self.cuts > MAX_CONTINUATIONS;
+        let looped = loop_start(&response.content);
         emit(EventKind::ModelTruncated {
             step,
             output_tokens: response.usage.output_tokens,
             dropped_tool_calls: response.tool_calls.len(),
-            action: if give_up { "partial" } else { "continue" }.into(),
+            action: match (give_up, looped) {
+                (true, _) => "partial",
+                (false, Some(_)) => "retry_loop",
+                (false, None) => "continue",
+            }
+            .into(),
         });
+        if let (false, Some(cut)) = (give_up, looped) {
+            // Earlier pieces go too: the answer is asked for again from its start.
+            if let Some(start) = self.start.take() {
+                messages.truncate(start);
+            }
+            let kept = std::mem::take(&mut self.text) + &response.content[..cut];
+            messages.push(Message::assistant(format!("{kept}…"), Vec::new()));
+            messages.push(Message::user(LOOP_PROMPT));
+            return Next::Continue;
+        }
         self.start.get_or_insert(messages.len());
         self.text.push_str(&response.content);
         messages.push(Message::assistant(response.content.clone(), Vec::new()));
@@ -79,6 +112,32 @@ impl Pieces {
         messages.push(Message::user(CONTINUE_PROMPT));
         Next::Continue
     }
+}
+
+/// Where the repeats begin when `text` ends in one stretch repeated at least
+/// [`LOOP_MIN_REPEATS`] times over at least [`LOOP_MIN_BYTES`]: the byte offset just after the
+/// stretch's first occurrence (a char boundary). `None` when the end does not loop.
+fn loop_start(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let n = b.len();
+    for p in 1..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_REPEATS) {
+        // The periodic tail: the longest suffix where every byte equals the one `p` before.
+        let mut i = n;
+        while i > p && b[i - 1] == b[i - 1 - p] {
+            i -= 1;
+        }
+        // b[i - p..n] has period p; it holds (n - (i - p)) / p repeats.
+        let from = i - p;
+        let len = n - from;
+        if len >= LOOP_MIN_BYTES && len / p >= LOOP_MIN_REPEATS {
+            let mut cut = from + p;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            return Some(cut);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -141,5 +200,51 @@ mod tests {
             }
             _ => panic!("expected to give up"),
         }
+    }
+
+    #[test]
+    fn a_looping_cut_is_asked_for_again_not_continued() {
+        let head = "---\nmessage_id: x\n---\n<answer>\n";
+        let cycle = "- **Evidence**: `a.md:23-24`\n- **Excerpt**:\n```markdown\n";
+        let looped = format!("{head}{}- **Evid", cycle.repeat(40));
+        // One repeat is kept (the stretch may be found rotated, starting a byte earlier).
+        let cut = loop_start(&looped).unwrap();
+        assert!(cut.abs_diff(head.len() + cycle.len()) <= 1, "{cut}");
+        assert_eq!(looped[..cut].matches("**Evidence**").count(), 1);
+        let mut pieces = Pieces::default();
+        let mut messages = vec![Message::user("go")];
+        let mut actions = Vec::new();
+        let mut r = response(&looped, true);
+        let next = pieces.take(&mut r, &mut messages, 1, |e| {
+            if let EventKind::ModelTruncated { action, .. } = e {
+                actions.push(action);
+            }
+        });
+        assert!(matches!(next, Next::Continue));
+        assert_eq!(actions, ["retry_loop"]);
+        assert_eq!(messages[1].content, format!("{}…", &looped[..cut]));
+        assert_eq!(messages[2].content, LOOP_PROMPT);
+        assert!(!pieces.waiting(), "the next answer is whole, not a rest");
+        let mut r = response("whole", false);
+        pieces.take(&mut r, &mut messages, 2, |_| {});
+        assert_eq!(r.content, "whole", "nothing joined to it");
+    }
+
+    #[test]
+    fn ordinary_text_and_short_repeats_are_no_loop() {
+        let prose = "The parser reads the frontmatter. It reports positions. ".repeat(3);
+        assert_eq!(loop_start(&prose), None, "three repeats");
+        assert_eq!(
+            loop_start("| --- | --- | --- | --- | --- |"),
+            None,
+            "too short"
+        );
+        assert_eq!(loop_start(""), None);
+        let varied: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(loop_start(&varied), None);
+        // Multibyte text: the cut stays on a char boundary.
+        let looped = format!("é{}", "ééé—".repeat(100));
+        let cut = loop_start(&looped).unwrap();
+        assert!(looped.is_char_boundary(cut));
     }
 }
