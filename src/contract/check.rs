@@ -11,7 +11,7 @@ mod fields;
 mod paths;
 mod placeholders;
 
-use evidence::check_evidence;
+use evidence::{check_evidence, stating_line};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 use paths::check_named_paths;
@@ -98,7 +98,7 @@ pub fn check_envelope(
     }
     check_evidence(env, contract, ctx, &mut own);
     if env.answer.is_some() {
-        check_signals(env, contract, &mut own);
+        check_signals(env, contract, ctx, &mut own);
         check_sections(env, contract, &mut own);
         if contract.named_paths == NamedPaths::Exist {
             check_named_paths(env, ctx, &mut own);
@@ -228,7 +228,7 @@ fn signal_name<'c>(text: &str, names: &'c [String]) -> Option<&'c str> {
     })
 }
 
-fn check_signals(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
+fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &mut Vec<Problem>) {
     if contract.evidence != EvidencePolicy::Required || contract.signal_headings.is_empty() {
         return;
     }
@@ -264,16 +264,37 @@ fn check_signals(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
             .evidence
             .iter()
             .any(|e| e.label.start > span.start && e.label.start < end);
-        if !has_evidence {
-            out.push(
-                Rule::SignalMissingEvidence.problem(span.clone(),
-                    format!("`{title}` has no Evidence of its own"),
-                )
-                .with_help(
+        let statement = signal_name(title, &contract.signal_headings)
+            .map_or(title.as_str(), |name| {
+                title[name.len()..].trim_start().trim_start_matches(':')
+            });
+        // `#### Constraint: None` says there is no such item: there is nothing to cite.
+        let none = matches!(
+            statement
+                .trim()
+                .trim_end_matches('.')
+                .to_ascii_lowercase()
+                .as_str(),
+            "none" | "n/a" | "nothing" | "-" | "no constraints" | "no decisions" | "no specs"
+        );
+        if !has_evidence && !none {
+            let v = Rule::SignalMissingEvidence.problem(
+                span.clone(),
+                format!("`{title}` has no Evidence of its own"),
+            );
+            out.push(match stating_line(env, ctx, statement) {
+                Some((from, line)) => v
+                    .with_help(format!(
+                        "add `- **Evidence**: `path:N-M`` and `- **Excerpt**:` with the cited \
+                         lines under it, or drop the item; `{from}` shares the most words with \
+                         the title: cite it if it states the item"
+                    ))
+                    .with_actual(from, line),
+                None => v.with_help(
                     "add `- **Evidence**: `path:N-M`` and `- **Excerpt**:` with the cited lines \
                      under it, or drop the item",
                 ),
-            );
+            });
         }
     }
 }
@@ -387,6 +408,54 @@ mod tests {
             "{}",
             report.violations[1].message
         );
+    }
+
+    #[test]
+    fn an_item_without_evidence_is_offered_the_line_of_its_source_that_states_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("d")).unwrap();
+        let doc = "---\nstatus: accepted\n---\n# Decision: parse YAML with serde-saphyr\n\n\
+                   We parse agent frontmatter with serde-saphyr, not serde_yaml.\n";
+        std::fs::write(dir.path().join("d/yaml.md"), doc).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let answer = |item: &str| {
+            format!(
+                "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+                 timestamp: 2026-01-19T10:00:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n\
+                 source_document: d/yaml.md\ndocument_date: 2026-11-02\n\
+                 document_status: accepted\nreliability: High\n---\n<thinking>\nt\n</thinking>\n\
+                 <answer>\n## Analysis: yaml.md\n\n### Metadata\n- **Date**: 2026-11-02\n\n\
+                 ### Extracted Signal\n\n#### Decision: Parse agent frontmatter with serde-saphyr\n\
+                 {item}\n#### Constraint: None\n\n### Verification Notes\n- None.\n</answer>\n"
+            )
+        };
+        let contract = Contract::document_analysis();
+        let report = check(&answer(""), &contract, &ctx);
+        let offers: Vec<_> = report
+            .violations
+            .iter()
+            .filter(|v| v.code == "contract/signal-missing-evidence")
+            .map(|v| v.actual.clone().map(|a| (a.from, a.lines)))
+            .collect();
+        assert_eq!(
+            offers,
+            [Some((
+                "d/yaml.md:6-6".to_string(),
+                "We parse agent frontmatter with serde-saphyr, not serde_yaml.".to_string()
+            )),],
+            "`Constraint: None` is no item, so it owes no Evidence"
+        );
+        // Copied as offered, the item has its evidence and it verifies.
+        let item = "- **Evidence**: `d/yaml.md:6-6`\n- **Excerpt**:\n  ```\n  \
+                    We parse agent frontmatter with serde-saphyr, not serde_yaml.\n  ```\n";
+        let codes: Vec<_> = check(&answer(item), &contract, &ctx)
+            .violations
+            .iter()
+            .map(|v| v.code.to_string())
+            .collect();
+        assert!(codes.is_empty(), "{codes:?}");
     }
 
     #[test]

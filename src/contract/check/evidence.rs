@@ -155,6 +155,77 @@ pub(super) fn check_evidence(
     }
 }
 
+/// Files an answer's items are about: its `source_document` field, then the files its Evidence
+/// cites, at most this many.
+const MAX_SOURCE_FILES: usize = 4;
+/// Lines of each source file looked through for a title.
+const MAX_SCAN_LINES: usize = 20_000;
+
+/// The line of one of the answer's own source files that shares the most words with `title`
+/// (an item left without Evidence), as `path:N-N` and the line: offered in its repair so a small
+/// model copies a real line instead of composing one. Only a line holding at least two and at
+/// least 60 % of the title's words, so a stray word never counts; the model is still the one to
+/// judge whether the line states the item.
+pub(super) fn stating_line(
+    env: &Envelope,
+    ctx: &CheckContext,
+    title: &str,
+) -> Option<(String, String)> {
+    let want = words(title);
+    if want.len() < 2 {
+        return None;
+    }
+    let mut names: Vec<&str> = env
+        .fields
+        .iter()
+        .filter(|f| f.key == "source_document")
+        .filter_map(|f| match &f.value {
+            crate::contract::envelope::FieldValue::Str(s) => Some(s.as_str()),
+            _ => None,
+        })
+        .chain(
+            env.evidence
+                .iter()
+                .flat_map(|e| e.references.iter().map(|r| r.path.as_str())),
+        )
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(*n));
+    let mut best: Option<(usize, Arc<SourceFile>, usize)> = None;
+    for name in names.into_iter().take(MAX_SOURCE_FILES) {
+        let Ok(file) = ctx.files.get(ctx.project, name) else {
+            continue;
+        };
+        for n in 1..=file.line_count().min(MAX_SCAN_LINES) {
+            let Some(line) = file.line(n) else { continue };
+            let shared = words(line).intersection(&want).count();
+            if shared >= 2
+                && shared * 5 >= want.len() * 3
+                && best.as_ref().is_none_or(|(b, _, _)| shared > *b)
+            {
+                best = Some((shared, file.clone(), n));
+            }
+        }
+    }
+    let (_, file, n) = best?;
+    let line = file.line(n)?.to_string();
+    Some((format!("{}:{n}-{n}", file.name), line))
+}
+
+/// The words of `text` that carry meaning: lowercase runs of letters and digits, three or more
+/// long, without the commonest English ones.
+fn words(text: &str) -> std::collections::BTreeSet<String> {
+    const COMMON: &[&str] = &[
+        "the", "and", "for", "with", "from", "that", "this", "are", "was", "not", "our", "its",
+        "into", "over", "use", "uses", "used",
+    ];
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| !COMMON.contains(&w.as_str()))
+        .collect()
+}
+
 /// The leading whitespace (spaces and tabs) of a line, in bytes.
 fn indent(line: &str) -> usize {
     line.len() - line.trim_start_matches([' ', '\t']).len()
