@@ -268,6 +268,21 @@ fn fence_opening(line: &str) -> Option<(char, usize)> {
     (width >= 3 && !line[width..].contains(ch)).then_some((ch, width))
 }
 
+/// A code fence longer than any run of backticks in `text`, so the block cannot close early.
+pub fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
 /// A code fence that opens `text` (after leading whitespace): its content, and the text after
 /// its closing line. `None` when the text does not open with a fence or the fence never closes.
 ///

@@ -2,7 +2,7 @@
 //! model (a repair prompt), and to a test (a panic with the rendered report).
 
 use super::rule::sort;
-use crate::markdown::LineIndex;
+use crate::markdown::{fence_for, LineIndex};
 use crate::problem::{locate, ActualLines, Problem, Severity};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -121,21 +121,6 @@ impl Report {
         }
         out
     }
-}
-
-/// A code fence longer than any run of backticks in `text`.
-fn fence_for(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat(longest.max(2) + 1)
 }
 
 struct Style {

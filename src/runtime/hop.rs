@@ -302,6 +302,16 @@ impl HopState {
             Some(c) => format!("{}{}", self.req.prompt, checkpoint::continuation(c)),
             None => self.req.prompt.clone(),
         };
+        // `read_first: named`: the files the task names are read before the first turn and
+        // their numbered lines go with the task, so a small model starts from the lines it has
+        // to cite (see `read_first`).
+        let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        let task = if reads.is_empty() {
+            task
+        } else {
+            let results = self.tools_turn(&reads).await;
+            super::read_first::with_reads(&task, &reads, &results)
+        };
         self.messages.push(Message::user(task));
         // `gate.ask: runtime`: the plan request is the runtime's to make, word for word; the
         // agent's first turn reads its result (the plan, or why it failed).
@@ -320,15 +330,6 @@ impl HopState {
             self.messages
                 .push(Message::assistant(String::new(), calls.clone()));
             let results = self.tools_turn(&calls).await;
-            self.messages.extend(results);
-        }
-        // `read_first: named`: the files the task names are read as the agent's first turn, so
-        // a small model starts from the numbered lines it has to cite (see `read_first`).
-        let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
-        if !reads.is_empty() {
-            self.messages
-                .push(Message::assistant(String::new(), reads.clone()));
-            let results = self.tools_turn(&reads).await;
             self.messages.extend(results);
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);

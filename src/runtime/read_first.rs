@@ -2,15 +2,18 @@
 //! one per existing project file its task names.
 //!
 //! The calls are ordinary tool calls: they go through the agent's grants and permission rules,
-//! are confined to the project root like any `read`, are logged as `tool.call`/`tool.result`,
-//! and sit in the conversation as the agent's own first turn, so a transcript shows exactly what
-//! the model was given. Paths are taken only from the task text; a name that does not resolve to
-//! a visible file inside the root is left for the agent (and its contract) to deal with.
+//! are confined to the project root like any `read`, and are logged as `tool.call`/`tool.result`
+//! (call ids `read_first_N`). Their output goes into the task message, after the task, rather
+//! than into a tool turn: Qwen2.5-Coder-1.5B, given the same lines as a `read` result, answered
+//! in JSON on every turn of two sessions (it had answered in the markdown envelope without one).
+//! Paths are taken only from the task text; a name that does not resolve to a visible file
+//! inside the root is left for the agent (and its contract) to deal with.
 
 use crate::agent::definition::ReadFirst;
 use crate::agent::Agent;
 use crate::contract::named_path;
-use crate::model::ToolCall;
+use crate::markdown::fence_for;
+use crate::model::{Message, ToolCall};
 use crate::project::Project;
 
 /// Files read ahead at most: the task's subject, and one more it compares with.
@@ -49,6 +52,30 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
             arguments: serde_json::json!({"path": path, "limit": MAX_LINES}),
         })
         .collect()
+}
+
+/// `task` followed by the output of each read that succeeded (a failed one is left out: the
+/// agent can still `read` the file itself and see why).
+pub fn with_reads(task: &str, calls: &[ToolCall], results: &[Message]) -> String {
+    let mut out = task.to_string();
+    for (call, result) in calls.iter().zip(results) {
+        if result.is_error {
+            continue;
+        }
+        let path = call.arguments["path"].as_str().unwrap_or_default();
+        let fence = fence_for(&result.content);
+        out.push_str(&format!(
+            "\n\nThe runtime has read `{path}` for you; its numbered lines, as `read` prints \
+             them (cite these numbers):\n{fence}\n{}{}{fence}",
+            result.content,
+            if result.content.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            }
+        ));
+    }
+    out
 }
 
 /// The file path one whitespace-separated word of a task names, without the quotes, brackets
@@ -120,6 +147,32 @@ mod tests {
         assert_eq!(calls[0].id, "read_first_1");
         assert_eq!(calls[0].name, "read");
         assert_eq!(calls[1].arguments["limit"], MAX_LINES);
+    }
+
+    #[test]
+    fn successful_reads_follow_the_task_in_a_fence_longer_than_their_backticks() {
+        let calls = [
+            ToolCall {
+                id: "read_first_1".into(),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": "a.md"}),
+            },
+            ToolCall {
+                id: "read_first_2".into(),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": "b.md"}),
+            },
+        ];
+        let results = [
+            Message::tool("read_first_1", "     1\t```rust\n", false),
+            Message::tool("read_first_2", "refused", true),
+        ];
+        let text = with_reads("Analyze a.md and b.md", &calls, &results);
+        assert_eq!(
+            text,
+            "Analyze a.md and b.md\n\nThe runtime has read `a.md` for you; its numbered lines, \
+             as `read` prints them (cite these numbers):\n````\n     1\t```rust\n````"
+        );
     }
 
     #[test]

@@ -66,11 +66,18 @@ fn violations_exit_one_and_read_like_a_compiler() {
     assert!(out.contains(&format!(" --> {file}:31:3")), "{out}");
     assert!(
         out.contains(
-            "= note: the lines at `thoughts/shared/specs/2026-01-15-auth-system.md:45-46` are:"
+            "= note: the lines at `thoughts/shared/specs/2026-01-15-auth-system.md:89-89` are:"
         ),
         "{out}"
     );
-    assert!(out.contains("45 | We will use JWT tokens"), "{out}");
+    assert!(
+        out.contains("89 | Security Requirement: Token lifetime MUST NOT exceed 24 hours"),
+        "the quoted line, found where it really is: {out}"
+    );
+    assert!(
+        out.contains("not at `thoughts/shared/specs/2026-01-15-auth-system.md:45-46`"),
+        "{out}"
+    );
     assert!(
         out.contains("checked 2 files: 1 conform, 1 does not (1 error)"),
         "{out}"

@@ -40,8 +40,11 @@ fn moved_lines_are_found_again() {
     assert_eq!(d.file, "thoughts/shared/plans/2026-11-21-plan.md");
     assert_eq!(d.line, 11);
     let help = d.help.as_deref().unwrap();
-    assert!(help.contains("docs/cited.md:3-4"), "{help}");
-    assert!(help.contains("# Cited"), "shows what is there now: {help}");
+    assert!(help.contains("cite `docs/cited.md:3-4`"), "{help}");
+    assert!(
+        help.contains("docs/cited.md:3-4 now reads:\nWe will use serde-saphyr."),
+        "shows the lines where they are now: {help}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The shipped thoughts-analyzer (`read_first: named`) starts from the document its task names,
-//! already read, and a too long excerpt is repaired by copying the item the repair offers. Over
+//! already read (its numbered lines follow the task), and a too long excerpt is repaired by copying the item the repair offers. Over
 //! the wire, against the mock on 127.0.0.1.
 
 use crate::support;
@@ -85,13 +85,23 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
         .expect("a model request");
     assert!(read_at < first_request, "{kinds:?}");
 
-    // The model's first request holds the numbered lines, as the agent's own read.
+    // The model's first request holds the numbered lines in the task message, after the task;
+    // no tool turn.
     let requests = mock.requests();
-    let first = requests[0].body["messages"].to_string();
-    assert!(first.contains("read_first_1"), "{first}");
+    let messages = requests[0].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let roles: Vec<_> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(roles, ["system", "user"], "{messages:?}");
+    let user = messages[1]["content"].as_str().unwrap_or_default();
+    assert!(user.starts_with(&task), "{user}");
     assert!(
-        first.contains("     6\\tWe parse agent frontmatter with serde-saphyr."),
-        "{first}"
+        user.contains("     6\tWe parse agent frontmatter with serde-saphyr."),
+        "{user}"
     );
 
     // The repair offers lines 5-10 as a filled item: exactly what the second answer copied.
