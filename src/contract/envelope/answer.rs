@@ -88,6 +88,9 @@ pub(super) struct AnswerWalker<'a> {
     capture_target: Option<ExcerptTarget>,
     /// Evidence items that held a malformed reference.
     malformed: Vec<usize>,
+    /// Evidence items whose text held a reference written without backticks, and that text:
+    /// the repair shows it wrapped, ready to copy.
+    bare: Vec<(usize, String)>,
     /// The latest Evidence item was left out (past [`MAX_ITEMS`]): its Excerpt is no orphan.
     skipped_evidence: bool,
     /// Citations kept so far, over all Evidence items.
@@ -110,6 +113,7 @@ impl<'a> AnswerWalker<'a> {
             heading: None,
             in_code_block: false,
             capture: None,
+            bare: Vec::new(),
             collecting: None,
             last_evidence: None,
             awaiting: None,
@@ -276,6 +280,17 @@ impl<'a> AnswerWalker<'a> {
                         self.label(name, span);
                     }
                 }
+                if let Some(i) = self.collecting {
+                    if self.bare.last().is_none_or(|(j, _)| *j != i) {
+                        let word = t.split_whitespace().find_map(|w| {
+                            let w = w.trim_end_matches([',', ';', '.', ')']);
+                            parse_reference(w).is_ok().then(|| w.to_string())
+                        });
+                        if let Some(w) = word {
+                            self.bare.push((i, w));
+                        }
+                    }
+                }
                 if !t.trim().is_empty() {
                     self.line_start = false;
                 }
@@ -415,11 +430,18 @@ impl<'a> AnswerWalker<'a> {
                 );
             }
             if item.references.is_empty() && self.malformed.binary_search(&i).is_err() {
+                let help = match self.bare.iter().find(|(j, _)| *j == i) {
+                    Some((_, w)) => format!(
+                        "the reference must be in backticks; write the line as: \
+                         - **Evidence**: `{w}`"
+                    ),
+                    None => "write the reference in backticks: **Evidence**: `path:N-M`".into(),
+                };
                 self.tally.push(
                     &mut self.env.problems,
                     Rule::ReferenceFormat
                         .problem(item.label.clone(), "this Evidence item cites nothing")
-                        .with_help("write the reference in backticks: **Evidence**: `path:N-M`"),
+                        .with_help(help),
                 );
             }
         }

@@ -134,6 +134,22 @@ fn references_parse() {
 }
 
 #[test]
+fn a_reference_without_backticks_is_shown_wrapped_in_the_help() {
+    let bare = GOOD.replace("`docs/a.md:2-3`", "docs/a.md:2-3 (the decision)");
+    let env = Envelope::parse_lenient(&bare);
+    assert_eq!(codes(&env), ["evidence/reference-format"]);
+    let help = env.problems[0].help.as_deref().unwrap_or_default();
+    assert!(
+        help.ends_with("write the line as: - **Evidence**: `docs/a.md:2-3`"),
+        "{help}"
+    );
+    let none = GOOD.replace("`docs/a.md:2-3`", "the decision");
+    let env = Envelope::parse_lenient(&none);
+    let help = env.problems[0].help.as_deref().unwrap_or_default();
+    assert!(help.contains("`path:N-M`"), "{help}");
+}
+
+#[test]
 fn evidence_structure_problems() {
     let text = "---\na: 1\n---\n<thinking>\nt\n</thinking>\n<answer>\n\
         - **Evidence**: `a.md:0`\n\
