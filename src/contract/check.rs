@@ -228,6 +228,9 @@ fn signal_name<'c>(text: &str, names: &'c [String]) -> Option<&'c str> {
     })
 }
 
+/// Items without Evidence that get a line of their sources offered (see `stating_line`).
+const MAX_OFFERS: usize = 5;
+
 fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &mut Vec<Problem>) {
     if contract.evidence != EvidencePolicy::Required || contract.signal_headings.is_empty() {
         return;
@@ -250,6 +253,7 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
         }
     }
     signals.sort_by_key(|s| s.0.start);
+    let mut offered = 0;
     for (i, (span, level, title)) in signals.iter().enumerate() {
         let next_signal = signals.get(i + 1).map_or(answer_end, |s| s.0.start);
         let next_heading = env
@@ -282,7 +286,13 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
                 span.clone(),
                 format!("`{title}` has no Evidence of its own"),
             );
-            out.push(match stating_line(env, ctx, statement) {
+            // Offers are looked for on the first few items only: each reads the sources line
+            // by line, and an answer of a hundred bare items must not cost a hundred scans.
+            offered += 1;
+            let offer = (offered <= MAX_OFFERS)
+                .then(|| stating_line(env, ctx, statement))
+                .flatten();
+            out.push(match offer {
                 Some((from, line)) => v
                     .with_help(format!(
                         "add `- **Evidence**: `path:N-M`` and `- **Excerpt**:` with the cited \
