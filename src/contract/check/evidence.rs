@@ -91,7 +91,7 @@ pub(super) fn check_evidence(
                     let (a, b, shown) = citable(file, r.first, r.last, &lines, max);
                     let (from, shown) = cite(file, a, b, shown);
                     v.with_help(format!(
-                        "cite and quote only the 1–{max} lines that carry the point, such as                          `{from}` below"
+                        "cite and quote only the 1–{max} lines that carry the point, such as `{from}` below"
                     ))
                     .with_actual(from, shown)
                 }
