@@ -236,11 +236,12 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
         return;
     }
     let answer_end = env.answer.as_ref().map_or(usize::MAX, |a| a.inner.end);
-    // (span, heading level or None for a bold label, title)
-    let mut signals: Vec<(Range<usize>, Option<u8>, String)> = Vec::new();
+    // (span, heading level or None for a bold label, title, what it states after `Name:`)
+    let mut signals: Vec<(Range<usize>, Option<u8>, &str, &str)> = Vec::new();
     for h in &env.headings {
-        if signal_name(&h.text, &contract.signal_headings).is_some() {
-            signals.push((h.span.clone(), Some(h.level), h.text.clone()));
+        if let Some(name) = signal_name(&h.text, &contract.signal_headings) {
+            let statement = h.text[name.len()..].trim_start().trim_start_matches(':');
+            signals.push((h.span.clone(), Some(h.level), &h.text, statement));
         }
     }
     for l in &env.labels {
@@ -249,12 +250,13 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
             .iter()
             .any(|n| n.eq_ignore_ascii_case(&l.name))
         {
-            signals.push((l.span.clone(), None, l.name.clone()));
+            // A bold label's statement is not kept: it has no title words to look for.
+            signals.push((l.span.clone(), None, &l.name, ""));
         }
     }
     signals.sort_by_key(|s| s.0.start);
     let mut offered = 0;
-    for (i, (span, level, title)) in signals.iter().enumerate() {
+    for (i, &(ref span, level, title, statement)) in signals.iter().enumerate() {
         let next_signal = signals.get(i + 1).map_or(answer_end, |s| s.0.start);
         let next_heading = env
             .headings
@@ -268,20 +270,18 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
             .evidence
             .iter()
             .any(|e| e.label.start > span.start && e.label.start < end);
-        let statement = signal_name(title, &contract.signal_headings)
-            .map_or(title.as_str(), |name| {
-                title[name.len()..].trim_start().trim_start_matches(':')
-            });
         // `#### Constraint: None` says there is no such item: there is nothing to cite.
-        let none = matches!(
-            statement
-                .trim()
-                .trim_end_matches('.')
-                .to_ascii_lowercase()
-                .as_str(),
-            "none" | "n/a" | "nothing" | "-" | "no constraints" | "no decisions" | "no specs"
-        );
-        if !has_evidence && !none {
+        let none = || {
+            matches!(
+                statement
+                    .trim()
+                    .trim_end_matches('.')
+                    .to_ascii_lowercase()
+                    .as_str(),
+                "none" | "n/a" | "nothing" | "-" | "no constraints" | "no decisions" | "no specs"
+            )
+        };
+        if !has_evidence && !none() {
             let v = Rule::SignalMissingEvidence.problem(
                 span.clone(),
                 format!("`{title}` has no Evidence of its own"),

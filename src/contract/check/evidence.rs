@@ -176,13 +176,8 @@ pub(super) fn stating_line(
         return None;
     }
     let mut names: Vec<&str> = env
-        .fields
-        .iter()
-        .filter(|f| f.key == "source_document")
-        .filter_map(|f| match &f.value {
-            crate::contract::envelope::FieldValue::Str(s) => Some(s.as_str()),
-            _ => None,
-        })
+        .scalar("source_document")
+        .into_iter()
         .chain(
             env.evidence
                 .iter()
