@@ -25,17 +25,6 @@ fn project() -> (tempfile::TempDir, Project) {
 /// The analyst's plan for the YAML question: the `doc` source only.
 const PLAN: &str = r#"{"intent": "yaml_parser_decision", "request_type": "KNOWLEDGE_QA", "track": "QUALITY", "required_sources": ["doc"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
 
-/// A project with the shipped agents and one decision document `doc` holding `text`.
-fn shipped_agents_with(doc: &str, text: &str) -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
-    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
-    std::fs::write(dir.path().join(doc), text).expect("write");
-    let project = Project::open(dir.path()).expect("project");
-    (dir, project)
-}
-
 async fn session(project: &Project, mock: &Mock) -> (SessionOutcome, Vec<Event>) {
     support::wire::session(project, mock, "lead", "What is in a.md?").await
 }
@@ -194,7 +183,7 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
 /// thoughts/shared/research/ and judged there.
 #[tokio::test]
 async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
-    let (dir, project) = shipped_agents_with(
+    let (dir, project) = support::fs::shipped_agents_with(
         "thoughts/shared/decisions/yaml.md",
         "# YAML\n\nWe parse YAML with serde-saphyr.\nserde_yaml is archived.\n",
     );
@@ -262,7 +251,7 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
 /// of the researcher's empty-handed answer names the plan's next subagent instead of it.
 #[tokio::test]
 async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_agent() {
-    let (_dir, project) = shipped_agents_with(
+    let (_dir, project) = support::fs::shipped_agents_with(
         "thoughts/shared/decisions/2026-11-02-yaml-parser.md",
         "# YAML\n\nWe parse YAML with serde-saphyr.\n",
     );
@@ -338,7 +327,8 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
 #[tokio::test]
 async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() {
     let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
-    let (_dir, project) = shipped_agents_with(doc, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let (_dir, project) =
+        support::fs::shipped_agents_with(doc, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
     // The ids the runtime will allocate, so the locator's answer conforms first time.

@@ -5,7 +5,6 @@
 use crate::support;
 
 use support::mock::{answer, Mock};
-use switchboard::project::Project;
 use switchboard::runtime::{EventKind, RunOptions};
 
 const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml.md";
@@ -20,16 +19,6 @@ const TEXT: &str = "---\ndate: 2026-11-02\nstatus: accepted\n---\n\
     Nothing else parses YAML.\n\
     \n\
     ## Consequences\n";
-
-fn project() -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
-    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
-    std::fs::write(dir.path().join(DOC), TEXT).expect("write");
-    let project = Project::open(dir.path()).expect("project");
-    (dir, project)
-}
 
 /// An analysis of [`DOC`] citing `range` and quoting `excerpt`, with the ids the runtime
 /// allocates (correlation id `corr-1`), so only the excerpt can be wrong.
@@ -51,7 +40,7 @@ fn analysis(range: &str, excerpt: &str) -> String {
 
 #[tokio::test]
 async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_copying() {
-    let (_dir, project) = project();
+    let (_dir, project) = support::fs::shipped_agents_with(DOC, TEXT);
     let mock = Mock::start().await;
     let lines: Vec<&str> = TEXT.lines().collect();
     // Eight lines (5-12) against a limit of six; then the item the repair offers, copied:

@@ -17,6 +17,21 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// A project holding the repository's shipped agents and one document `doc` (a path under
+/// `thoughts/shared/decisions/`) with `text`.
+pub fn shipped_agents_with(
+    doc: &str,
+    text: &str,
+) -> (tempfile::TempDir, switchboard::project::Project) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    std::fs::create_dir_all(dir.path().join("thoughts/shared/decisions")).expect("mkdir");
+    std::fs::write(dir.path().join(doc), text).expect("write");
+    let project = switchboard::project::Project::open(dir.path()).expect("project");
+    (dir, project)
+}
+
 /// The switchboard binary, run in `root` without colour.
 pub fn sb(root: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
