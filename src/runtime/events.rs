@@ -237,6 +237,13 @@ pub enum EventKind {
         budget_tokens: u64,
         action: String,
     },
+    /// The runtime steered the hop's next turn. `why` is `refused_calls` when every call of
+    /// the last `count` turns was refused without running (repeats, gate refusals): the next
+    /// turn offers no tools and asks for the final answer. It is `tool_required` when an agent
+    /// with `tool_choice: required` answered before calling any tool: it is told to call one
+    /// (`count` is that reminder's number).
+    #[serde(rename = "hop.steered")]
+    HopSteered { why: String, count: u32 },
     #[serde(rename = "hop.completed")]
     HopCompleted {
         status: HopStatus,
@@ -364,6 +371,7 @@ impl EventKind {
             EventKind::HopRepair { .. } => "hop.repair",
             EventKind::ContractOutcome { .. } => "contract.outcome",
             EventKind::HopBudget { .. } => "hop.budget",
+            EventKind::HopSteered { .. } => "hop.steered",
             EventKind::HopCompleted { .. } => "hop.completed",
             EventKind::HopFailed { .. } => "hop.failed",
             EventKind::HopBlocked { .. } => "hop.blocked",

@@ -49,6 +49,12 @@ pub const DEFAULT_STEPS: u32 = 50;
 /// Share of a budget at which the agent is asked for a checkpoint and the hop ends PARTIAL,
 /// when its `budget.threshold` does not say otherwise.
 pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64 / 100.0;
+/// Turns in a row whose every tool call was refused without running, after which the hop's
+/// next turn offers no tools and asks for the final answer. A refusal says why and what to do
+/// instead; a model that repeats refused calls anyway is not going to get anything new from
+/// its tools. Qwen2.5-Coder-1.5B, its subagents all BLOCKED, made 17 refused `task` calls in
+/// a row until the session's wall-clock limit; two are enough to tell.
+pub const STALLED_TURNS: u32 = 2;
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
 
@@ -187,6 +193,8 @@ pub(crate) fn run_hop_on(
             answered: Default::default(),
             found_paths: Vec::new(),
             seen_calls: Default::default(),
+            refused_turns: 0,
+            stalled: false,
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
         };
@@ -240,6 +248,10 @@ struct HopState {
     /// a few): the next delegation named is another subagent, given those paths.
     answered: std::collections::BTreeSet<String>,
     found_paths: Vec<String>,
+    /// Turns in a row whose every call was refused without running (see [`STALLED_TURNS`]).
+    refused_turns: u32,
+    /// Set once the hop stalled on refused calls: no more tools, the final answer now.
+    stalled: bool,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
@@ -366,13 +378,27 @@ impl HopState {
             self.steps += 1;
             turn += 1;
             let last_step = self.steps >= max_steps;
-            if last_step && !tool_specs.is_empty() && !pieces.waiting() {
+            if last_step && !tool_specs.is_empty() && !pieces.waiting() && !self.stalled {
                 self.messages.push(Message::user(
                     "This is your last step: give your final answer now, with what you have. \
                      No more tool calls.",
                 ));
             }
-            let offer_tools = !(last_step || checkpointing.is_some());
+            if !self.stalled && self.refused_turns >= STALLED_TURNS && !pieces.waiting() {
+                self.stalled = true;
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "refused_calls".into(),
+                    count: self.refused_turns,
+                });
+                self.messages.push(Message::user(format!(
+                    "[runtime] Every call of your last {} turns was refused without running: \
+                     repeating them will not change their answers. No more tool calls: give \
+                     your final answer now, with what the results above gave you, and say \
+                     what is still open.",
+                    self.refused_turns
+                )));
+            }
+            let offer_tools = !(last_step || checkpointing.is_some() || self.stalled);
             let request = ModelRequest {
                 model: self.model_name.clone(),
                 agent: self.agent.name.clone(),
@@ -708,6 +734,10 @@ impl HopState {
     /// What a repair turn tells a gated agent to do first: plan, or, with a plan and no
     /// subagent answered yet, delegate (a filled call to copy).
     fn next_step(&self) -> Option<String> {
+        if self.stalled {
+            // Its tools are gone: a call to copy would only be refused.
+            return None;
+        }
         let gate = self.plan_gate.as_ref()?;
         gate.first_step().or_else(|| {
             (self.delegated == 0)

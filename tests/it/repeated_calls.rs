@@ -107,3 +107,80 @@ async fn a_task_call_refused_for_its_arguments_is_not_repeated() {
         "{results:?}"
     );
 }
+
+/// A model that makes only refused calls turn after turn is not left to do so until its
+/// limits: after `STALLED_TURNS` such turns its next request offers no tools and asks for the
+/// final answer, and the event log says why (`hop.steered`).
+#[tokio::test]
+async fn turns_of_refused_calls_only_end_in_a_turn_without_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let missing = |id: &str| call(id, "read", json!({"path": "thoughts/none.md"}));
+    mock.push(answer("", vec![missing("r1")]))
+        .push(answer("", vec![missing("r2")]))
+        .push(answer("", vec![missing("r3")]))
+        .push(answer("I could not read thoughts/none.md.", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "lead", "read it").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    // The first call ran and failed; the two repeats were refused; then no tools.
+    for r in &requests[..3] {
+        assert!(r.body["tools"].is_array(), "{:?}", r.body);
+    }
+    assert!(
+        requests[3].body.get("tools").is_none(),
+        "{:?}",
+        requests[3].body
+    );
+    let last_user = requests[3].body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(
+        last_user.contains("Every call of your last 2 turns was refused"),
+        "{last_user}"
+    );
+    let steered: Vec<(String, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, count } => Some((why.clone(), *count)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steered, vec![("refused_calls".to_string(), 2)]);
+}
+
+/// One turn of refused calls between calls that run is not a stall.
+#[tokio::test]
+async fn a_refused_call_between_calls_that_run_is_no_stall() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
+    std::fs::write(dir.path().join("thoughts/b.md"), "bee\n").expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let read = |id: &str, path: &str| call(id, "read", json!({"path": path}));
+    mock.push(answer("", vec![read("r1", "thoughts/none.md")]))
+        .push(answer("", vec![read("r2", "thoughts/none.md")]))
+        .push(answer("", vec![read("b1", "thoughts/b.md")]))
+        .push(answer("", vec![read("r3", "thoughts/none.md")]))
+        .push(answer("done", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "lead", "read").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "{requests:?}");
+    assert!(
+        requests[4].body["tools"].is_array(),
+        "{:?}",
+        requests[4].body
+    );
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::HopSteered { .. })));
+}

@@ -91,6 +91,8 @@ impl HopState {
             message_id: &self.message_id,
         };
         let mut pending = Vec::with_capacity(calls.len());
+        // Calls answered without running: repeats of earlier ones and gate refusals.
+        let mut refused = 0usize;
         for call in calls {
             self.ctx.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
@@ -113,6 +115,7 @@ impl HopState {
                 .and_then(|s| s.repeat_message(&tool))
             {
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
+                refused += 1;
                 continue;
             }
             self.seen_calls
@@ -135,6 +138,7 @@ impl HopState {
                         reason: reason.clone(),
                     });
                     pending.push(Pending::Done(Message::tool(&call.id, reason, true), None));
+                    refused += 1;
                     continue;
                 }
                 if tool == PLAN_TOOL {
@@ -292,6 +296,11 @@ impl HopState {
             }
             pending.push(Pending::Done(done.message, done.written));
         }
+        self.refused_turns = if !calls.is_empty() && refused == calls.len() {
+            self.refused_turns + 1
+        } else {
+            0
+        };
         let has_children = pending.iter().any(|p| matches!(p, Pending::Child(_)));
         if has_children {
             // Give the slot back while waiting, so children (and their children) can run.
