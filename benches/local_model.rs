@@ -380,6 +380,7 @@ fn main() {
         system: system.clone(),
         messages: vec![Message::user(question)],
         tools: Vec::new(),
+        tool_choice: Default::default(),
         temperature: Some(0.0),
         top_p: None,
         max_tokens: Some(8),

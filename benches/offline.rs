@@ -76,6 +76,7 @@ fn locate(project: &Project, agent: &switchboard::agent::Agent, question: &str) 
             system: system.clone(),
             messages: messages.clone(),
             tools: tools::specs_for(agent, &tools::Provided::default()),
+            tool_choice: Default::default(),
             temperature: None,
             top_p: None,
             max_tokens: None,

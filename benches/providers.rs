@@ -59,6 +59,7 @@ fn fixture() -> (Reply, ModelRequest) {
                                    "required": ["path"]}),
             })
             .collect(),
+        tool_choice: Default::default(),
         temperature: Some(0.0),
         top_p: None,
         max_tokens: None,
@@ -249,6 +250,7 @@ fn bench_cold_start(c: &mut Criterion) {
         system: "You are a.".into(),
         messages: vec![Message::user("hi")],
         tools: Vec::new(),
+        tool_choice: Default::default(),
         temperature: None,
         top_p: None,
         max_tokens: None,

@@ -69,6 +69,7 @@ fn hop_events(t0: i64, t1: i64, hop: &str, parent: Option<&str>, depth: u32) -> 
                 step: 1,
                 messages: 2,
                 tools: 3,
+                tool_choice: Default::default(),
             },
         ),
         ev(

@@ -192,6 +192,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "workflow",
     "deliver",
     "read_first",
+    "tool_choice",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -275,6 +276,8 @@ pub(crate) struct RawFrontmatter {
     pub deliver: Option<Spanned<super::deliver::DeliverDecl>>,
     #[serde(default)]
     pub read_first: Option<Spanned<ReadFirst>>,
+    #[serde(default)]
+    pub tool_choice: Option<Spanned<crate::model::ToolChoice>>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -322,6 +325,10 @@ pub struct Agent {
     /// `agents --json` when `none`.
     #[serde(skip_serializing_if = "ReadFirst::is_none")]
     pub read_first: ReadFirst,
+    /// `required`: the agent's turns must be tool calls until it has made one
+    /// ([`crate::model::ToolChoice`]). Left out of `agents --json` when `auto`.
+    #[serde(skip_serializing_if = "crate::model::ToolChoice::is_auto")]
+    pub tool_choice: crate::model::ToolChoice,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

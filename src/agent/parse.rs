@@ -259,6 +259,32 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         );
     }
 
+    let tool_choice = raw
+        .tool_choice
+        .as_ref()
+        .map_or_else(Default::default, |t| t.value);
+    if let (Some(t), true) = (
+        &raw.tool_choice,
+        tool_choice == crate::model::ToolChoice::Required
+            && tools.granted_builtins().is_empty()
+            && !tools.rules.iter().any(|r| r.allow),
+    ) {
+        diags.push(
+            Problem::new(
+                Severity::Warning,
+                "agent/tool-choice",
+                file,
+                "`tool_choice: required` has no effect: the agent is granted no tool",
+            )
+            .at_line_of(
+                text,
+                t.referenced.line() as usize + line_offset,
+                t.referenced.column() as usize,
+            )
+            .with_help("grant the tools it must call in `tools:`, or remove `tool_choice`"),
+        );
+    }
+
     let deliver = match &raw.deliver {
         None => None,
         Some(decl) => match super::deliver::Deliver::settle(&decl.value) {
@@ -342,6 +368,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         workflow: raw.workflow,
         deliver,
         read_first,
+        tool_choice,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -138,7 +138,9 @@ pub fn agent_schema() -> Value {
                 ]
             },
             "gate": gate_spec(),
-            "read_first": read_first_spec()
+            "read_first": read_first_spec(),
+            "tool_choice": { "enum": ["auto", "required"], "default": "auto",
+                "description": "`required`: each turn must be a tool call until the agent has made one (then `auto`)" }
         }
     })
 }

@@ -14,7 +14,9 @@ use super::client::{encode, ClientError, HttpClient};
 use super::retry::Verdict;
 use super::settings::HttpConfig;
 use super::sse::SseEvent;
-use super::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage};
+use super::{
+    BoxFuture, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, ToolChoice, Usage,
+};
 
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
@@ -131,6 +133,10 @@ impl Anthropic {
                 })
                 .collect();
             obj.insert("tools".into(), Value::Array(tools));
+            if request.tool_choice == ToolChoice::Required {
+                // Anthropic's "any": one of the tools, the model's pick.
+                obj.insert("tool_choice".into(), json!({"type": "any"}));
+            }
         }
         if let Some(t) = request.temperature {
             obj.insert("temperature".into(), json!(t));
@@ -509,6 +515,7 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             }],
+            tool_choice: ToolChoice::Required,
             temperature: None,
             top_p: None,
             max_tokens: None,
@@ -523,6 +530,7 @@ mod tests {
         assert_eq!(msgs[2]["role"], "user");
         assert_eq!(msgs[2]["content"][1]["is_error"], true);
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
     }
 
     #[test]

@@ -116,6 +116,28 @@ pub struct ResponseContract {
     pub timestamp: String,
 }
 
+/// Whether a turn may end without a tool call: the `tool_choice` of the OpenAI wire (`auto`,
+/// `required`), Anthropic's `auto`/`any`. An agent's frontmatter `tool_choice: required` asks for
+/// it until the agent has made its first call; then it is `auto` again, as the OpenAI Agents
+/// SDK's `reset_tool_choice` does, or the agent could never give its answer.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides (the default).
+    #[default]
+    Auto,
+    /// The turn must be a tool call.
+    Required,
+}
+
+impl ToolChoice {
+    pub fn is_auto(&self) -> bool {
+        *self == ToolChoice::Auto
+    }
+}
+
 /// Everything a provider gets for one completion.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelRequest {
@@ -126,6 +148,10 @@ pub struct ModelRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// `Required` only when `tools` is not empty; a provider that cannot force a call sends
+    /// the tools alone and the runtime holds the agent to it.
+    #[serde(skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

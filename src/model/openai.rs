@@ -15,7 +15,8 @@ use super::retry;
 use super::settings::HttpConfig;
 use super::sse::SseEvent;
 use super::{
-    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, Usage,
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, ToolChoice,
+    Usage,
 };
 
 /// A Chat Completions provider.
@@ -77,6 +78,9 @@ impl OpenAi {
                 })
                 .collect();
             obj.insert("tools".into(), Value::Array(tools));
+            if request.tool_choice == ToolChoice::Required {
+                obj.insert("tool_choice".into(), json!("required"));
+            }
         }
         if let Some(t) = request.temperature {
             obj.insert("temperature".into(), json!(t));
@@ -497,6 +501,7 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             }],
+            tool_choice: ToolChoice::Required,
             temperature: Some(0.2),
             top_p: None,
             max_tokens: None,
@@ -511,6 +516,7 @@ mod tests {
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["messages"][3]["content"], "Error: denied");
         assert_eq!(body["tools"][0]["function"]["name"], "task");
+        assert_eq!(body["tool_choice"], "required");
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["temperature"], 0.2);
         assert!(body.get("top_p").is_none());

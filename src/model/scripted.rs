@@ -285,6 +285,7 @@ mod tests {
             system: "sys".into(),
             messages,
             tools: vec![],
+            tool_choice: Default::default(),
             temperature: None,
             top_p: None,
             max_tokens: None,

@@ -395,6 +395,7 @@ impl TextualTools {
             system,
             messages,
             tools: Vec::new(),
+            tool_choice: Default::default(),
             temperature: request.temperature,
             top_p: request.top_p,
             max_tokens: request.max_tokens,

@@ -70,6 +70,14 @@ pub(crate) mod action {
                                     prompt, its task, a file that points it there); fix that, \
                                     then run it again";
 
+    /// An agent with `tool_choice: required` kept answering without a call.
+    pub fn call_tools(agent: &str) -> String {
+        format!(
+            "check that the model of `{agent}` can call tools (a chat template with tools; \
+             `tool_choice` on its server), or remove `tool_choice: required` from the agent"
+        )
+    }
+
     /// A contract still violated after the repairs, with `on_violation: fail`.
     pub fn fit_contract(agent: &str) -> String {
         format!(

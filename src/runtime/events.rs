@@ -66,6 +66,9 @@ pub enum EventKind {
         step: u32,
         messages: usize,
         tools: usize,
+        /// `required` when the turn must be a tool call (the agent's `tool_choice:`).
+        #[serde(default, skip_serializing_if = "crate::model::ToolChoice::is_auto")]
+        tool_choice: crate::model::ToolChoice,
     },
     #[serde(rename = "model.response")]
     ModelResponse {

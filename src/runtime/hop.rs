@@ -40,7 +40,8 @@ use crate::agent::render::{render, PromptContext};
 use crate::agent::Agent;
 use crate::model::recover;
 use crate::model::{
-    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract, Usage,
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, ResponseContract,
+    ToolChoice, Usage,
 };
 use crate::tools;
 
@@ -55,6 +56,22 @@ pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64
 /// its tools. Qwen2.5-Coder-1.5B, its subagents all BLOCKED, made 17 refused `task` calls in
 /// a row until the session's wall-clock limit; two are enough to tell.
 pub const STALLED_TURNS: u32 = 2;
+/// What an agent with `tool_choice: required` reads after an answer without a call: what it
+/// can call, and that its answer comes from the results.
+fn tool_reminder(specs: &[crate::model::ToolSpec]) -> String {
+    let names: Vec<String> = specs
+        .iter()
+        .take(6)
+        .map(|s| format!("`{}`", s.name))
+        .collect();
+    format!(
+        "[runtime] You answered without calling a tool. Your answer must come from what your \
+         tools show you: call one now ({}), with the words of your task as its arguments, and \
+         answer from its results on the next turn.",
+        names.join(", ")
+    )
+}
+
 /// Tool output kept in the event log (the transcript keeps everything).
 const LOGGED_OUTPUT: usize = 4096;
 
@@ -195,6 +212,8 @@ pub(crate) fn run_hop_on(
             seen_calls: Default::default(),
             refused_turns: 0,
             stalled: false,
+            called_tool: false,
+            tool_reminders: 0,
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
         };
@@ -252,6 +271,11 @@ struct HopState {
     refused_turns: u32,
     /// Set once the hop stalled on refused calls: no more tools, the final answer now.
     stalled: bool,
+    /// Whether the agent has made a tool call in this hop (the runtime's own reads aside), for
+    /// `tool_choice: required`.
+    called_tool: bool,
+    /// Reminders sent to an agent with `tool_choice: required` that answered without a call.
+    tool_reminders: u32,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
@@ -398,7 +422,14 @@ impl HopState {
                     self.refused_turns
                 )));
             }
-            let offer_tools = !(last_step || checkpointing.is_some() || self.stalled);
+            let offer_tools =
+                !(last_step || checkpointing.is_some() || self.stalled) && !tool_specs.is_empty();
+            // `tool_choice: required` holds until the agent's first call (see `ToolChoice`).
+            let tool_choice = if offer_tools && !self.called_tool {
+                self.agent.tool_choice
+            } else {
+                ToolChoice::Auto
+            };
             let request = ModelRequest {
                 model: self.model_name.clone(),
                 agent: self.agent.name.clone(),
@@ -409,6 +440,7 @@ impl HopState {
                 } else {
                     Vec::new()
                 },
+                tool_choice,
                 temperature: self.agent.temperature,
                 top_p: self.agent.top_p,
                 max_tokens: self.agent.max_tokens,
@@ -431,6 +463,7 @@ impl HopState {
                 step: turn,
                 messages: request.messages.len(),
                 tools: request.tools.len(),
+                tool_choice: request.tool_choice,
             });
             let clock = Instant::now();
             let turn_call = turn::complete(self.ctx.clone(), self.model.clone(), request, turn);
@@ -495,6 +528,34 @@ impl HopState {
             }
             if response.tool_calls.is_empty() {
                 self.recover_calls(&mut response, &offered, turn);
+            }
+            if !response.tool_calls.is_empty() {
+                self.called_tool = true;
+            } else if tool_choice == ToolChoice::Required {
+                // The provider could not force the call (a server that ignores `tool_choice`,
+                // tools written into the prompt): the runtime holds the agent to it.
+                self.messages
+                    .push(Message::assistant(response.content.clone(), Vec::new()));
+                self.tool_reminders += 1;
+                let max = contract.as_ref().map_or(2, |c| c.max_repairs);
+                if self.tool_reminders > max {
+                    return Ending::blocked(
+                        format!(
+                            "answered without calling a tool {} times, although its \
+                             `tool_choice: required` asks for a call first",
+                            self.tool_reminders
+                        ),
+                        action::call_tools(&self.agent.name),
+                    );
+                }
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "tool_required".into(),
+                    count: self.tool_reminders,
+                });
+                self.messages
+                    .push(Message::user(tool_reminder(&tool_specs)));
+                self.steps -= 1;
+                continue;
             }
             if response.tool_calls.is_empty() {
                 self.messages

@@ -53,6 +53,7 @@ fn request(contract: Option<ResponseContract>, system: &str, prompt: &str) -> Mo
         system: system.into(),
         messages: vec![Message::user(prompt)],
         tools: Vec::new(),
+        tool_choice: Default::default(),
         temperature: Some(0.0),
         top_p: None,
         max_tokens: Some(700),

@@ -44,6 +44,7 @@ mod runtime_e2e;
 mod runtime_limits;
 mod runtime_resume;
 mod telemetry;
+mod tool_choice;
 mod tool_confinement;
 mod trace_page;
 mod validators;

@@ -56,6 +56,7 @@ fn run(f: &Foreign, name: &str, prompt: &str) -> Run {
             system: system.clone(),
             messages: messages.clone(),
             tools: tools::specs_for(agent, &tools::Provided::default()),
+            tool_choice: Default::default(),
             temperature: None,
             top_p: None,
             max_tokens: None,

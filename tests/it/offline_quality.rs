@@ -106,6 +106,7 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
             system: system.clone(),
             messages: messages.clone(),
             tools: tools::specs_for(agent, &tools::Provided::default()),
+            tool_choice: Default::default(),
             temperature: None,
             top_p: None,
             max_tokens: None,

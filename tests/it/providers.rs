@@ -87,6 +87,7 @@ fn request(agent: &str, messages: Vec<Message>, tools: &[&str]) -> ModelRequest 
         system: format!("You are {agent}."),
         messages,
         tools: tools.iter().map(|t| tool(t)).collect(),
+        tool_choice: Default::default(),
         temperature: Some(0.0),
         top_p: None,
         max_tokens: None,

@@ -125,6 +125,7 @@ fn request(tools: &[&str]) -> ModelRequest {
                 parameters: json!({"type": "object"}),
             })
             .collect(),
+        tool_choice: Default::default(),
         temperature: None,
         top_p: None,
         max_tokens: None,

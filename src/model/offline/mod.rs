@@ -295,6 +295,7 @@ pub(crate) mod testing {
             system: system.into(),
             messages,
             tools: tools(tools_),
+            tool_choice: Default::default(),
             temperature: None,
             top_p: None,
             max_tokens: None,

@@ -88,6 +88,7 @@ fn session_log() -> Vec<Event> {
                 step: 1,
                 messages: 2,
                 tools: 1,
+                tool_choice: Default::default(),
             },
         ),
         ev(

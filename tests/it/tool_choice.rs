@@ -1,0 +1,124 @@
+//! `tool_choice: required`: an agent whose answer must come from its tools is asked for a call
+//! on the wire until it has made one, and held to it by the runtime when the server lets an
+//! answer through anyway (llama.cpp's server accepts the field on templates where it does not
+//! enforce it). A 1.5B locator answered "nothing found" without a single search.
+
+use crate::support;
+
+use serde_json::json;
+
+use support::mock::{answer, call, Mock};
+use switchboard::project::Project;
+use switchboard::runtime::EventKind;
+
+const FINDER: &str = "---\nname: finder\ndescription: \"Finds files.\"\nmode: subagent\ntools: {grep: true, glob: true, read: false, write: false}\ntool_choice: required\n---\nYou are {{ agent }}.\n";
+
+fn project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/finder.md"), FINDER).expect("write");
+    std::fs::write(
+        dir.path().join("thoughts/yaml.md"),
+        "We chose serde-saphyr.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    (dir, project)
+}
+
+fn steered(events: &[switchboard::runtime::Event]) -> Vec<(String, u32)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, count } => Some((why.clone(), *count)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_required_call_is_asked_for_until_the_first_call_then_the_choice_is_the_models() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    mock.push(answer("Nothing about YAML here.", vec![]))
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "saphyr"}))],
+        ))
+        .push(answer("`thoughts/yaml.md` decides it.", vec![]));
+    let (outcome, events) =
+        support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert!(outcome.answer.contains("thoughts/yaml.md"), "{outcome:?}");
+    let bodies: Vec<serde_json::Value> = mock.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 3, "{bodies:?}");
+    // Required until the agent called a tool; then the model's choice again.
+    assert_eq!(bodies[0]["tool_choice"], "required");
+    assert_eq!(bodies[1]["tool_choice"], "required");
+    assert!(bodies[2].get("tool_choice").is_none(), "{}", bodies[2]);
+    assert!(bodies[2]["tools"].is_array());
+    // The answer without a call was not taken: the agent was told what to call.
+    let reminder = bodies[1]["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(
+        reminder.contains("You answered without calling a tool")
+            && reminder.contains("`grep`")
+            && reminder.contains("`glob`"),
+        "{reminder}"
+    );
+    assert_eq!(steered(&events), vec![("tool_required".to_string(), 1)]);
+    // The model.request events say which turns had to be calls.
+    let choices: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelRequest { tool_choice, .. } => Some(format!("{tool_choice:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(choices, vec!["Required", "Required", "Auto"]);
+}
+
+#[tokio::test]
+async fn an_agent_that_never_calls_ends_blocked_after_its_reminders() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    for _ in 0..3 {
+        mock.push(answer("No documents found.", vec![]));
+    }
+    let (outcome, events) =
+        support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
+    assert_eq!(outcome.status, "blocked", "{outcome:?}");
+    let error = outcome.error.clone().unwrap_or_default();
+    assert!(error.contains("without calling a tool 3 times"), "{error}");
+    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(
+        steered(&events),
+        vec![
+            ("tool_required".to_string(), 1),
+            ("tool_required".to_string(), 2)
+        ]
+    );
+}
+
+#[test]
+fn tool_choice_required_without_tools_is_a_warning_with_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("agent/talker.md"),
+        "---\nname: talker\ndescription: \"Talks.\"\nmode: subagent\ntools: {read: false, write: false, grep: false, glob: false, list: false, task: false, webfetch: false, websearch: false, analyze_file: false}\ntool_choice: required\n---\nHi.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let agents = switchboard::agent::load(&project, &Default::default());
+    let warning = agents
+        .diagnostics
+        .iter()
+        .find(|d| d.code == "agent/tool-choice")
+        .unwrap_or_else(|| panic!("{:?}", agents.diagnostics));
+    assert_eq!((warning.line, warning.column), (6, 14), "{warning:?}");
+}
