@@ -15,7 +15,7 @@ use serde_json::{Map, Number, Value};
 use std::sync::Arc;
 
 use super::{
-    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall,
+    BoxFuture, Message, Model, ModelError, ModelRequest, ModelResponse, Role, ToolCall, ToolSpec,
     CONTINUE_PROMPT,
 };
 
@@ -361,6 +361,7 @@ impl TextualTools {
                  the next message.",
             );
         }
+        system.push_str(&json_tools_text(request));
         let mut messages = Vec::with_capacity(request.messages.len());
         for m in &request.messages {
             match m.role {
@@ -370,10 +371,21 @@ impl TextualTools {
                     // Calls that are not already in the text (a native call from another
                     // model earlier in the conversation) are written out.
                     for call in &m.tool_calls {
-                        if !call.id.starts_with("text_call") {
+                        // Calls read from the text (here, or recovered by the runtime) are
+                        // in it already.
+                        if call.id.starts_with("text_call") || call.id.starts_with("recovered_") {
+                            continue;
+                        }
+                        if call.name == TASK_TOOL {
                             content.push_str(&format!(
                                 "\n```\n{}({})\n```",
                                 call.name, call.arguments
+                            ));
+                        } else {
+                            content.push_str(&format!(
+                                "\n```json\n{{\"name\": {}, \"arguments\": {}}}\n```",
+                                Value::String(call.name.clone()),
+                                call.arguments
                             ));
                         }
                     }
@@ -416,11 +428,11 @@ impl Model for TextualTools {
         Box::pin(async move {
             let textual = Self::textual_request(request);
             let mut response = self.inner.complete(&textual).await?;
-            if request.tools.iter().any(|t| t.name == TASK_TOOL) && !response.truncated {
+            if !request.tools.is_empty() && !response.truncated {
                 response.tool_calls = Self::calls_in_answer(request, &response.content);
             } else {
-                // Not allowed to delegate, or cut off: a call may be unfinished, so none is
-                // read until the runtime has asked for the rest.
+                // No tools, or cut off: a call may be unfinished, so none is read until the
+                // runtime has asked for the rest.
                 response.tool_calls.clear();
             }
             Ok(response)
@@ -441,8 +453,102 @@ impl TextualTools {
             .count()
             + 1;
         let text = format!("{before}{answer}");
-        parse_task_calls_with_prefix(&text, &format!("text_call_t{turn}"))
+        let prefix = format!("text_call_t{turn}");
+        if request.tools.iter().any(|t| t.name == TASK_TOOL) {
+            let calls = parse_task_calls_with_prefix(&text, &prefix);
+            if !calls.is_empty() {
+                return calls;
+            }
+        }
+        // The other tools' calls, in the JSON form `json_tools_text` shows, by the recovery
+        // rules (a call the answer only talks about is none).
+        let others: Vec<ToolSpec> = request
+            .tools
+            .iter()
+            .filter(|t| t.name != TASK_TOOL)
+            .cloned()
+            .collect();
+        let offered = super::recover::Offered::from_specs(&others);
+        super::recover::recover(&text, &offered, turn as u32)
+            .map(|r| {
+                r.calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| ToolCall {
+                        id: format!("{prefix}_{}", i + 1),
+                        ..c
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
+}
+
+/// What a model without a tool channel reads about its tools other than `task`: the JSON form
+/// of a call (the form small models write unprompted, and the one the `local` provider's
+/// grammar admits) and each tool with its arguments, optional ones marked `?`. Empty when
+/// `task` is the only tool. With `tool_choice: required`, the next answer must be a call.
+pub fn json_tools_text(request: &ModelRequest) -> String {
+    let others: Vec<&ToolSpec> = request
+        .tools
+        .iter()
+        .filter(|t| t.name != TASK_TOOL)
+        .collect();
+    let Some(first) = others.first() else {
+        return String::new();
+    };
+    let example = first
+        .parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .and_then(|r| r.first())
+        .and_then(Value::as_str)
+        .map_or_else(String::new, |arg| format!("\"{arg}\": \"...\""));
+    let mut out = format!(
+        "\n\nTo call one of the tools below, write the call alone in a code block as one JSON \
+         object and stop; its result comes back in the next message:\n```json\n{{\"name\": \
+         \"{}\", \"arguments\": {{{example}}}}}\n```\nTools:",
+        first.name
+    );
+    for tool in others {
+        let required: Vec<&str> = tool
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let args: Vec<String> = tool
+            .parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.keys()
+                    .map(|k| {
+                        if required.contains(&k.as_str()) {
+                            k.clone()
+                        } else {
+                            format!("{k}?")
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let what = tool
+            .description
+            .split(". ")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.');
+        out.push_str(&format!(
+            "\n- `{}` ({}): {what}.",
+            tool.name,
+            args.join(", ")
+        ));
+    }
+    if request.tool_choice == super::ToolChoice::Required {
+        out.push_str("\nYour next answer must be one such call.");
+    }
+    out
 }
 
 /// The cut-off parts a continuation request carries at its end (assistant turns, each followed
@@ -503,6 +609,87 @@ mod tests {
         assert_eq!(calls[0].arguments["prompt"], "abc");
         let inline = "Run `task(subagent_type=\"y\", prompt=\"z\")` next";
         assert_eq!(parse_task_calls(inline)[0].arguments["subagent_type"], "y");
+    }
+
+    fn request_with(tools: &[&str], messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            model: "m".into(),
+            agent: "finder".into(),
+            system: "You find.".into(),
+            messages,
+            tools: tools
+                .iter()
+                .map(|t| crate::tools::spec(t).expect("spec"))
+                .collect(),
+            tool_choice: Default::default(),
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            response_contract: None,
+        }
+    }
+
+    #[test]
+    fn every_tool_is_described_and_its_json_call_is_read_back() {
+        let mut request = request_with(&["grep", "glob", "task"], vec![Message::user("find")]);
+        let system = TextualTools::textual_request(&request).system;
+        assert!(system.contains("task({ subagent_type:"), "{system}");
+        assert!(
+            system.contains("{\"name\": \"grep\", \"arguments\": {\"pattern\": \"...\"}}"),
+            "{system}"
+        );
+        assert!(system.contains("- `grep` ("), "{system}");
+        assert!(system.contains("- `glob` ("), "{system}");
+        assert!(!system.contains("- `task`"), "{system}");
+        assert!(!system.contains("must be one such call"), "{system}");
+        request.tool_choice = crate::model::ToolChoice::Required;
+        let system = TextualTools::textual_request(&request).system;
+        assert!(
+            system.contains("Your next answer must be one such call."),
+            "{system}"
+        );
+        // A call alone in its block is a call; one the answer shows as an example is not.
+        let call = "```json\n{\"name\": \"glob\", \"arguments\": {\"pattern\": \"thoughts/**/*.md\"}}\n```";
+        let calls = TextualTools::calls_in_answer(&request, call);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            (calls[0].name.as_str(), calls[0].id.as_str()),
+            ("glob", "text_call_t1_1")
+        );
+        let talk =
+            format!("For example, you could write:\n{call}\nand then read the files it lists.");
+        assert!(TextualTools::calls_in_answer(&request, &talk).is_empty());
+        // Only offered tools: `read` is not one.
+        let read = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}\n```";
+        assert!(TextualTools::calls_in_answer(&request, read).is_empty());
+    }
+
+    #[test]
+    fn a_native_call_in_the_history_is_replayed_in_the_form_the_prompt_shows() {
+        let native = ToolCall {
+            id: "call_1".into(),
+            name: "grep".into(),
+            arguments: json!({"pattern": "yaml"}),
+        };
+        let read_back = ToolCall {
+            id: "text_call_t1_1".into(),
+            name: "grep".into(),
+            arguments: json!({"pattern": "x"}),
+        };
+        let request = request_with(
+            &["grep"],
+            vec![
+                Message::user("find"),
+                Message::assistant("", vec![native]),
+                Message::assistant("already in the text", vec![read_back]),
+            ],
+        );
+        let textual = TextualTools::textual_request(&request);
+        assert_eq!(
+            textual.messages[1].content,
+            "\n```json\n{\"name\": \"grep\", \"arguments\": {\"pattern\":\"yaml\"}}\n```"
+        );
+        assert_eq!(textual.messages[2].content, "already in the text");
     }
 
     #[test]

@@ -241,7 +241,7 @@ pub enum EventKind {
         action: String,
     },
     /// The runtime steered the hop's next turn. `why` is `refused_calls` when every call of
-    /// the last `count` turns was refused without running (repeats, gate refusals): the next
+    /// the last `count` turns was refused as a repeat of an earlier call: the next
     /// turn offers no tools and asks for the final answer. It is `tool_required` when an agent
     /// with `tool_choice: required` answered before calling any tool: it is told to call one
     /// (`count` is that reminder's number).

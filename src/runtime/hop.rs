@@ -50,10 +50,10 @@ pub const DEFAULT_STEPS: u32 = 50;
 /// Share of a budget at which the agent is asked for a checkpoint and the hop ends PARTIAL,
 /// when its `budget.threshold` does not say otherwise.
 pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64 / 100.0;
-/// Turns in a row whose every tool call was refused without running, after which the hop's
-/// next turn offers no tools and asks for the final answer. A refusal says why and what to do
-/// instead; a model that repeats refused calls anyway is not going to get anything new from
-/// its tools. Qwen2.5-Coder-1.5B, its subagents all BLOCKED, made 17 refused `task` calls in
+/// Turns in a row whose every tool call was refused as a repeat of an earlier one, after which
+/// the hop's next turn offers no tools and asks for the final answer. A refusal says why and
+/// what to do instead; a model that repeats refused calls anyway is not going to get anything
+/// new from its tools. Qwen2.5-Coder-1.5B, its subagents all BLOCKED, made 17 refused `task` calls in
 /// a row until the session's wall-clock limit; two are enough to tell.
 pub const STALLED_TURNS: u32 = 2;
 /// What an agent with `tool_choice: required` reads after an answer without a call: what it
@@ -267,7 +267,7 @@ struct HopState {
     /// a few): the next delegation named is another subagent, given those paths.
     answered: std::collections::BTreeSet<String>,
     found_paths: Vec<String>,
-    /// Turns in a row whose every call was refused without running (see [`STALLED_TURNS`]).
+    /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
     /// Set once the hop stalled on refused calls: no more tools, the final answer now.
     stalled: bool,
@@ -415,8 +415,8 @@ impl HopState {
                     count: self.refused_turns,
                 });
                 self.messages.push(Message::user(format!(
-                    "[runtime] Every call of your last {} turns was refused without running: \
-                     repeating them will not change their answers. No more tool calls: give \
+                    "[runtime] Every call of your last {} turns repeated one you had made \
+                     already: repeating them will not change their answers. No more tool calls: give \
                      your final answer now, with what the results above gave you, and say \
                      what is still open.",
                     self.refused_turns

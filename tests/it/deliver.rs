@@ -272,7 +272,12 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
     );
     mock.push(answer(PLAN, vec![])) // analyst, asked by the runtime
         .push(answer("", vec![delegate()])) // researcher
-        .push(answer(&copied, vec![])) // locator, then its two repairs
+        // locator (`tool_choice: required`): a search first, then its answer and two repairs
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "YAML"}))],
+        ))
+        .push(answer(&copied, vec![]))
         .push(answer(invented, vec![]))
         .push(answer(invented, vec![]))
         .push(answer("", vec![delegate()])) // researcher: the same call again
@@ -284,11 +289,11 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
     assert_ne!(outcome.status, "completed", "{outcome:?} {kinds:?}");
     let requests = mock.requests();
     // The locator's first repair names the template's placeholder it left in …
-    let repair = requests[3].body["messages"].to_string();
+    let repair = requests[4].body["messages"].to_string();
     assert!(repair.contains("envelope/placeholder"), "{repair}");
     assert!(repair.contains("`<topic>` is a placeholder"), "{repair}");
     // … and the invented path.
-    let repair = requests[4].body["messages"].to_string();
+    let repair = requests[5].body["messages"].to_string();
     assert!(repair.contains("contract/named-path-missing"), "{repair}");
     assert!(
         repair.contains("2026-11-25-decision-yaml-parser.md` does not exist"),
@@ -307,13 +312,13 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
         .filter(|e| e.kind.name() == "hop.started")
         .count();
     assert_eq!(locator_hops, 1, "{kinds:?}");
-    let after_repeat = requests[6].body["messages"].to_string();
+    let after_repeat = requests[7].body["messages"].to_string();
     assert!(
         after_repeat.contains("not run: you made this exact `task` call already"),
         "{after_repeat}"
     );
     // The researcher's repair after "Nothing found." names the doc source's other subagent.
-    let repaired = requests[7].body["messages"].to_string();
+    let repaired = requests[8].body["messages"].to_string();
     assert!(repaired.contains("Next, delegate"), "{repaired}");
     assert!(
         repaired.contains(r#"\"subagent_type\":\"thoughts-analyzer\""#),
@@ -343,6 +348,7 @@ async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() 
                 json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": question}),
             )],
         ))
+        .push(answer("", vec![call("g1", "grep", json!({"pattern": "YAML"}))]))
         .push(answer(&found, vec![]))
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]))

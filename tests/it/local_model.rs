@@ -165,6 +165,41 @@ async fn an_envelope_answer_under_grammar_has_the_envelope_shape() {
     );
 }
 
+/// A locator's first turn (`tool_choice: required`) under the grammar is one call of an
+/// offered tool, read back as a native call: even a 135M model searches before it answers.
+#[tokio::test]
+async fn a_required_call_under_grammar_is_a_call_of_an_offered_tool() {
+    let model = model_path();
+    let (dir, _project) = scripted::project();
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let mut req = request(
+        Some(ResponseContract {
+            contract: Contract::envelope(),
+            message_id: "locator-2026-11-25-001".into(),
+            correlation_id: "local-test-2".into(),
+            timestamp: "2026-11-25T12:00:00Z".into(),
+        }),
+        "You are `finder`. You find documents under thoughts/ with your tools.",
+        "Find the documents about the YAML parser.",
+    );
+    req.tools = ["grep", "glob"]
+        .iter()
+        .map(|t| switchboard::tools::spec(t).unwrap())
+        .collect();
+    req.tool_choice = switchboard::model::ToolChoice::Required;
+    req.max_tokens = Some(120);
+    let response = m.complete(&req).await.unwrap();
+    eprintln!(
+        "required call: {:?}\n{}",
+        response.tool_calls, response.content
+    );
+    assert_eq!(response.tool_calls.len(), 1, "{}", response.content);
+    let call = &response.tool_calls[0];
+    assert!(call.name == "grep" || call.name == "glob", "{call:?}");
+    assert!(call.arguments["pattern"].is_string(), "{call:?}");
+}
+
 #[tokio::test]
 async fn without_grammar_the_same_request_is_decoded_freely() {
     // The comparison the grammar is for: the same request, decoded without it, is not held to

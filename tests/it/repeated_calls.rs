@@ -142,7 +142,7 @@ async fn turns_of_refused_calls_only_end_in_a_turn_without_tools() {
         .map(|m| m["content"].to_string())
         .unwrap_or_default();
     assert!(
-        last_user.contains("Every call of your last 2 turns was refused"),
+        last_user.contains("Every call of your last 2 turns repeated one"),
         "{last_user}"
     );
     let steered: Vec<(String, u32)> = events

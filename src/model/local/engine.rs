@@ -616,15 +616,13 @@ impl LocalModel {
             },
             truncated: generated.truncated,
         };
-        if request
-            .tools
-            .iter()
-            .any(|t| t.name == crate::model::textual::TASK_TOOL)
+        if !request.tools.is_empty()
             && !response.truncated
-            // Under the grammar a delegation is the whole answer (its `task-call` branch, which
-            // opens with the fence and names a callable agent); a free answer that writes a call
-            // further down escaped the grammar's list of agents (SmolLM2 copied the prompt's
-            // placeholder `NAME` thirty times in a row that way): it is an answer, not a call.
+            // Under the grammar a call is the whole answer (its `tool-call` branch, which opens
+            // with the fence and names an offered tool, or a callable agent); a free answer that
+            // writes a call further down escaped the grammar's lists (SmolLM2 copied the
+            // prompt's placeholder `NAME` thirty times in a row that way): it is an answer, not
+            // a call.
             && (!constrained || response.content.starts_with("```"))
         {
             response.tool_calls = TextualTools::calls_in_answer(request, &response.content);

@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::gbnf::{lit, pattern_to_gbnf, Gbnf};
 use crate::contract::{ContractFormat, FieldKind, FieldRule};
 use crate::model::textual::TASK_TOOL;
-use crate::model::{ModelRequest, ResponseContract};
+use crate::model::{ModelRequest, ResponseContract, ToolChoice};
 
 /// A schema the grammar builder refuses (nothing could match it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,18 +168,23 @@ fn write_request(
     limits: Limits,
     files: &[String],
 ) -> Result<Option<Writer>, GrammarError> {
-    let task = request.tools.iter().find(|t| t.name == TASK_TOOL);
     let mut g = Writer::new(limits);
+    let call = calls_rules(&mut g, &request.tools);
+    let required = request.tool_choice == ToolChoice::Required;
     let Some(contract) = &request.response_contract else {
-        // A primary's turn has no contract: its answer is free text, but a delegation it starts
-        // is one well-formed call naming an agent it may call (a free answer cannot open with a
+        // A turn without a contract (a primary's) answers in free text, but a call it starts is
+        // one well-formed call of a tool it was offered (a free answer cannot open with a
         // backtick, so a code fence at the start is the call).
-        let Some(task) = task else {
+        let Some(call) = call else {
             return Ok(None);
         };
-        let call = task_call_rules(&mut g, &crate::tools::narrowed_task_names(&task.parameters));
-        let free = g.rule("free-answer", "[^`\\x00] [^\\x00]*");
-        g.rule("root", format!("{call} | {free}"));
+        let root = if required {
+            call
+        } else {
+            let free = g.rule("free-answer", "[^`\\x00] [^\\x00]*");
+            format!("{call} | {free}")
+        };
+        g.rule("root", root);
         return Ok(Some(g));
     };
     let answer = match contract.contract.format {
@@ -192,14 +197,41 @@ fn write_request(
         }
         ContractFormat::Envelope => envelope_rules(&mut g, contract, files),
     };
-    let root = if let Some(task) = task {
-        let call = task_call_rules(&mut g, &crate::tools::narrowed_task_names(&task.parameters));
-        format!("{answer} | {call}")
-    } else {
-        answer
+    let root = match call {
+        Some(call) if required => call,
+        Some(call) => format!("{answer} | {call}"),
+        None => answer,
     };
     g.rule("root", root);
     Ok(Some(g))
+}
+
+/// One call of any tool in `tools`, or `None` when there are none: `task` in its textual form
+/// (naming only the agents it may call), every other tool as the fenced JSON object the
+/// prompt shows (`textual::json_tools_text`), its arguments under the tool's parameter
+/// schema. A schema the grammar cannot write (an MCP tool's `$ref`) takes any JSON object:
+/// the tool itself still checks its arguments.
+fn calls_rules(g: &mut Writer, tools: &[crate::model::ToolSpec]) -> Option<String> {
+    let mut alternatives = Vec::new();
+    for tool in tools {
+        if tool.name == TASK_TOOL {
+            let names = crate::tools::narrowed_task_names(&tool.parameters);
+            alternatives.push(task_call_rules(g, &names));
+            continue;
+        }
+        let pointer = format!("/tools/{}", tool.name);
+        let arguments = match schema_rule(g, &tool.parameters, &pointer) {
+            Ok(rule) => rule,
+            Err(_) => any_rules(g).1,
+        };
+        let open = lit(&format!(
+            "```json\n{{\"name\": {}, \"arguments\": ",
+            Value::String(tool.name.clone())
+        ));
+        let rule = format!("{open} {arguments} {}", lit("}\n```\n"));
+        alternatives.push(g.rule(&format!("call-{}", tool.name), rule));
+    }
+    (!alternatives.is_empty()).then(|| g.rule("tool-call", alternatives.join(" | ")))
 }
 
 /// A grammar whose root is one JSON value matching `schema` (see the module doc for what is
@@ -1014,7 +1046,8 @@ mod tests {
             parameters: json!({}),
         });
         let with = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
-        assert_eq!(rule(&with, "root"), "envelope | task-call");
+        assert_eq!(rule(&with, "root"), "envelope | tool-call");
+        assert_eq!(rule(&with, "tool-call"), "task-call");
         assert!(
             rule(&with, "task-call").contains("task({ subagent_type: "),
             "{with}"
@@ -1025,13 +1058,59 @@ mod tests {
         assert_eq!(calls[0].arguments["subagent_type"], "finder");
         request.response_contract = None;
         let primary = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
-        assert_eq!(rule(&primary, "root"), "task-call | free-answer");
+        assert_eq!(rule(&primary, "root"), "tool-call | free-answer");
         request.tools.clear();
         assert_eq!(
             for_request(&request, None, LOOSE, &[]).unwrap(),
             None,
             "nothing to constrain"
         );
+    }
+
+    #[test]
+    fn every_offered_tool_is_a_fenced_json_call_and_a_required_call_is_the_only_root() {
+        let mut request = request_for(Some(rc(Contract::envelope())));
+        request.tools = ["grep", "read"]
+            .iter()
+            .map(|t| crate::tools::spec(t).unwrap())
+            .collect();
+        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        assert_eq!(rule(&g, "root"), "envelope | tool-call");
+        assert_eq!(rule(&g, "tool-call"), "call-grep | call-read");
+        let grep = rule(&g, "call-grep");
+        assert!(
+            grep.starts_with(r#""```json\n{\"name\": \"grep\", \"arguments\": ""#),
+            "{grep}"
+        );
+        assert!(grep.ends_with(r#""}\n```\n""#), "{grep}");
+        // The arguments follow the tool's schema: `pattern` is required.
+        assert!(g.contains(r#""\"pattern\"""#), "{g}");
+        // The call the grammar admits is one the textual reader takes, and nothing else.
+        let text = "```json\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"yaml\"}}\n```\n";
+        let calls = crate::model::textual::TextualTools::calls_in_answer(&request, text);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0].name, "grep");
+        assert_eq!(calls[0].arguments["pattern"], "yaml");
+        assert!(calls[0].id.starts_with("text_call_t1"), "{calls:?}");
+        request.tool_choice = ToolChoice::Required;
+        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        assert_eq!(rule(&g, "root"), "tool-call");
+        request.response_contract = None;
+        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        assert_eq!(rule(&g, "root"), "tool-call");
+    }
+
+    #[test]
+    fn a_tool_schema_the_grammar_cannot_write_takes_any_object() {
+        let mut request = request_for(None);
+        request.tools.push(crate::model::ToolSpec {
+            name: "mcp_thing".into(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": {"x": {"type": "frob"}}}),
+        });
+        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        assert_eq!(rule(&g, "root"), "tool-call | free-answer");
+        assert!(rule(&g, "call-mcp-thing").contains("arguments"), "{g}");
     }
 
     #[test]

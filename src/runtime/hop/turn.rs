@@ -91,7 +91,8 @@ impl HopState {
             message_id: &self.message_id,
         };
         let mut pending = Vec::with_capacity(calls.len());
-        // Calls answered without running: repeats of earlier ones and gate refusals.
+        // Calls refused as repeats of earlier ones. A gate refusal is not one: it says what the
+        // plan opens, and a model that tries another source next is finding its way.
         let mut refused = 0usize;
         for call in calls {
             self.ctx.emit(EventKind::ToolCall {
@@ -138,7 +139,6 @@ impl HopState {
                         reason: reason.clone(),
                     });
                     pending.push(Pending::Done(Message::tool(&call.id, reason, true), None));
-                    refused += 1;
                     continue;
                 }
                 if tool == PLAN_TOOL {
