@@ -129,12 +129,38 @@ pub fn written_note(owed: &Deliver, written: &[String], project: &Project) -> Op
 /// The document an answer consists of, for `deliver.from_answer`: YAML frontmatter or a `# `
 /// title first, and more than a few lines (one fence around it all is taken off, as the
 /// contract gate does). `None` for a one-line answer naming a file, a call, a question.
+///
+/// A fenced document after a line or two of preface ("Here is the report:") is taken too, when
+/// it opens with frontmatter: small models introduce what they were asked to write, and an
+/// agent told to answer without tools (a stalled hop) has no other way to deliver.
 pub fn document_in_answer(answer: &str) -> Option<&str> {
+    let is_document = |text: &str| {
+        (text.starts_with("---\n") || text.starts_with("# ")) && text.lines().count() >= 5
+    };
     let text = crate::markdown::leading_fence(answer)
         .map_or(answer, |(document, _)| document)
         .trim();
-    let opens = text.starts_with("---\n") || text.starts_with("# ");
-    (opens && text.lines().count() >= 5).then_some(text)
+    if is_document(text) {
+        return Some(text);
+    }
+    const PREFACE_LINES: usize = 2;
+    let mut at = 0;
+    let mut prose = 0;
+    for line in answer.split_inclusive('\n') {
+        if line.starts_with("```") || line.starts_with("~~~") {
+            let (fenced, _) = crate::markdown::leading_fence(&answer[at..])?;
+            let fenced = fenced.trim();
+            return (fenced.starts_with("---\n") && is_document(fenced)).then_some(fenced);
+        }
+        if !line.trim().is_empty() {
+            prose += 1;
+            if prose > PREFACE_LINES {
+                return None;
+            }
+        }
+        at += line.len();
+    }
+    None
 }
 
 /// Where the runtime saves an answer that is the document: the glob's `*` replaced by
@@ -363,6 +389,14 @@ mod tests {
         // Text after the closing fence (Qwen copied the prompt's rules below its report).
         let trailed = format!("{report}\n- Copy Evidence and Excerpt exactly.\n");
         assert_eq!(document_in_answer(&trailed), Some(document));
+        // After a line of preface (the offline model's answer on a turn without tools).
+        let prefaced = format!("The report could not be written; here it is.\n\n{report}");
+        assert_eq!(document_in_answer(&prefaced), Some(document));
+        let essay = format!("One.\nTwo.\nThree.\n\n{report}");
+        assert_eq!(document_in_answer(&essay), None, "more than a preface");
+        let untitled =
+            "Here:\n```\nfn main() {}\nfn a() {}\nfn b() {}\nfn c() {}\nfn d() {}\n```\n";
+        assert_eq!(document_in_answer(untitled), None, "code is no document");
         for not_one in [
             "reports/a.md",
             "{\"name\": \"write\", \"arguments\": {}}",

@@ -212,6 +212,10 @@ fn write_request(
 /// schema. A schema the grammar cannot write (an MCP tool's `$ref`) takes any JSON object:
 /// the tool itself still checks its arguments.
 fn calls_rules(g: &mut Writer, tools: &[crate::model::ToolSpec]) -> Option<String> {
+    if tools.iter().any(|t| t.name != TASK_TOOL) {
+        // The object rules of `schema_rule` separate their members with it.
+        g.rule("ws", "[ \\t\\n]{0,4}");
+    }
     let mut alternatives = Vec::new();
     for tool in tools {
         if tool.name == TASK_TOOL {
@@ -821,6 +825,42 @@ mod tests {
         }
     }
 
+    /// The rule names `grammar` uses but never defines (llama.cpp rejects such a grammar).
+    fn undefined(grammar: &str) -> Vec<String> {
+        let mut defined = std::collections::BTreeSet::new();
+        let mut used = std::collections::BTreeSet::new();
+        for line in grammar.lines() {
+            let Some((name, body)) = line.split_once(" ::= ") else {
+                continue;
+            };
+            defined.insert(name.to_string());
+            let (mut quoted, mut class, mut escaped) = (false, false, false);
+            let mut word = String::new();
+            for c in body.chars().chain(std::iter::once(' ')) {
+                if escaped {
+                    escaped = false;
+                    continue;
+                }
+                match c {
+                    '\\' if quoted || class => escaped = true,
+                    '"' if !class => quoted = !quoted,
+                    '[' if !quoted => class = true,
+                    ']' if class => class = false,
+                    c if !quoted && !class && (c.is_ascii_alphanumeric() || c == '-') => {
+                        word.push(c)
+                    }
+                    _ => {
+                        if word.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                            used.insert(std::mem::take(&mut word));
+                        }
+                        word.clear();
+                    }
+                }
+            }
+        }
+        used.difference(&defined).cloned().collect()
+    }
+
     fn rule<'a>(grammar: &'a str, name: &str) -> &'a str {
         let prefix = format!("{name} ::= ");
         grammar
@@ -1092,8 +1132,10 @@ mod tests {
         assert_eq!(calls[0].name, "grep");
         assert_eq!(calls[0].arguments["pattern"], "yaml");
         assert!(calls[0].id.starts_with("text_call_t1"), "{calls:?}");
+        assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
         request.tool_choice = ToolChoice::Required;
         let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
         assert_eq!(rule(&g, "root"), "tool-call");
         request.response_contract = None;
         let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
@@ -1111,6 +1153,7 @@ mod tests {
         let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
         assert_eq!(rule(&g, "root"), "tool-call | free-answer");
         assert!(rule(&g, "call-mcp-thing").contains("arguments"), "{g}");
+        assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
     }
 
     #[test]
