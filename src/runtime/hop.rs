@@ -507,6 +507,24 @@ impl HopState {
                 // This reply is the checkpoint the runtime asked for; its tool calls do not run.
                 return self.checkpointed(why, answer, &response.content);
             }
+            // A cut-off answer that loops on a call it wrote as text is that call: Qwen2.5-Coder-
+            // 1.5B, asked for a call (`tool_choice: required`) through llama.cpp's server,
+            // wrote one fenced `grep` call over and over until `max_tokens`.
+            if response.truncated && response.tool_calls.is_empty() && !pieces.waiting() {
+                let kept = super::truncation::before_loop(&response.content)
+                    .filter(|kept| recover::recover(kept, &offered, turn).is_some())
+                    .map(str::to_string);
+                if let Some(kept) = kept {
+                    self.ctx.emit(EventKind::ModelTruncated {
+                        step: turn,
+                        output_tokens: response.usage.output_tokens,
+                        dropped_tool_calls: 0,
+                        action: "call_kept".into(),
+                    });
+                    response.content = kept;
+                    response.truncated = false;
+                }
+            }
             // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
             match pieces.take(&mut response, &mut self.messages, turn, |e| {
                 self.ctx.emit(e)

@@ -114,10 +114,22 @@ impl Pieces {
     }
 }
 
+/// The text of a cut-off answer up to the end of the first stretch its loop repeats, when it
+/// loops: [`loop_start`], carried on to the end of its line unless it ends one (the stretch may
+/// start a few bytes early, where the text before it happens to end like the stretch).
+pub(crate) fn before_loop(text: &str) -> Option<&str> {
+    let cut = loop_start(text)?;
+    if cut == 0 || text.as_bytes()[cut - 1] == b'\n' {
+        return Some(&text[..cut]);
+    }
+    let end = text[cut..].find('\n').map_or(text.len(), |i| cut + i);
+    Some(&text[..end])
+}
+
 /// Where the repeats begin when `text` ends in one stretch repeated at least
 /// [`LOOP_MIN_REPEATS`] times over at least [`LOOP_MIN_BYTES`]: the byte offset just after the
 /// stretch's first occurrence (a char boundary). `None` when the end does not loop.
-fn loop_start(text: &str) -> Option<usize> {
+pub(crate) fn loop_start(text: &str) -> Option<usize> {
     let b = text.as_bytes();
     let n = b.len();
     for p in 1..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_REPEATS) {
@@ -228,6 +240,19 @@ mod tests {
         let mut r = response("whole", false);
         pieces.take(&mut r, &mut messages, 2, |_| {});
         assert_eq!(r.content, "whole", "nothing joined to it");
+    }
+
+    #[test]
+    fn the_text_before_a_loop_ends_with_the_first_stretch_whole() {
+        let call = "```json\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"yaml\"}}\n```\n";
+        // The prose before the calls ends like a call does ("\n"), so the periodic tail starts
+        // a byte early: the kept text is carried on to the end of its line.
+        let text = format!("I will search.\n{}```json\n{{\"na", call.repeat(8));
+        let kept = before_loop(&text).expect("a loop");
+        assert!(kept.starts_with("I will search.\n```json"), "{kept:?}");
+        assert!(kept.trim_end().ends_with("```"), "{kept:?}");
+        assert_eq!(kept.matches("\"grep\"").count(), 1, "{kept:?}");
+        assert_eq!(before_loop("no loop here"), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::support;
 
 use serde_json::json;
 
-use support::mock::{answer, call, Mock};
+use support::mock::{answer, call, truncated, Mock};
 use switchboard::project::Project;
 use switchboard::runtime::EventKind;
 
@@ -121,4 +121,43 @@ fn tool_choice_required_without_tools_is_a_warning_with_its_line() {
         .find(|d| d.code == "agent/tool-choice")
         .unwrap_or_else(|| panic!("{:?}", agents.diagnostics));
     assert_eq!((warning.line, warning.column), (6, 14), "{warning:?}");
+}
+
+/// Asked for a call through llama.cpp's server, Qwen2.5-Coder-1.5B wrote one fenced call over
+/// and over until `max_tokens`: that cut answer is the call, and it runs.
+#[tokio::test]
+async fn a_cut_answer_looping_on_one_written_call_is_that_call() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    let written = "```json\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"saphyr\"}}\n```\n";
+    let looping = format!(
+        "Searching.\n{}```json\n{{\"name\": \"gr",
+        written.repeat(10)
+    );
+    mock.push(truncated(answer(&looping, vec![])))
+        .push(answer("`thoughts/yaml.md` decides it.", vec![]));
+    let (outcome, events) =
+        support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let actions: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelTruncated { action, .. } => Some(action.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(actions, vec!["call_kept"]);
+    let ran: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { tool, output, .. } => Some((tool.clone(), output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!(ran[0].0, "grep");
+    assert!(ran[0].1.contains("thoughts/yaml.md"), "{ran:?}");
+    // The model sees its call once, not the loop: in its text, as the call, in the result.
+    let second = mock.requests()[1].body["messages"].to_string();
+    assert_eq!(second.matches("saphyr").count(), 3, "{second}");
 }
