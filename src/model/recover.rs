@@ -225,6 +225,42 @@ pub fn recover(answer: &str, offered: &Offered, turn: u32) -> Option<Recovered> 
     Some(Recovered { calls, form: form? })
 }
 
+/// The call an answer opens with, whatever follows it: for a turn that had to be a call
+/// (`tool_choice: required`), where a model that writes its call as text often goes on as if
+/// the result had come (Qwen2.5-Coder-1.5B wrote a `grep` call, then an answer listing a file
+/// that does not exist). The call must start the answer or follow at most two lines of prose
+/// that do not introduce an example. Returns the calls and where the first candidate ends: the
+/// text after it was never a result and goes.
+pub fn leading_call(answer: &str, offered: &Offered, turn: u32) -> Option<(Recovered, usize)> {
+    const PREFACE_LINES: usize = 2;
+    if offered.tools.is_empty() {
+        return None;
+    }
+    let first = candidates(answer, offered).into_iter().next()?;
+    let before = &answer[..first.start];
+    let prose = before.lines().filter(|l| !l.trim().is_empty()).count();
+    if prose > PREFACE_LINES || introduces_example(before) {
+        return None;
+    }
+    let calls = first
+        .calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, arguments))| ToolCall {
+            id: format!("recovered_t{turn}_{}", i + 1),
+            name,
+            arguments: Value::Object(arguments),
+        })
+        .collect();
+    Some((
+        Recovered {
+            calls,
+            form: first.form,
+        },
+        first.end,
+    ))
+}
+
 /// The one JSON object an answer consists of (alone, or alone in one code fence), read leniently
 /// like a call's arguments; `None` when the answer holds anything else. For a workflow agent that
 /// writes a step's result as its answer without the `step` call around it.
@@ -342,6 +378,9 @@ fn one(text: &str, at: usize, offered: &Offered) -> Option<Candidate> {
     let rest = &text[at..];
     let (form, after_marker, close) = if let Some(r) = rest.strip_prefix("<tool_call>") {
         (Form::Hermes, rest.len() - r.len(), Some("</tool_call>"))
+    } else if let Some(r) = rest.strip_prefix("<tools>") {
+        // Qwen2.5-Coder-1.5B wraps a call in the tag its chat template lists the tools in.
+        (Form::Hermes, rest.len() - r.len(), Some("</tools>"))
     } else if let Some(r) = rest.strip_prefix("[TOOL_CALLS]") {
         (Form::Mistral, rest.len() - r.len(), None)
     } else if let Some(r) = rest.strip_prefix("<|python_tag|>") {
@@ -734,6 +773,34 @@ mod tests {
             "plain",
         ] {
             assert!(sole_object(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_leading_call_is_taken_whatever_follows_it() {
+        let offered = Offered::from_specs(&[crate::tools::spec("grep").unwrap()]);
+        // Qwen2.5-Coder-1.5B on a turn that had to be a call: the call in the tag of its chat
+        // template's tool list, then a made-up answer.
+        let answer = "<tools>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"YAML parser\"}}\n</tools>\n\n<answer>\n- `thoughts/shared/decisions/2026-11-25-001.md`\n</answer>\n";
+        assert!(
+            recover(answer, &offered, 1).is_none(),
+            "an answer follows: no call"
+        );
+        let (found, end) = leading_call(answer, &offered, 1).expect("the leading call");
+        assert_eq!(found.form, Form::Hermes);
+        assert_eq!(found.calls[0].arguments["pattern"], "YAML parser");
+        assert_eq!(&answer[..end], "<tools>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"YAML parser\"}}\n</tools>");
+        let prefaced = format!("I will search first.\n\n{answer}");
+        assert!(leading_call(&prefaced, &offered, 1).is_some());
+        for not_leading in [
+            format!("One.\nTwo.\nThree.\n{answer}"),
+            format!("For example:\n{answer}"),
+            "No documents found.".to_string(),
+        ] {
+            assert!(
+                leading_call(&not_leading, &offered, 1).is_none(),
+                "{not_leading}"
+            );
         }
     }
 

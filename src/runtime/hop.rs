@@ -59,17 +59,22 @@ pub const STALLED_TURNS: u32 = 2;
 /// What an agent with `tool_choice: required` reads after an answer without a call: what it
 /// can call, and that its answer comes from the results.
 fn tool_reminder(specs: &[crate::model::ToolSpec]) -> String {
+    format!(
+        "[runtime] You answered without calling a tool. Your answer must come from what your \
+         tools show you: call one now ({}), with the words of your task as its arguments, and \
+         answer from its results on the next turn.",
+        tool_names(specs)
+    )
+}
+
+/// The first few tools' names, for what the runtime tells the model: `` `grep`, `glob` ``.
+fn tool_names(specs: &[crate::model::ToolSpec]) -> String {
     let names: Vec<String> = specs
         .iter()
         .take(6)
         .map(|s| format!("`{}`", s.name))
         .collect();
-    format!(
-        "[runtime] You answered without calling a tool. Your answer must come from what your \
-         tools show you: call one now ({}), with the words of your task as its arguments, and \
-         answer from its results on the next turn.",
-        names.join(", ")
-    )
+    names.join(", ")
 }
 
 /// Tool output kept in the event log (the transcript keeps everything).
@@ -348,6 +353,18 @@ impl HopState {
             let results = self.tools_turn(&reads).await;
             super::read_first::with_reads(&task, &reads, &results)
         };
+        // `tool_choice: required`: said with the task too, since a server may not enforce it and a
+        // small model otherwise copies the prompt's answer template at once (Qwen2.5-Coder-1.5B
+        // wrote a locator's envelope until it looped, twice, before any search).
+        let task = if self.agent.tool_choice == ToolChoice::Required && !tool_specs.is_empty() {
+            format!(
+                "{task}\n\n[runtime] Start with a tool call ({}), with the words of your task \
+                 as its arguments. Your answer comes after, from what the tools show.",
+                tool_names(&tool_specs)
+            )
+        } else {
+            task
+        };
         self.messages.push(Message::user(task));
         // `gate.ask: runtime`: the plan request is the runtime's to make, word for word; the
         // agent's first turn reads its result (the plan, or why it failed).
@@ -547,6 +564,9 @@ impl HopState {
             if response.tool_calls.is_empty() {
                 self.recover_calls(&mut response, &offered, turn);
             }
+            if response.tool_calls.is_empty() && tool_choice == ToolChoice::Required {
+                self.leading_call(&mut response, &offered, turn);
+            }
             if !response.tool_calls.is_empty() {
                 self.called_tool = true;
             } else if tool_choice == ToolChoice::Required {
@@ -717,6 +737,22 @@ impl HopState {
             tools: found.calls.iter().map(|c| c.name.clone()).collect(),
             call_ids: found.calls.iter().map(|c| c.id.clone()).collect(),
         });
+        response.tool_calls = found.calls;
+    }
+
+    /// On a turn that had to be a call: the call the answer opens with, its made-up rest cut
+    /// off (`recover::leading_call`).
+    fn leading_call(&self, response: &mut ModelResponse, offered: &recover::Offered, turn: u32) {
+        let Some((found, end)) = recover::leading_call(&response.content, offered, turn) else {
+            return;
+        };
+        self.ctx.emit(EventKind::ModelToolCallRecovered {
+            step: turn,
+            form: found.form.as_str().to_string(),
+            tools: found.calls.iter().map(|c| c.name.clone()).collect(),
+            call_ids: found.calls.iter().map(|c| c.id.clone()).collect(),
+        });
+        response.content.truncate(end);
         response.tool_calls = found.calls;
     }
 

@@ -53,6 +53,15 @@ async fn a_required_call_is_asked_for_until_the_first_call_then_the_choice_is_th
     assert!(outcome.answer.contains("thoughts/yaml.md"), "{outcome:?}");
     let bodies: Vec<serde_json::Value> = mock.requests().into_iter().map(|r| r.body).collect();
     assert_eq!(bodies.len(), 3, "{bodies:?}");
+    // The task says it too: a server may not enforce the field.
+    let task = bodies[0]["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        task.starts_with("find the YAML decision\n\n[runtime] Start with a tool call (")
+            && task.contains("`grep`"),
+        "{task}"
+    );
     // Required until the agent called a tool; then the model's choice again.
     assert_eq!(bodies[0]["tool_choice"], "required");
     assert_eq!(bodies[1]["tool_choice"], "required");
@@ -160,4 +169,29 @@ async fn a_cut_answer_looping_on_one_written_call_is_that_call() {
     // The model sees its call once, not the loop: in its text, as the call, in the result.
     let second = mock.requests()[1].body["messages"].to_string();
     assert_eq!(second.matches("saphyr").count(), 3, "{second}");
+}
+
+/// On a turn that had to be a call, the call an answer opens with is taken and what the model
+/// made up after it (the result it did not have yet) is dropped.
+#[tokio::test]
+async fn a_required_turn_takes_the_leading_call_and_drops_the_made_up_rest() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    let written =
+        "<tools>\n{\"name\": \"grep\", \"arguments\": {\"pattern\": \"saphyr\"}}\n</tools>";
+    mock.push(answer(
+        &format!("{written}\n\n<answer>\n- `thoughts/invented.md`\n</answer>\n"),
+        vec![],
+    ))
+    .push(answer("`thoughts/yaml.md` decides it.", vec![]));
+    let (outcome, events) =
+        support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert!(steered(&events).is_empty(), "no reminder was needed");
+    let second = mock.requests()[1].body["messages"].clone();
+    let assistant = second[2]["content"].as_str().unwrap_or_default();
+    assert_eq!(assistant, written);
+    assert!(second[3]["content"]
+        .as_str()
+        .is_some_and(|r| r.contains("thoughts/yaml.md")));
 }
