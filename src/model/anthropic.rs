@@ -133,7 +133,7 @@ impl Anthropic {
                 })
                 .collect();
             obj.insert("tools".into(), Value::Array(tools));
-            if request.tool_choice == ToolChoice::Required {
+            if request.tool_choice == ToolChoice::Required && self.http.config.tool_choice {
                 // Anthropic's "any": one of the tools, the model's pick.
                 obj.insert("tool_choice".into(), json!({"type": "any"}));
             }

@@ -78,7 +78,7 @@ impl OpenAi {
                 })
                 .collect();
             obj.insert("tools".into(), Value::Array(tools));
-            if request.tool_choice == ToolChoice::Required {
+            if request.tool_choice == ToolChoice::Required && self.http.config.tool_choice {
                 obj.insert("tool_choice".into(), json!("required"));
             }
         }
@@ -520,6 +520,18 @@ mod tests {
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["temperature"], 0.2);
         assert!(body.get("top_p").is_none());
+        // `[providers.NAME] tool_choice = false`: the tools go, the field does not.
+        let mut config = HttpConfig::local("llamacpp", Protocol::Openai, "http://127.0.0.1:1/v1");
+        config.tool_choice = false;
+        let body = OpenAi::new(config).expect("client").body(&req, true);
+        assert!(body["tools"].is_array());
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        // Without tools there is nothing to choose from.
+        let bare = ModelRequest {
+            tools: Vec::new(),
+            ..req
+        };
+        assert!(provider().body(&bare, true).get("tool_choice").is_none());
     }
 
     #[test]

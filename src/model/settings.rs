@@ -62,6 +62,7 @@ impl Default for Timeouts {
 /// max_tokens = 8192                       # longest answer per turn (default: see below)
 /// context_tokens = 8192                   # the server's context size; default max_tokens is a quarter
 /// tools = true                            # false: the model writes task() calls as text
+/// tool_choice = true                      # false: never send tool_choice (llama.cpp's server)
 ///
 /// [providers.ollama.models."llama3.1"]
 /// tools = false
@@ -84,6 +85,10 @@ pub struct ProviderSettings {
     /// The context window of the provider's models, when known (e.g. llama.cpp's `--ctx-size`).
     pub context_tokens: Option<u32>,
     pub tools: Option<bool>,
+    /// `false`: never send `tool_choice` (the runtime still holds an agent with
+    /// `tool_choice: required` to it). For servers that accept the field and then run the
+    /// answer to `max_tokens`, as llama.cpp's server did here (ggml-org/llama.cpp#27217).
+    pub tool_choice: Option<bool>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelSettings>,
 }
@@ -166,6 +171,8 @@ pub struct HttpConfig {
     pub retry: RetryPolicy,
     pub timeouts: Timeouts,
     pub max_tokens: Option<u32>,
+    /// Whether requests may carry `tool_choice` (`[providers.NAME] tool_choice`, default true).
+    pub tool_choice: bool,
     pub observer: Option<AttemptObserver>,
 }
 
@@ -181,6 +188,7 @@ impl fmt::Debug for HttpConfig {
             .field("retry", &self.retry)
             .field("timeouts", &self.timeouts)
             .field("max_tokens", &self.max_tokens)
+            .field("tool_choice", &self.tool_choice)
             .field("observer", &self.observer.is_some())
             .finish()
     }
@@ -271,6 +279,7 @@ impl HttpConfig {
             retry,
             timeouts,
             max_tokens: settings.max_tokens,
+            tool_choice: settings.tool_choice.unwrap_or(true),
             observer: options.observer.clone(),
         })
     }
@@ -296,6 +305,7 @@ impl HttpConfig {
                 stream_idle: Duration::from_secs(5),
             },
             max_tokens: None,
+            tool_choice: true,
             observer: None,
         }
     }
