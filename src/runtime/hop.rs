@@ -528,8 +528,13 @@ impl HopState {
             // 1.5B, asked for a call (`tool_choice: required`) through llama.cpp's server,
             // wrote one fenced `grep` call over and over until `max_tokens`.
             if response.truncated && response.tool_calls.is_empty() && !pieces.waiting() {
+                let calls = |text: &&str| recover::recover(text, &offered, turn).is_some();
                 let kept = super::truncation::before_loop(&response.content)
-                    .filter(|kept| recover::recover(kept, &offered, turn).is_some())
+                    .and_then(|kept| {
+                        Some(kept)
+                            .filter(calls)
+                            .or_else(|| super::truncation::through_closed_fence(kept).filter(calls))
+                    })
                     .map(str::to_string);
                 if let Some(kept) = kept {
                     self.ctx.emit(EventKind::ModelTruncated {

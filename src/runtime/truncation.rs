@@ -126,6 +126,25 @@ pub(crate) fn before_loop(text: &str) -> Option<&str> {
     Some(&text[..end])
 }
 
+/// `text` up to the end of its last closed code fence: what is whole of a text cut inside a
+/// block (a loop's first stretch need not start where a block does).
+pub(crate) fn through_closed_fence(text: &str) -> Option<&str> {
+    let mut open = false;
+    let mut end = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end();
+        if bare.starts_with("```") {
+            if open && bare == "```" {
+                end = Some(at + bare.len());
+            }
+            open = !open || bare != "```";
+        }
+        at += line.len();
+    }
+    end.map(|e| &text[..e])
+}
+
 /// Where the repeats begin when `text` ends in one stretch repeated at least
 /// [`LOOP_MIN_REPEATS`] times over at least [`LOOP_MIN_BYTES`]: the byte offset just after the
 /// stretch's first occurrence (a char boundary). `None` when the end does not loop.
@@ -253,6 +272,21 @@ mod tests {
         assert!(kept.trim_end().ends_with("```"), "{kept:?}");
         assert_eq!(kept.matches("\"grep\"").count(), 1, "{kept:?}");
         assert_eq!(before_loop("no loop here"), None);
+    }
+
+    #[test]
+    fn a_text_cut_inside_a_block_is_whole_up_to_its_last_closed_fence() {
+        let block = "```json\n{\"name\": \"grep\"}\n```\n";
+        let text = format!("{block}{block}```json\n{{\"na");
+        assert_eq!(
+            through_closed_fence(&text),
+            Some(&text[..2 * block.len() - 1])
+        );
+        assert_eq!(through_closed_fence("```json\n{\"na"), None);
+        assert_eq!(through_closed_fence("no code"), None);
+        // A bare fence opens a block too; its partner closes it.
+        let bare = "```\ntask({})\n```\n```\nx";
+        assert_eq!(through_closed_fence(bare), Some("```\ntask({})\n```"));
     }
 
     #[test]

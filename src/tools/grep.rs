@@ -49,10 +49,10 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         paths.push((rel, entry.into_path()));
     }
     paths.sort();
-    for (rel, path) in paths {
+    for (rel, path) in &paths {
         let _ = searcher.search_path(
             &matcher,
-            &path,
+            path,
             UTF8(|line_no, line| {
                 total += 1;
                 if results.len() < MAX_RESULTS {
@@ -76,6 +76,113 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     }
     if total == 0 {
         out = format!("no matches for `{pattern}`");
+        if let Some(hint) = word_hints(pattern, &paths) {
+            out.push_str(&hint);
+        }
     }
     Ok(ToolOutput::text(out))
+}
+
+/// Words of a pattern tried on their own, at most this many.
+const MAX_HINT_WORDS: usize = 4;
+
+/// For a pattern that matched nothing: which of its words (three letters or more, any case)
+/// do occur on their own in the files searched, with a file for each, so the next search can
+/// be one that finds something. Qwen2.5-Coder-1.5B searched `(# |date:|status:)yaml parser`
+/// over the decisions folder twice, got "no matches" twice, and went on writing the same calls
+/// until its output limit, with the file it wanted named `…-yaml-parser-serde-saphyr.md`.
+/// `None` when the pattern has no such word or none occurs.
+fn word_hints(pattern: &str, paths: &[(String, std::path::PathBuf)]) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for word in pattern
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3)
+    {
+        let word = word.to_lowercase();
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words.truncate(MAX_HINT_WORDS);
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .build();
+    let mut found = Vec::new();
+    for word in &words {
+        let Ok(matcher) = RegexMatcher::new_line_matcher(&format!("(?i){}", regex::escape(word)))
+        else {
+            continue;
+        };
+        let mut files = Vec::new();
+        for (rel, path) in paths {
+            let mut hit = false;
+            let _ = searcher.search_path(
+                &matcher,
+                path,
+                UTF8(|_, _| {
+                    hit = true;
+                    Ok(false)
+                }),
+            );
+            if hit || rel.to_lowercase().contains(word.as_str()) {
+                files.push(rel.as_str());
+            }
+        }
+        if let Some(first) = files.first() {
+            found.push((files.len(), word.as_str(), *first));
+        }
+    }
+    // The rarest word first: it tells the files apart.
+    found.sort_by_key(|(n, _, _)| *n);
+    let (_, rarest, _) = found.first()?;
+    let listed: Vec<String> = found
+        .iter()
+        .map(|(n, word, first)| format!("`{word}` in {n} file(s) (e.g. `{first}`)"))
+        .collect();
+    Some(format!(
+        "\nThe whole pattern matches no line, but single words of it do: {}. Search for one of \
+         them, e.g. `(?i){rarest}`.",
+        listed.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_that_matches_nothing_is_told_which_of_its_words_do_rarest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut paths = Vec::new();
+        for (name, text) in [
+            (
+                "2026-11-02-yaml-parser-serde-saphyr.md",
+                "# YAML parser\ndate: 2026-11-02\n",
+            ),
+            (
+                "2026-11-06-path-confinement.md",
+                "# Paths\ndate: 2026-11-06\n",
+            ),
+            (
+                "2026-11-08-prompt-templates.md",
+                "# Templates\ndate: 2026-11-08\n",
+            ),
+        ] {
+            std::fs::write(dir.path().join(name), text).expect("write");
+            paths.push((format!("thoughts/{name}"), dir.path().join(name)));
+        }
+        let hint = word_hints("(# |date:|status:)yaml parser", &paths).expect("a hint");
+        assert!(
+            hint.contains(
+                "`yaml` in 1 file(s) (e.g. `thoughts/2026-11-02-yaml-parser-serde-saphyr.md`)"
+            ),
+            "{hint}"
+        );
+        assert!(hint.contains("`date` in 3 file(s)"), "{hint}");
+        assert!(!hint.contains("`status`"), "no file has it: {hint}");
+        assert!(hint.ends_with("e.g. `(?i)yaml`."), "{hint}");
+        assert!(hint.find("`yaml`") < hint.find("`date`"), "{hint}");
+        assert_eq!(word_hints("kubernetes", &paths), None);
+        assert_eq!(word_hints("a|b", &paths), None);
+    }
 }

@@ -195,3 +195,59 @@ async fn a_required_turn_takes_the_leading_call_and_drops_the_made_up_rest() {
         .as_str()
         .is_some_and(|r| r.contains("thoughts/yaml.md")));
 }
+
+/// The loop Qwen2.5-Coder-1.5B wrote after two searches found nothing: two calls alternating,
+/// then one of them over and over, cut inside a block. The calls before the loop run once each.
+#[tokio::test]
+async fn a_loop_that_starts_inside_a_block_keeps_the_whole_calls_before_it() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    let block = |p: &str| {
+        format!(
+            "```json\n{{\n  \"name\": \"grep\",\n  \"arguments\": {{\n    \"path\": \"thoughts\",\n    \"pattern\": \"(# |date:){p} parser\"\n  }}\n}}\n```\n"
+        )
+    };
+    let looping = format!(
+        "{}{}{}{}{}```json\n{{\n  \"name\": \"gr",
+        block("yaml"),
+        block("YAML"),
+        block("yaml"),
+        block("YAML"),
+        block("YAML").repeat(8)
+    );
+    mock.push(answer(
+        "",
+        vec![call("g1", "glob", json!({"pattern": "thoughts/*.md"}))],
+    ))
+    .push(truncated(answer(&looping, vec![])))
+    .push(answer("`thoughts/yaml.md` decides it.", vec![]));
+    let (outcome, events) =
+        support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let actions: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelTruncated { action, .. } => Some(action.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(actions, vec!["call_kept"]);
+    let greps: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                tool, arguments, ..
+            } if tool == "grep" => Some(
+                arguments["pattern"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        greps,
+        vec!["(# |date:)yaml parser", "(# |date:)YAML parser"]
+    );
+}
