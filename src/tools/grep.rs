@@ -22,7 +22,22 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     };
     let matcher = RegexMatcher::new_line_matcher(pattern)
         .map_err(|e| bad(format!("bad regex `{pattern}`: {e}")))?;
-    let filter = match opt_str(args, "glob") {
+    // A folder given as the glob (`thoughts/shared/decisions/`, as a 1.5B model wrote it) means
+    // the files under it; as written it would match no file, and nothing would be searched.
+    let glob = opt_str(args, "glob").map(|g| {
+        let folder = g.trim_end_matches('/');
+        let is_folder = g.ends_with('/')
+            || ctx
+                .project
+                .resolve_visible(folder)
+                .is_ok_and(|p| p.is_dir());
+        if is_folder && !folder.is_empty() {
+            format!("{folder}/**")
+        } else {
+            g.to_string()
+        }
+    });
+    let filter = match &glob {
         Some(g) => Some(
             GlobBuilder::new(g)
                 .build()
@@ -73,6 +88,13 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
             "\n({} more matches not shown; narrow the pattern or path)",
             total - MAX_RESULTS
         ));
+    }
+    if let (Some(g), true) = (&glob, paths.is_empty()) {
+        return Ok(ToolOutput::text(format!(
+            "no file under `{base}` matches the glob `{g}`: nothing was searched. `glob` keeps \
+             files whose path matches it (e.g. `thoughts/**/*.md`); to search a folder, give it \
+             as `path`."
+        )));
     }
     if total == 0 {
         out = format!("no matches for `{pattern}`");

@@ -416,3 +416,39 @@ fn a_hard_link_to_a_file_outside_is_refused_by_every_tool_and_by_citations() {
     assert!(outside[0].message.contains("hard link"), "{outside:#?}");
     assert_eq!(files.reads(), 0, "the linked file is never read");
 }
+
+/// A folder given as grep's `glob` means the files under it (a 1.5B locator wrote
+/// `glob: thoughts/shared/decisions/` and got "no matches" from a search of no file); a glob
+/// that keeps no file says nothing was searched instead of "no matches".
+#[test]
+fn grep_takes_a_folder_glob_as_its_files_and_says_when_nothing_was_searched() {
+    let f = Fixture::new();
+    let a = agent("");
+    for glob in ["docs/", "docs"] {
+        let out = call(&f, &a, "grep", json!({"pattern": "inside", "glob": glob}))
+            .expect("grep")
+            .text;
+        assert_eq!(out, "docs/a.md:1:inside doc", "{glob}: {out}");
+    }
+    let none = call(&f, &a, "grep", json!({"pattern": "inside", "glob": "*.rs"}))
+        .expect("grep")
+        .text;
+    assert!(
+        none.starts_with("no file under `.` matches the glob `*.rs`: nothing was searched"),
+        "{none}"
+    );
+    // And a pattern that matches no line hears which of its words would.
+    let words = call(
+        &f,
+        &a,
+        "grep",
+        json!({"pattern": "(# |date:)inside notes", "path": "docs"}),
+    )
+    .expect("grep")
+    .text;
+    assert!(words.starts_with("no matches for"), "{words}");
+    assert!(
+        words.contains("`inside` in 1 file(s) (e.g. `docs/a.md`)"),
+        "{words}"
+    );
+}
