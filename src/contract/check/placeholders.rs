@@ -33,6 +33,16 @@ pub(super) fn check_placeholders(
             }
             reported += 1;
             let start = block.inner.start + at;
+            let mut help = "write what it stands for, taken from your tool results (a real path, \
+                            title, date, topic), or leave the line out; the template shows the \
+                            shape of an answer, not its content"
+                .to_string();
+            if let Some(item) = path_item(inner, at) {
+                help.push_str(&format!(
+                    ". To keep the entry without what you did not look up, write the line as \
+                     `{item}`"
+                ));
+            }
             out.push(
                 Rule::Placeholder
                     .problem(
@@ -42,14 +52,26 @@ pub(super) fn check_placeholders(
                              instructions, left unfilled"
                         ),
                     )
-                    .with_help(
-                        "write what it stands for, taken from your tool results (a real path, \
-                         title, date, topic), or leave the line out; the template shows the \
-                         shape of an answer, not its content",
-                    ),
+                    .with_help(help),
             );
         }
     }
+}
+
+/// The list item a placeholder at `at` stands in, reduced to its path: `- \`path\`` when the
+/// line is a list item whose first code span is a path without placeholders. A 1.5B locator
+/// listed the real decision file as ``- `….md` — <title> (<YYYY-MM-DD>, <status>)`` through
+/// both repairs: it had grepped no title, date or status to fill in.
+fn path_item(text: &str, at: usize) -> Option<String> {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = text[start..end].trim_start();
+    let rest = line
+        .strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))?;
+    let path = rest.split('`').nth(1)?;
+    let looks_like_path = path.contains('/') && !path.contains(['<', '>', ' ']);
+    looks_like_path.then(|| format!("- `{path}`"))
 }
 
 /// Every `<…>` token of `text` outside fenced code blocks (an Excerpt copies a file, and its
@@ -108,6 +130,17 @@ fn placeholders(text: &str) -> Vec<(usize, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_item_with_a_real_path_is_offered_without_its_placeholders() {
+        let text = "## Docs\n- `thoughts/a/b.md` — <title> (<YYYY-MM-DD>, <status>)\n- `thoughts/<file>.md` — <title>\nSee <title>.\n";
+        let at = text.find("<title>").unwrap();
+        assert_eq!(path_item(text, at), Some("- `thoughts/a/b.md`".to_string()));
+        let second = text.find("<file>").unwrap();
+        assert_eq!(path_item(text, second), None, "the path is the placeholder");
+        let prose = text.rfind("<title>").unwrap();
+        assert_eq!(path_item(text, prose), None, "not a list item");
+    }
 
     const TEMPLATE: &str = "Answer like this:\n<answer>\n## Documents about <topic>\n\
         - `thoughts/shared/decisions/<file>.md` — <title> (<YYYY-MM-DD>, <status>)\n</answer>\n\
