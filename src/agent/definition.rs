@@ -193,6 +193,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "deliver",
     "read_first",
     "tool_choice",
+    "search_first",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -278,6 +279,8 @@ pub(crate) struct RawFrontmatter {
     pub read_first: Option<Spanned<ReadFirst>>,
     #[serde(default)]
     pub tool_choice: Option<Spanned<crate::model::ToolChoice>>,
+    #[serde(default)]
+    pub search_first: Option<Spanned<String>>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -329,6 +332,10 @@ pub struct Agent {
     /// ([`crate::model::ToolChoice`]). Left out of `agents --json` when `auto`.
     #[serde(skip_serializing_if = "crate::model::ToolChoice::is_auto")]
     pub tool_choice: crate::model::ToolChoice,
+    /// The folder the runtime greps the task's words in before the first turn
+    /// (`search_first:`, see `runtime::search_first`). Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_first: Option<String>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

@@ -285,6 +285,28 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         );
     }
 
+    let search_first = raw
+        .search_first
+        .as_ref()
+        .map(|s| s.value.trim().trim_end_matches('/').to_string())
+        .filter(|s| !s.is_empty());
+    if let (Some(s), false) = (&raw.search_first, tools.allows("grep")) {
+        diags.push(
+            Problem::new(
+                Severity::Warning,
+                "agent/search-first",
+                file,
+                "`search_first` has no effect: the agent is not granted `grep`",
+            )
+            .at_line_of(
+                text,
+                s.referenced.line() as usize + line_offset,
+                s.referenced.column() as usize,
+            )
+            .with_help("grant `grep` in `tools:`, or remove `search_first`"),
+        );
+    }
+
     let deliver = match &raw.deliver {
         None => None,
         Some(decl) => match super::deliver::Deliver::settle(&decl.value) {
@@ -369,6 +391,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         deliver,
         read_first,
         tool_choice,
+        search_first,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -139,6 +139,8 @@ pub fn agent_schema() -> Value {
             },
             "gate": gate_spec(),
             "read_first": read_first_spec(),
+            "search_first": { "type": "string", "minLength": 1,
+                "description": "A project folder: before the first turn the runtime greps it (with `grep`) for up to 3 words of the task and hands the matches over with the task" },
             "tool_choice": { "enum": ["auto", "required"], "default": "auto",
                 "description": "`required`: each turn must be a tool call until the agent has made one (then `auto`)" }
         }

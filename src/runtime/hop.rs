@@ -353,10 +353,26 @@ impl HopState {
             let results = self.tools_turn(&reads).await;
             super::read_first::with_reads(&task, &reads, &results)
         };
+        // `search_first: FOLDER`: the task's words are grepped there first (`search_first`). A
+        // search that found something is the agent's first look at its tools' results, so
+        // `tool_choice: required` asks for no more.
+        let searches = super::search_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        let task = if searches.is_empty() {
+            task
+        } else {
+            let results = self.tools_turn(&searches).await;
+            self.called_tool = results
+                .iter()
+                .any(|r| !r.is_error && !r.content.starts_with("no matches"));
+            super::search_first::with_results(&task, &searches, &results)
+        };
         // `tool_choice: required`: said with the task too, since a server may not enforce it and a
         // small model otherwise copies the prompt's answer template at once (Qwen2.5-Coder-1.5B
         // wrote a locator's envelope until it looped, twice, before any search).
-        let task = if self.agent.tool_choice == ToolChoice::Required && !tool_specs.is_empty() {
+        let task = if self.agent.tool_choice == ToolChoice::Required
+            && !tool_specs.is_empty()
+            && !self.called_tool
+        {
             format!(
                 "{task}\n\n[runtime] Start with a tool call ({}), with the words of your task \
                  as its arguments. Your answer comes after, from what the tools show.",

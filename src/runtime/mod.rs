@@ -23,6 +23,7 @@ pub(crate) mod plan_gate;
 pub mod read_first;
 pub mod resume;
 pub mod runs;
+pub mod search_first;
 pub mod session;
 pub mod shared;
 pub mod stats;

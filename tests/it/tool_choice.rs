@@ -251,3 +251,54 @@ async fn a_loop_that_starts_inside_a_block_keeps_the_whole_calls_before_it() {
         vec!["(# |date:)yaml parser", "(# |date:)YAML parser"]
     );
 }
+
+/// The shipped thoughts-locator (`search_first: thoughts`): the runtime greps the task's words
+/// before the first turn, as logged tool calls, and the matches go with the task; a search
+/// that found something is a look at the tools' results, so no call is required any more.
+#[tokio::test]
+async fn the_shipped_locator_starts_from_the_runtimes_search_of_its_task_words() {
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    let (_dir, project) = support::fs::shipped_agents_with(
+        doc,
+        "# YAML parser\n\nWe parse YAML with serde-saphyr.\n",
+    );
+    let mock = Mock::start().await;
+    mock.push(answer("No documents.", vec![]))
+        .push(answer("No documents.", vec![]))
+        .push(answer("No documents.", vec![]));
+    let (_outcome, events) = support::wire::session(
+        &project,
+        &mock,
+        "thoughts-locator",
+        "What did we decide about the YAML parser?",
+    )
+    .await;
+    let searched: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                call_id, arguments, ..
+            } => Some((call_id.clone(), arguments["pattern"].to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        searched,
+        vec![
+            ("search_first_1".to_string(), "\"(?i)yaml\"".to_string()),
+            ("search_first_2".to_string(), "\"(?i)parser\"".to_string())
+        ]
+    );
+    let first = mock.requests()[0].body.clone();
+    let task = first["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        task.contains("The runtime searched with `grep` `(?i)yaml` for you")
+            && task.contains(&format!("{doc}:1:# YAML parser")),
+        "{task}"
+    );
+    assert!(first.get("tool_choice").is_none(), "{first}");
+    assert!(!task.contains("Start with a tool call"), "{task}");
+}
