@@ -456,7 +456,7 @@ impl HopState {
                 )));
             }
             let offer_tools =
-                !(last_step || checkpointing.is_some() || self.stalled) && !tool_specs.is_empty();
+                !(last_step || checkpointing.is_some() || self.stalled || tool_specs.is_empty());
             // `tool_choice: required` holds until the agent's first call (see `ToolChoice`).
             let tool_choice = if offer_tools && !self.called_tool {
                 self.agent.tool_choice
