@@ -15,7 +15,9 @@ use evidence::{check_evidence, stating_line};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 use paths::check_named_paths;
+pub(crate) use paths::similar_files;
 use placeholders::check_placeholders;
+pub(crate) use placeholders::path_item;
 
 use super::envelope::Envelope;
 use super::files::FileCache;

@@ -24,6 +24,7 @@ mod check;
 mod envelope;
 mod fields;
 mod files;
+pub mod fix;
 pub mod json;
 mod report;
 mod rule;

@@ -218,9 +218,11 @@ impl Gate<'_> {
                 repair: self.repairs,
                 violations: outcome.violations.len(),
             });
-            return Verdict::Repair {
-                prompt: outcome.repair_prompt,
-            };
+            let mut prompt = outcome.repair_prompt;
+            if json.is_none() {
+                prompt.push_str(&self.fixed_copy(answer, &outcome.violations, contract));
+            }
+            return Verdict::Repair { prompt };
         }
         let summary = format!(
             "answer violates contract `{}` after {} repair turn(s):\n{}",
@@ -265,6 +267,27 @@ impl Gate<'_> {
             violations: outcome.violations,
             answer,
         }
+    }
+
+    /// The answer with the fixes that need no judgement made (`contract::fix`), offered to copy
+    /// when the copy has fewer problems than the answer; empty otherwise.
+    fn fixed_copy(&self, answer: &str, problems: &[Problem], contract: &Contract) -> String {
+        let Some(fixed) = contract::fix::apply(answer, problems, self.project) else {
+            return String::new();
+        };
+        let left = self.check(&fixed, contract).outcome.violations.len();
+        if left >= problems.len() {
+            return String::new();
+        }
+        let fence = crate::markdown::fence_for(&fixed);
+        format!(
+            "\nYour answer with the fixes that could be made for you already made ({} of {} \
+             problem(s) left): send it back as it stands if it says what you mean, after fixing \
+             what is left.\n{fence}markdown\n{}\n{fence}\n",
+            left,
+            problems.len(),
+            fixed.trim_end()
+        )
     }
 
     /// The contract's fallback, rendered and checked against the contract itself.

@@ -60,7 +60,7 @@ fn words(name: &str) -> Vec<String> {
 /// nothing hidden or outside the root) whose names share the most words with `missing`: looked
 /// for under the nearest folder of `missing` that exists, then, if none matches there, in the
 /// whole project.
-fn similar_files(project: &Project, missing: &str) -> Vec<String> {
+pub(crate) fn similar_files(project: &Project, missing: &str) -> Vec<String> {
     let wanted = words(missing);
     if wanted.is_empty() {
         return Vec::new();

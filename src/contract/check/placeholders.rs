@@ -62,7 +62,7 @@ pub(super) fn check_placeholders(
 /// line is a list item whose first code span is a path without placeholders. A 1.5B locator
 /// listed the real decision file as ``- `….md` — <title> (<YYYY-MM-DD>, <status>)`` through
 /// both repairs: it had grepped no title, date or status to fill in.
-fn path_item(text: &str, at: usize) -> Option<String> {
+pub(crate) fn path_item(text: &str, at: usize) -> Option<String> {
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
     let line = text[start..end].trim_start();

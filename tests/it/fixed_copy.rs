@@ -1,0 +1,59 @@
+//! A repair turn offers the answer with its mechanical fixes made (`contract::fix`): a 1.5B
+//! locator sent the same answer back three times, naming its file under the wrong folder.
+
+use crate::support;
+
+use support::mock::{answer, Mock};
+use switchboard::runtime::EventKind;
+
+#[tokio::test]
+async fn a_repair_offers_the_answer_with_the_wrong_folder_fixed_and_the_copy_passes() {
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    let (_dir, project) = support::fs::shipped_agents_with(
+        doc,
+        "# YAML parser\n\nWe parse YAML with serde-saphyr.\n",
+    );
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let wrong = format!(
+        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `thoughts/shared/specs/2026-11-02-yaml-parser.md` — YAML parser\n</answer>\n```\n"
+    );
+    let right = wrong
+        .replace("shared/specs/", "shared/decisions/")
+        .replace("</answer>\n```\n", "</answer>\n");
+    let mock = Mock::start().await;
+    mock.push(answer(&wrong, vec![]))
+        .push(answer(&right, vec![]));
+    let options = switchboard::runtime::RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let (outcome, events) = support::wire::session_with(
+        &project,
+        &mock,
+        "thoughts-locator",
+        "What did we decide about the YAML parser?",
+        options,
+    )
+    .await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let repair = mock.requests()[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        repair.contains("Your answer with the fixes that could be made for you already made (0 of 2 problem(s) left)"),
+        "{repair}"
+    );
+    let copy = repair.split("```markdown\n").nth(1).unwrap_or_default();
+    assert!(
+        copy.contains(&format!("- `{doc}` — YAML parser\n</answer>")),
+        "{copy}"
+    );
+    assert!(!copy.contains("specs/"), "{copy}");
+    let repaired = events.iter().any(
+        |e| matches!(&e.kind, EventKind::ContractOutcome { outcome, .. } if outcome == "repaired"),
+    );
+    assert!(repaired);
+}
