@@ -57,3 +57,57 @@ async fn a_repair_offers_the_answer_with_the_wrong_folder_fixed_and_the_copy_pas
     );
     assert!(repaired);
 }
+
+/// The model that sends its answer back unchanged through every repair: the copy with the
+/// mechanical fixes made passes whole, so it is the answer, and the log says the runtime made it.
+#[tokio::test]
+async fn after_the_repairs_a_passing_fixed_copy_is_the_answer_and_the_log_says_so() {
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    let (_dir, project) = support::fs::shipped_agents_with(
+        doc,
+        "# YAML parser\n\nWe parse YAML with serde-saphyr.\n",
+    );
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let wrong = format!(
+        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `thoughts/shared/plans/2026-11-02-yaml-parser.md` — YAML parser\n</answer>\n"
+    );
+    let mock = Mock::start().await;
+    for _ in 0..3 {
+        mock.push(answer(&wrong, vec![]));
+    }
+    let options = switchboard::runtime::RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let (outcome, events) = support::wire::session_with(
+        &project,
+        &mock,
+        "thoughts-locator",
+        "What did we decide about the YAML parser?",
+        options,
+    )
+    .await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert!(
+        outcome.answer.contains(&format!("- `{doc}` — YAML parser")),
+        "{}",
+        outcome.answer
+    );
+    assert!(!outcome.answer.contains("plans/"), "{}", outcome.answer);
+    let settled: Vec<(String, Option<String>, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ContractOutcome {
+                outcome,
+                reason,
+                repairs,
+                ..
+            } => Some((outcome.clone(), reason.clone(), *repairs)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        settled,
+        vec![("repaired".to_string(), Some("runtime_fix".to_string()), 2)]
+    );
+}
