@@ -272,16 +272,14 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
             .evidence
             .iter()
             .any(|e| e.label.start > span.start && e.label.start < end);
-        // `#### Constraint: None` says there is no such item: there is nothing to cite.
+        // `#### Constraint: None` says there is no such item: there is nothing to cite. So does
+        // `No constraints in this document.` (Qwen2.5-Coder-1.5B's way of saying it).
         let none = || {
-            matches!(
-                statement
-                    .trim()
-                    .trim_end_matches('.')
-                    .to_ascii_lowercase()
-                    .as_str(),
-                "none" | "n/a" | "nothing" | "-" | "no constraints" | "no decisions" | "no specs"
-            )
+            let said = statement.trim().trim_end_matches('.').to_ascii_lowercase();
+            matches!(said.as_str(), "none" | "n/a" | "nothing" | "-")
+                || ["none ", "no constraint", "no decision", "no spec"]
+                    .iter()
+                    .any(|p| said.starts_with(p))
         };
         if !has_evidence && !none() {
             let v = Rule::SignalMissingEvidence.problem(
@@ -440,7 +438,8 @@ mod tests {
                  document_status: accepted\nreliability: High\n---\n<thinking>\nt\n</thinking>\n\
                  <answer>\n## Analysis: yaml.md\n\n### Metadata\n- **Date**: 2026-11-02\n\n\
                  ### Extracted Signal\n\n#### Decision: Parse agent frontmatter with serde-saphyr\n\
-                 {item}\n#### Constraint: None\n\n### Verification Notes\n- None.\n</answer>\n"
+                 {item}\n#### Constraint: None\n#### Constraint: No constraints in this document.\n\n\
+                 ### Verification Notes\n- None.\n</answer>\n"
             )
         };
         let contract = Contract::document_analysis();
