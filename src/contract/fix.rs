@@ -8,6 +8,8 @@
 //!   folder was wrong), becomes that file's path;
 //! * a list item whose only blanks are the template's title/date/status placeholders becomes
 //!   its path alone;
+//! * an Evidence line whose reference is not in backticks becomes the line its problem's help
+//!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * text after the closing `</answer>` goes.
 //!
 //! Nothing else is touched; the copy is checked again before it is offered (`runtime::check`).
@@ -45,6 +47,21 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 let indent = &answer[start
                     ..start + (answer[start..end].len() - answer[start..end].trim_start().len())];
                 edits.push((start..end, format!("{indent}{item}")));
+            }
+        } else if p.code == Rule::ReferenceFormat.code() {
+            let wrapped = p
+                .help
+                .as_deref()
+                .and_then(|h| h.split_once("write the line as: "))
+                .map(|(_, line)| line.trim());
+            if let Some(line) = wrapped {
+                let start = answer[..span.start].rfind('\n').map_or(0, |i| i + 1);
+                let end = answer[span.start..]
+                    .find('\n')
+                    .map_or(answer.len(), |i| span.start + i);
+                let indent_len = answer[start..end].len() - answer[start..end].trim_start().len();
+                let indent = &answer[start..start + indent_len];
+                edits.push((start..end, format!("{indent}{line}")));
             }
         } else if p.code == Rule::StrayText.code() {
             if let Some(close) = answer.rfind("</answer>") {
@@ -108,5 +125,18 @@ mod tests {
             "<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md`\n- `thoughts/other.md` — gone\n</answer>\n"
         );
         assert_eq!(apply(answer, &[], &project), None);
+        // A bare reference, wrapped as its help writes it.
+        let bare = "<answer>\n- **Evidence**: d/x.md:1-2\n</answer>\n";
+        let mut problem = problem(Rule::ReferenceFormat, "YAML");
+        let label = bare.find("- **Evidence**").expect("label");
+        problem.span = Some(label..label + 14);
+        problem.help = Some(
+            "the reference must be in backticks; write the line as: - **Evidence**: `d/x.md:1-2`"
+                .into(),
+        );
+        assert_eq!(
+            apply(bare, &[problem], &project).as_deref(),
+            Some("<answer>\n- **Evidence**: `d/x.md:1-2`\n</answer>\n")
+        );
     }
 }
