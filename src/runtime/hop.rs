@@ -361,9 +361,10 @@ impl HopState {
             task
         } else {
             let results = self.tools_turn(&searches).await;
+            // `grep` says "no matches …" or "no file under … matches the glob …" for nothing.
             self.called_tool = results
                 .iter()
-                .any(|r| !r.is_error && !r.content.starts_with("no matches"));
+                .any(|r| !r.is_error && !r.content.starts_with("no "));
             super::search_first::with_results(&task, &searches, &results)
         };
         // `tool_choice: required`: said with the task too, since a server may not enforce it and a

@@ -302,3 +302,30 @@ async fn the_shipped_locator_starts_from_the_runtimes_search_of_its_task_words()
     assert!(first.get("tool_choice").is_none(), "{first}");
     assert!(!task.contains("Start with a tool call"), "{task}");
 }
+
+/// A runtime search that found nothing is no look at any result: the locator still has to call.
+#[tokio::test]
+async fn a_runtime_search_that_found_nothing_leaves_the_call_required() {
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    let (_dir, project) = support::fs::shipped_agents_with(doc, "# YAML parser\n");
+    let mock = Mock::start().await;
+    for _ in 0..3 {
+        mock.push(answer("No documents.", vec![]));
+    }
+    let (outcome, _events) = support::wire::session(
+        &project,
+        &mock,
+        "thoughts-locator",
+        "Which Kubernetes cluster runs production?",
+    )
+    .await;
+    assert_eq!(outcome.status, "blocked", "{outcome:?}");
+    let first = mock.requests()[0].body.clone();
+    assert_eq!(first["tool_choice"], "required", "{first}");
+    let task = first["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(task.contains("no matches for `(?i)kubernetes`"), "{task}");
+    assert!(task.contains("[runtime] Start with a tool call"), "{task}");
+}
