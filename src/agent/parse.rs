@@ -238,25 +238,26 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         },
     };
 
+    // A key that does nothing for this agent (it lacks the grant the key works through): a
+    // warning at the key, with what to do.
+    let no_effect = |line: u64, column: u64, code: &'static str, message: &str, help: &str| {
+        Problem::new(Severity::Warning, code, file, message)
+            .at_line_of(text, line as usize + line_offset, column as usize)
+            .with_help(help)
+    };
+
     let read_first = raw.read_first.as_ref().map_or(ReadFirst::None, |r| r.value);
     if let (Some(r), false) = (
         &raw.read_first,
         read_first.is_none() || tools.allows("read"),
     ) {
-        diags.push(
-            Problem::new(
-                Severity::Warning,
-                "agent/read-first",
-                file,
-                "`read_first: named` has no effect: the agent is not granted `read`",
-            )
-            .at_line_of(
-                text,
-                r.referenced.line() as usize + line_offset,
-                r.referenced.column() as usize,
-            )
-            .with_help("grant `read` in `tools:`, or remove `read_first`"),
-        );
+        diags.push(no_effect(
+            r.referenced.line(),
+            r.referenced.column(),
+            "agent/read-first",
+            "`read_first: named` has no effect: the agent is not granted `read`",
+            "grant `read` in `tools:`, or remove `read_first`",
+        ));
     }
 
     let tool_choice = raw
@@ -269,20 +270,13 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
             && tools.granted_builtins().is_empty()
             && !tools.rules.iter().any(|r| r.allow),
     ) {
-        diags.push(
-            Problem::new(
-                Severity::Warning,
-                "agent/tool-choice",
-                file,
-                "`tool_choice: required` has no effect: the agent is granted no tool",
-            )
-            .at_line_of(
-                text,
-                t.referenced.line() as usize + line_offset,
-                t.referenced.column() as usize,
-            )
-            .with_help("grant the tools it must call in `tools:`, or remove `tool_choice`"),
-        );
+        diags.push(no_effect(
+            t.referenced.line(),
+            t.referenced.column(),
+            "agent/tool-choice",
+            "`tool_choice: required` has no effect: the agent is granted no tool",
+            "grant the tools it must call in `tools:`, or remove `tool_choice`",
+        ));
     }
 
     let search_first = raw
@@ -291,20 +285,13 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         .map(|s| s.value.trim().trim_end_matches('/').to_string())
         .filter(|s| !s.is_empty());
     if let (Some(s), false) = (&raw.search_first, tools.allows("grep")) {
-        diags.push(
-            Problem::new(
-                Severity::Warning,
-                "agent/search-first",
-                file,
-                "`search_first` has no effect: the agent is not granted `grep`",
-            )
-            .at_line_of(
-                text,
-                s.referenced.line() as usize + line_offset,
-                s.referenced.column() as usize,
-            )
-            .with_help("grant `grep` in `tools:`, or remove `search_first`"),
-        );
+        diags.push(no_effect(
+            s.referenced.line(),
+            s.referenced.column(),
+            "agent/search-first",
+            "`search_first` has no effect: the agent is not granted `grep`",
+            "grant `grep` in `tools:`, or remove `search_first`",
+        ));
     }
 
     let deliver = match &raw.deliver {

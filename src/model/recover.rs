@@ -213,7 +213,15 @@ pub fn recover(answer: &str, offered: &Offered, turn: u32) -> Option<Recovered> 
             unique.push(call);
         }
     }
-    let calls = unique
+    Some(Recovered {
+        calls: numbered(unique, turn),
+        form: form?,
+    })
+}
+
+/// Calls read from text as tool calls, with ids `recovered_t{turn}_{n}` (unique within a hop).
+fn numbered(calls: Vec<Call>, turn: u32) -> Vec<ToolCall> {
+    calls
         .into_iter()
         .enumerate()
         .map(|(i, (name, arguments))| ToolCall {
@@ -221,8 +229,7 @@ pub fn recover(answer: &str, offered: &Offered, turn: u32) -> Option<Recovered> 
             name,
             arguments: Value::Object(arguments),
         })
-        .collect();
-    Some(Recovered { calls, form: form? })
+        .collect()
 }
 
 /// The call an answer opens with, whatever follows it: for a turn that had to be a call
@@ -242,19 +249,9 @@ pub fn leading_call(answer: &str, offered: &Offered, turn: u32) -> Option<(Recov
     if prose > PREFACE_LINES || introduces_example(before) {
         return None;
     }
-    let calls = first
-        .calls
-        .into_iter()
-        .enumerate()
-        .map(|(i, (name, arguments))| ToolCall {
-            id: format!("recovered_t{turn}_{}", i + 1),
-            name,
-            arguments: Value::Object(arguments),
-        })
-        .collect();
     Some((
         Recovered {
-            calls,
+            calls: numbered(first.calls, turn),
             form: first.form,
         },
         first.end,

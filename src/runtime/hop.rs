@@ -750,9 +750,13 @@ impl HopState {
     fn recover_calls(&self, response: &mut ModelResponse, offered: &recover::Offered, turn: u32) {
         let found = recover::recover(&response.content, offered, turn)
             .or_else(|| self.step_result(&response.content, offered, turn));
-        let Some(found) = found else {
-            return;
-        };
+        if let Some(found) = found {
+            self.take_recovered(response, found, turn);
+        }
+    }
+
+    /// Makes calls read from the text the response's calls, and logs how they were written.
+    fn take_recovered(&self, response: &mut ModelResponse, found: recover::Recovered, turn: u32) {
         self.ctx.emit(EventKind::ModelToolCallRecovered {
             step: turn,
             form: found.form.as_str().to_string(),
@@ -765,17 +769,10 @@ impl HopState {
     /// On a turn that had to be a call: the call the answer opens with, its made-up rest cut
     /// off (`recover::leading_call`).
     fn leading_call(&self, response: &mut ModelResponse, offered: &recover::Offered, turn: u32) {
-        let Some((found, end)) = recover::leading_call(&response.content, offered, turn) else {
-            return;
-        };
-        self.ctx.emit(EventKind::ModelToolCallRecovered {
-            step: turn,
-            form: found.form.as_str().to_string(),
-            tools: found.calls.iter().map(|c| c.name.clone()).collect(),
-            call_ids: found.calls.iter().map(|c| c.id.clone()).collect(),
-        });
-        response.content.truncate(end);
-        response.tool_calls = found.calls;
+        if let Some((found, end)) = recover::leading_call(&response.content, offered, turn) {
+            response.content.truncate(end);
+            self.take_recovered(response, found, turn);
+        }
     }
 
     /// This hop as the `step` tool sees it: its workflow run is keyed by the hop's message id.

@@ -6,74 +6,32 @@ use crate::support;
 use support::mock::{answer, Mock};
 use switchboard::runtime::EventKind;
 
-#[tokio::test]
-async fn a_repair_offers_the_answer_with_the_wrong_folder_fixed_and_the_copy_passes() {
-    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
-    let (_dir, project) = support::fs::shipped_agents_with(
-        doc,
-        "# YAML parser\n\nWe parse YAML with serde-saphyr.\n",
-    );
+const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+
+/// A conformant locator answer listing `listed` as its one document, with the ids the runtime
+/// allocates for a session with correlation id `corr-1`.
+fn locator_answer(listed: &str) -> String {
     let today = chrono::Utc::now().format("%Y-%m-%d");
-    let wrong = format!(
-        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `thoughts/shared/specs/2026-11-02-yaml-parser.md` — YAML parser\n</answer>\n```\n"
-    );
-    let right = wrong
-        .replace("shared/specs/", "shared/decisions/")
-        .replace("</answer>\n```\n", "</answer>\n");
-    let mock = Mock::start().await;
-    mock.push(answer(&wrong, vec![]))
-        .push(answer(&right, vec![]));
-    let options = switchboard::runtime::RunOptions {
-        correlation_id: Some("corr-1".into()),
-        ..Default::default()
-    };
-    let (outcome, events) = support::wire::session_with(
-        &project,
-        &mock,
-        "thoughts-locator",
-        "What did we decide about the YAML parser?",
-        options,
+    format!(
+        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{listed}` — YAML parser\n</answer>\n"
     )
-    .await;
-    assert_eq!(outcome.status, "completed", "{outcome:?}");
-    let repair = mock.requests()[1].body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        repair.contains("Your answer with the fixes that could be made for you already made (0 of 2 problem(s) left)"),
-        "{repair}"
-    );
-    let copy = repair.split("```markdown\n").nth(1).unwrap_or_default();
-    assert!(
-        copy.contains(&format!("- `{doc}` — YAML parser\n</answer>")),
-        "{copy}"
-    );
-    assert!(!copy.contains("specs/"), "{copy}");
-    let repaired = events.iter().any(
-        |e| matches!(&e.kind, EventKind::ContractOutcome { outcome, .. } if outcome == "repaired"),
-    );
-    assert!(repaired);
 }
 
-/// The model that sends its answer back unchanged through every repair: the copy with the
-/// mechanical fixes made passes whole, so it is the answer, and the log says the runtime made it.
-#[tokio::test]
-async fn after_the_repairs_a_passing_fixed_copy_is_the_answer_and_the_log_says_so() {
-    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+/// The shipped thoughts-locator on the YAML question, its model answering `replies` in turn.
+async fn locator_session(
+    replies: &[String],
+) -> (
+    Mock,
+    switchboard::runtime::SessionOutcome,
+    Vec<switchboard::runtime::Event>,
+) {
     let (_dir, project) = support::fs::shipped_agents_with(
-        doc,
+        DOC,
         "# YAML parser\n\nWe parse YAML with serde-saphyr.\n",
     );
-    let today = chrono::Utc::now().format("%Y-%m-%d");
-    let wrong = format!(
-        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `thoughts/shared/plans/2026-11-02-yaml-parser.md` — YAML parser\n</answer>\n"
-    );
     let mock = Mock::start().await;
-    for _ in 0..3 {
-        mock.push(answer(&wrong, vec![]));
+    for reply in replies {
+        mock.push(answer(reply, vec![]));
     }
     let options = switchboard::runtime::RunOptions {
         correlation_id: Some("corr-1".into()),
@@ -87,9 +45,49 @@ async fn after_the_repairs_a_passing_fixed_copy_is_the_answer_and_the_log_says_s
         options,
     )
     .await;
+    (mock, outcome, events)
+}
+
+#[tokio::test]
+async fn a_repair_offers_the_answer_with_the_wrong_folder_fixed_and_the_copy_passes() {
+    let wrong = format!(
+        "{}```\n",
+        locator_answer("thoughts/shared/specs/2026-11-02-yaml-parser.md")
+    );
+    let right = locator_answer(DOC);
+    let (mock, outcome, events) = locator_session(&[wrong, right]).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let repair = mock.requests()[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        repair.contains("Your answer with the fixes that could be made for you already made (0 of 2 problem(s) left)"),
+        "{repair}"
+    );
+    let copy = repair.split("```markdown\n").nth(1).unwrap_or_default();
+    assert!(
+        copy.contains(&format!("- `{DOC}` — YAML parser\n</answer>")),
+        "{copy}"
+    );
+    assert!(!copy.contains("specs/"), "{copy}");
+    let repaired = events.iter().any(
+        |e| matches!(&e.kind, EventKind::ContractOutcome { outcome, .. } if outcome == "repaired"),
+    );
+    assert!(repaired);
+}
+
+/// The model that sends its answer back unchanged through every repair: the copy with the
+/// mechanical fixes made passes whole, so it is the answer, and the log says the runtime made it.
+#[tokio::test]
+async fn after_the_repairs_a_passing_fixed_copy_is_the_answer_and_the_log_says_so() {
+    let wrong = locator_answer("thoughts/shared/plans/2026-11-02-yaml-parser.md");
+    let (_mock, outcome, events) = locator_session(&[wrong.clone(), wrong.clone(), wrong]).await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
     assert!(
-        outcome.answer.contains(&format!("- `{doc}` — YAML parser")),
+        outcome.answer.contains(&format!("- `{DOC}` — YAML parser")),
         "{}",
         outcome.answer
     );

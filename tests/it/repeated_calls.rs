@@ -13,14 +13,22 @@ use switchboard::runtime::EventKind;
 
 const LEAD: &str = "---\nname: lead\ndescription: \"Reads.\"\nmode: primary\ntools: {read: true, write: true}\n---\nYou are {{ agent }}.\n";
 
-#[tokio::test]
-async fn an_identical_failed_call_is_not_run_again_until_a_write() {
+/// A project with the `lead` agent, and `thoughts/b.md` ("bee") when `with_b`.
+fn lead_project(with_b: bool) -> (tempfile::TempDir, Project) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
-    std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
     std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
-    std::fs::write(dir.path().join("thoughts/b.md"), "bee\n").expect("write");
+    if with_b {
+        std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
+        std::fs::write(dir.path().join("thoughts/b.md"), "bee\n").expect("write");
+    }
     let project = Project::open(dir.path()).expect("project");
+    (dir, project)
+}
+
+#[tokio::test]
+async fn an_identical_failed_call_is_not_run_again_until_a_write() {
+    let (_dir, project) = lead_project(true);
     let mock = Mock::start().await;
     let read = |id: &str, path: &str| call(id, "read", json!({"path": path}));
     mock.push(answer(
@@ -79,10 +87,7 @@ async fn an_identical_failed_call_is_not_run_again_until_a_write() {
 /// wrote 25 times in a row) is not run again either; the error says what the argument is.
 #[tokio::test]
 async fn a_task_call_refused_for_its_arguments_is_not_repeated() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
-    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
-    let project = Project::open(dir.path()).expect("project");
+    let (_dir, project) = lead_project(false);
     let mock = Mock::start().await;
     let bad = |id: &str| call(id, "task", json!({"description": "Plan", "prompt": "p"}));
     mock.push(answer("", vec![bad("t1")]))
@@ -113,10 +118,7 @@ async fn a_task_call_refused_for_its_arguments_is_not_repeated() {
 /// final answer, and the event log says why (`hop.steered`).
 #[tokio::test]
 async fn turns_of_refused_calls_only_end_in_a_turn_without_tools() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
-    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
-    let project = Project::open(dir.path()).expect("project");
+    let (_dir, project) = lead_project(false);
     let mock = Mock::start().await;
     let missing = |id: &str| call(id, "read", json!({"path": "thoughts/none.md"}));
     mock.push(answer("", vec![missing("r1")]))
@@ -158,12 +160,7 @@ async fn turns_of_refused_calls_only_end_in_a_turn_without_tools() {
 /// One turn of refused calls between calls that run is not a stall.
 #[tokio::test]
 async fn a_refused_call_between_calls_that_run_is_no_stall() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
-    std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
-    std::fs::write(dir.path().join("agent/lead.md"), LEAD).expect("write");
-    std::fs::write(dir.path().join("thoughts/b.md"), "bee\n").expect("write");
-    let project = Project::open(dir.path()).expect("project");
+    let (_dir, project) = lead_project(true);
     let mock = Mock::start().await;
     let read = |id: &str, path: &str| call(id, "read", json!({"path": path}));
     mock.push(answer("", vec![read("r1", "thoughts/none.md")]))

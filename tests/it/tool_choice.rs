@@ -27,6 +27,17 @@ fn project() -> (tempfile::TempDir, Project) {
     (dir, project)
 }
 
+/// The `action` of each `model.truncated` event, in order.
+fn truncated_actions(events: &[switchboard::runtime::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelTruncated { action, .. } => Some(action.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn steered(events: &[switchboard::runtime::Event]) -> Vec<(String, u32)> {
     events
         .iter()
@@ -148,14 +159,7 @@ async fn a_cut_answer_looping_on_one_written_call_is_that_call() {
     let (outcome, events) =
         support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
-    let actions: Vec<String> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ModelTruncated { action, .. } => Some(action.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(actions, vec!["call_kept"]);
+    assert_eq!(truncated_actions(&events), vec!["call_kept"]);
     let ran: Vec<(String, String)> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -224,14 +228,7 @@ async fn a_loop_that_starts_inside_a_block_keeps_the_whole_calls_before_it() {
     let (outcome, events) =
         support::wire::session(&project, &mock, "finder", "find the YAML decision").await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
-    let actions: Vec<String> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ModelTruncated { action, .. } => Some(action.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(actions, vec!["call_kept"]);
+    assert_eq!(truncated_actions(&events), vec!["call_kept"]);
     let greps: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.kind {
