@@ -545,15 +545,15 @@ impl HopState {
             // 1.5B, asked for a call (`tool_choice: required`) through llama.cpp's server,
             // wrote one fenced `grep` call over and over until `max_tokens`.
             if response.truncated && response.tool_calls.is_empty() && !pieces.waiting() {
-                let calls = |text: &&str| recover::recover(text, &offered, turn).is_some();
-                let kept = super::truncation::before_loop(&response.content)
-                    .and_then(|kept| {
-                        Some(kept)
-                            .filter(calls)
-                            .or_else(|| super::truncation::through_closed_fence(kept).filter(calls))
-                    })
-                    .map(str::to_string);
-                if let Some(kept) = kept {
+                let found = super::truncation::before_loop(&response.content).and_then(|kept| {
+                    [Some(kept), super::truncation::through_closed_fence(kept)]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|text| {
+                            recover::recover(text, &offered, turn).map(|f| (text.to_string(), f))
+                        })
+                });
+                if let Some((kept, found)) = found {
                     self.ctx.emit(EventKind::ModelTruncated {
                         step: turn,
                         output_tokens: response.usage.output_tokens,
@@ -562,6 +562,7 @@ impl HopState {
                     });
                     response.content = kept;
                     response.truncated = false;
+                    self.take_recovered(&mut response, found, turn);
                 }
             }
             // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
