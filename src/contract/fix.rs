@@ -1,8 +1,8 @@
-//! The fixes of an envelope answer's problems that need no judgement, made on a copy for the
-//! repair turn to offer as it stands. Qwen2.5-Coder-1.5B sent one locator answer back byte for
+//! The fixes of an envelope answer's problems that need no judgement, made on a copy that is
+//! the answer when it passes whole, and is otherwise offered in the repair turn. Qwen2.5-Coder-1.5B sent one locator answer back byte for
 //! byte through both repairs: the problem list said the file it named sat in `decisions/`, not
 //! `specs/`, and the answer stayed wrong. A small model copies text far better than it edits
-//! it, so the repair shows the answer with these edits made:
+//! it, so the runtime makes these edits itself:
 //!
 //! * a named path that does not exist, when exactly one visible file has its file name (the
 //!   folder was wrong), becomes that file's path;
@@ -12,7 +12,8 @@
 //!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * text after the closing `</answer>` goes.
 //!
-//! Nothing else is touched; the copy is checked again before it is offered (`runtime::check`).
+//! Nothing else is touched; the copy is checked again before it is taken or offered
+//! (`runtime::check`).
 
 use super::check::{path_item, similar_files};
 use super::rule::Rule;

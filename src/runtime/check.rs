@@ -212,22 +212,10 @@ impl Gate<'_> {
                 answer,
             };
         }
-        if self.repairs < contract.max_repairs {
-            self.repairs += 1;
-            emit(EventKind::HopRepair {
-                repair: self.repairs,
-                violations: outcome.violations.len(),
-            });
-            let mut prompt = outcome.repair_prompt;
-            if json.is_none() {
-                prompt.push_str(&self.fixed_copy(answer, &outcome.violations, contract));
-            }
-            return Verdict::Repair { prompt };
-        }
-        // The repairs are spent: a copy with only the fixes that need no judgement made
-        // (`contract::fix`) that passes whole is the answer, said so in `contract.outcome`
-        // (`reason: runtime_fix`). Qwen2.5-Coder-1.5B sent one answer back byte for byte
-        // through both repairs, each of which showed it that copy.
+        // A copy with only the fixes that need no judgement made (`contract::fix`) that passes
+        // whole is the answer, said so in `contract.outcome` (`reason: runtime_fix`), without a
+        // repair turn: Qwen2.5-Coder-1.5B sent such an answer back byte for byte through every
+        // repair that showed it the copy, at about a minute a turn.
         if json.is_none() {
             let fixed = contract::fix::apply(answer, &outcome.violations, self.project)
                 .filter(|f| self.check(f, contract).outcome.conformant);
@@ -245,6 +233,18 @@ impl Gate<'_> {
                     answer: Some(fixed),
                 };
             }
+        }
+        if self.repairs < contract.max_repairs {
+            self.repairs += 1;
+            emit(EventKind::HopRepair {
+                repair: self.repairs,
+                violations: outcome.violations.len(),
+            });
+            let mut prompt = outcome.repair_prompt;
+            if json.is_none() {
+                prompt.push_str(&self.fixed_copy(answer, &outcome.violations, contract));
+            }
+            return Verdict::Repair { prompt };
         }
         let summary = format!(
             "answer violates contract `{}` after {} repair turn(s):\n{}",
@@ -292,7 +292,8 @@ impl Gate<'_> {
     }
 
     /// The answer with the fixes that need no judgement made (`contract::fix`), offered to copy
-    /// when the copy has fewer problems than the answer; empty otherwise.
+    /// when the copy has fewer problems than the answer (a copy with none is taken at once, in
+    /// [`Self::judge`]); empty otherwise.
     fn fixed_copy(&self, answer: &str, problems: &[Problem], contract: &Contract) -> String {
         let Some(fixed) = contract::fix::apply(answer, problems, self.project) else {
             return String::new();

@@ -338,7 +338,7 @@ async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() 
     let question = "What did we decide about the YAML parser?";
     // The ids the runtime will allocate, so the locator's answer conforms first time.
     let today = chrono::Utc::now().format("%Y-%m-%d");
-    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: 2026-11-25T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{doc}` — YAML (2026-11-02, accepted)\n</answer>\n");
+    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{doc}` — YAML (2026-11-02, accepted)\n</answer>\n");
     mock.push(answer(PLAN, vec![]))
         .push(answer(
             "",

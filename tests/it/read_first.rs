@@ -27,7 +27,7 @@ fn analysis(range: &str, excerpt: &str) -> String {
     let block: String = excerpt.lines().map(|l| format!("  {l}\n")).collect();
     format!(
         "---\nmessage_id: thoughts-{today}-001\ncorrelation_id: corr-1\n\
-         timestamp: 2026-11-25T10:00:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n\
+         timestamp: {today}T10:00:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n\
          source_document: {DOC}\ndocument_date: 2026-11-02\ndocument_status: accepted\n\
          reliability: High\n---\n\n<thinking>\nOne decision.\n</thinking>\n\n<answer>\n\
          ## Analysis: 2026-11-02-yaml.md\n\n### Metadata\n- **Date**: 2026-11-02\n\
