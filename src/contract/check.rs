@@ -268,10 +268,35 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
             .next()
             .unwrap_or(answer_end);
         let end = next_signal.min(next_heading);
-        let has_evidence = env
+        let items: Vec<_> = env
             .evidence
             .iter()
-            .any(|e| e.label.start > span.start && e.label.start < end);
+            .filter(|e| e.label.start > span.start && e.label.start < end)
+            .collect();
+        let has_evidence = !items.is_empty();
+        if has_evidence && cites_only_frontmatter(&items, ctx) {
+            // Qwen2.5-Coder-1.5B cited lines 1-6 of a decision record (its frontmatter) for the
+            // record's decision; the validator then rejected the whole analysis.
+            let v = Rule::SignalFrontmatterOnly.problem(
+                span.clone(),
+                format!(
+                    "`{title}` cites only the document's frontmatter, which holds its metadata \
+                     (date, status, topic), not what it decided"
+                ),
+            );
+            out.push(match stating_line(env, ctx, statement) {
+                Some((from, line)) => v
+                    .with_help(format!(
+                        "cite the lines of the document's body that state the item; `{from}` \
+                         shares the most words with the title: cite it if it states the item"
+                    ))
+                    .with_actual(from, line),
+                None => v.with_help(
+                    "cite the lines of the document's body, after its closing `---`, that \
+                     state the item",
+                ),
+            });
+        }
         // `#### Constraint: None` says there is no such item: there is nothing to cite. So does
         // `No constraints in this document.` (Qwen2.5-Coder-1.5B's way of saying it).
         let none = || {
@@ -307,6 +332,23 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
             });
         }
     }
+}
+
+/// Whether every reference of `items` lies inside its file's YAML frontmatter (and there is at
+/// least one): such Evidence shows the document's metadata, not the item it is given for.
+fn cites_only_frontmatter(
+    items: &[&crate::contract::envelope::EvidenceItem],
+    ctx: &CheckContext,
+) -> bool {
+    let mut refs = items.iter().flat_map(|e| e.references.iter()).peekable();
+    refs.peek().is_some()
+        && refs.all(|r| {
+            ctx.files
+                .get(ctx.project, &r.path)
+                .ok()
+                .and_then(|f| f.frontmatter_end())
+                .is_some_and(|end| r.last <= end)
+        })
 }
 
 fn check_sections(env: &Envelope, contract: &Contract, out: &mut Vec<Problem>) {
@@ -467,6 +509,60 @@ mod tests {
             .map(|v| v.code.to_string())
             .collect();
         assert!(codes.is_empty(), "{codes:?}");
+    }
+
+    #[test]
+    fn an_item_citing_only_the_frontmatter_is_sent_to_the_body_line_that_states_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("d")).unwrap();
+        let doc = "---\nstatus: accepted\ntopic: \"Which YAML library parses frontmatter\"\n---\n\
+                   # Decision: parse YAML with serde-saphyr\n\n\
+                   We parse agent frontmatter with serde-saphyr, not serde_yaml.\n";
+        std::fs::write(dir.path().join("d/yaml.md"), doc).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let answer = |range: &str, excerpt: &str| {
+            format!(
+                "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+                 timestamp: 2026-01-19T10:00:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n\
+                 source_document: d/yaml.md\ndocument_date: 2026-11-02\n\
+                 document_status: accepted\nreliability: High\n---\n<thinking>\nt\n</thinking>\n\
+                 <answer>\n## Analysis: yaml.md\n\n### Extracted Signal\n\n\
+                 #### Decision: Parse agent frontmatter with serde-saphyr\n\
+                 - **Evidence**: `d/yaml.md:{range}`\n- **Excerpt**:\n  ```\n{excerpt}  ```\n\n\
+                 ### Verification Notes\n- None.\n</answer>\n"
+            )
+        };
+        let contract = Contract::document_analysis();
+        let report = check(
+            &answer("1-4", "  ---\n  status: accepted\n  topic: \"Which YAML library parses frontmatter\"\n  ---\n"),
+            &contract,
+            &ctx,
+        );
+        let found: Vec<_> = report
+            .violations
+            .iter()
+            .map(|v| (v.code.to_string(), v.actual.clone().map(|a| a.from)))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                "contract/signal-frontmatter-only".to_string(),
+                Some("d/yaml.md:7-7".to_string())
+            )],
+            "the excerpt itself matches; the offer is a body line, never the topic line"
+        );
+        // Evidence reaching into the body is not frontmatter-only.
+        let body = check(
+            &answer(
+                "7-7",
+                "  We parse agent frontmatter with serde-saphyr, not serde_yaml.\n",
+            ),
+            &contract,
+            &ctx,
+        );
+        assert!(body.violations.is_empty(), "{:?}", body.violations);
     }
 
     #[test]

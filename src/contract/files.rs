@@ -47,7 +47,20 @@ impl SourceFile {
         }
         self.index.line_text(&self.text, n)
     }
+
+    /// The line of the `---` that closes a YAML frontmatter opened on line 1, if the file has
+    /// one: lines up to it are the document's metadata, never its content.
+    pub fn frontmatter_end(&self) -> Option<usize> {
+        if self.line(1).map(str::trim_end) != Some("---") {
+            return None;
+        }
+        (2..=self.line_count().min(FRONTMATTER_MAX_LINES))
+            .find(|&n| self.line(n).map(str::trim_end) == Some("---"))
+    }
 }
+
+/// Lines looked through for the end of a frontmatter block.
+const FRONTMATTER_MAX_LINES: usize = 200;
 
 /// Why a cited name has no readable file behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +174,16 @@ impl FileCache {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_frontmatter_ends_at_its_closing_rule_and_only_one_opened_on_line_1_counts() {
+        let doc = super::SourceFile::new("d.md".into(), b"---\ndate: x\n---\n\n# T\n".to_vec());
+        assert_eq!(doc.frontmatter_end(), Some(3));
+        let rule = super::SourceFile::new("r.md".into(), b"# T\n---\nx\n---\n".to_vec());
+        assert_eq!(rule.frontmatter_end(), None);
+        let open = super::SourceFile::new("o.md".into(), b"---\ndate: x\n".to_vec());
+        assert_eq!(open.frontmatter_end(), None);
+    }
+
     use super::*;
 
     #[test]

@@ -103,6 +103,8 @@ rules! {
     ExcerptMismatch => "excerpt/mismatch",
     /// A signal item (`#### Decision:` …) without its own Evidence.
     SignalMissingEvidence => "contract/signal-missing-evidence",
+    /// A signal item whose Evidence cites only the source's YAML frontmatter (its metadata).
+    SignalFrontmatterOnly => "contract/signal-frontmatter-only",
     /// A heading the contract requires is absent from the answer.
     SectionMissing => "contract/section-missing",
     /// A `<placeholder>` of the answer template in the agent's prompt, left in the answer.
@@ -156,6 +158,7 @@ impl Rule {
                 | Rule::FileUnreadable
                 | Rule::RangePastEnd
                 | Rule::ExcerptMismatch
+                | Rule::SignalFrontmatterOnly
                 | Rule::JsonConflict
                 | Rule::JsonSanitized
                 | Rule::JsonQuestion

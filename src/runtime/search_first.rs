@@ -9,14 +9,17 @@
 //! `search_first_N`), and the matches go with the task, like [`super::read_first`]'s reads.
 
 use crate::agent::Agent;
-use crate::markdown::fence_for;
 use crate::model::{Message, ToolCall};
 use crate::project::Project;
 
 /// Words searched at most.
 pub const MAX_WORDS: usize = 3;
-/// Result lines of each search kept in the task message.
-pub const MAX_LINES: usize = 15;
+/// Files listed in the task message.
+pub const MAX_FILES: usize = 12;
+/// Characters of a file's first matching line shown.
+const MAX_LINE_CHARS: usize = 100;
+/// How the list of found files begins in the task message.
+pub const HEADING: &str = "The runtime searched for ";
 /// Call ids of these searches are `search_first_1`, `search_first_2`, …
 pub const CALL_ID_PREFIX: &str = "search_first_";
 
@@ -45,6 +48,7 @@ const FILLER: &[&str] = &[
     "make",
     "made",
     "more",
+    "read",
     "should",
     "that",
     "their",
@@ -108,26 +112,107 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
         .collect()
 }
 
-/// `task` followed by the first [`MAX_LINES`] lines of each search's result.
+/// `task` followed by the files the searches found, those matching the most of the words first
+/// (then the most matching lines), at most [`MAX_FILES`], each with its first matching line.
+///
+/// Files, not lines: a locator's answer is a list of files, and Qwen2.5-Coder-1.5B, shown the
+/// first 15 `path:line:text` lines of each search, copied those lines as its list until its
+/// output limit, three times over.
 pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> String {
-    let mut out = task.to_string();
+    struct Hits<'r> {
+        path: &'r str,
+        /// Matching lines per searched word, in the order of `searched`.
+        lines: Vec<usize>,
+        first: (&'r str, &'r str),
+    }
+    let mut searched: Vec<String> = Vec::new();
+    let mut unmatched: Vec<String> = Vec::new();
+    let mut files: Vec<Hits> = Vec::new();
+    let mut more = false;
     for (call, result) in calls.iter().zip(results) {
         if result.is_error {
             continue;
         }
         let pattern = call.arguments["pattern"].as_str().unwrap_or_default();
-        let lines: Vec<&str> = result.content.lines().collect();
-        let mut shown = lines[..lines.len().min(MAX_LINES)].join("\n");
-        if lines.len() > MAX_LINES {
-            shown.push_str(&format!("\n({} more lines)", lines.len() - MAX_LINES));
+        let word = pattern.trim_start_matches("(?i)").replace('\\', "");
+        if result.content.starts_with("no ") {
+            unmatched.push(format!("`{word}`"));
+            continue;
         }
-        let fence = fence_for(&shown);
+        let w = searched.len();
+        searched.push(word);
+        for line in result.content.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (Some(path), Some(n), Some(text)) = (parts.next(), parts.next(), parts.next())
+            else {
+                // grep's own closing note ("(N more lines)"): its counts are lower bounds.
+                more |= line.starts_with('(');
+                continue;
+            };
+            if n.parse::<usize>().is_err() {
+                continue;
+            }
+            let at = match files.iter().position(|f| f.path == path) {
+                Some(i) => i,
+                None => {
+                    files.push(Hits {
+                        path,
+                        lines: Vec::new(),
+                        first: (n, text),
+                    });
+                    files.len() - 1
+                }
+            };
+            let hits = &mut files[at];
+            hits.lines.resize(hits.lines.len().max(w + 1), 0);
+            hits.lines[w] += 1;
+        }
+    }
+    if files.is_empty() {
+        if unmatched.is_empty() {
+            return task.to_string();
+        }
+        return format!(
+            "{task}\n\n{HEADING}{} for you (`grep`, any case): no file matches any of them.",
+            unmatched.join(", ")
+        );
+    }
+    let words = |f: &Hits| f.lines.iter().filter(|&&n| n > 0).count();
+    let total = |f: &Hits| f.lines.iter().sum::<usize>();
+    // Stable: among equals, the order grep found them in.
+    files.sort_by(|a, b| words(b).cmp(&words(a)).then(total(b).cmp(&total(a))));
+    let list: Vec<String> = searched.iter().map(|w| format!("`{w}`")).collect();
+    let mut out = format!(
+        "{task}\n\n{HEADING}{} for you (`grep`, any case). The files with \
+         matches, those with the most of these words first:\n",
+        list.join(", ")
+    );
+    for f in files.iter().take(MAX_FILES) {
+        let counts: Vec<String> = f
+            .lines
+            .iter()
+            .zip(&searched)
+            .filter(|(n, _)| **n > 0)
+            .map(|(n, w)| format!("{w} ×{n}"))
+            .collect();
+        let (n, text) = f.first;
+        let text: String = text.trim().chars().take(MAX_LINE_CHARS).collect();
         out.push_str(&format!(
-            "\n\nThe runtime searched with `grep` `{pattern}` for you (`path:line:text`):\n\
-             {fence}\n{shown}\n{fence}"
+            "- `{}` ({}); line {n}: {text}\n",
+            f.path,
+            counts.join(", ")
         ));
     }
-    out
+    if files.len() > MAX_FILES {
+        out.push_str(&format!("({} more files)\n", files.len() - MAX_FILES));
+    }
+    if more {
+        out.push_str("(some searches had more matches than they returned)\n");
+    }
+    if !unmatched.is_empty() {
+        out.push_str(&format!("No file matches {}.\n", unmatched.join(", ")));
+    }
+    out.trim_end().to_string()
 }
 
 #[cfg(test)]
@@ -148,19 +233,61 @@ mod tests {
     }
 
     #[test]
-    fn each_result_is_cut_to_its_first_lines() {
-        let calls = vec![ToolCall {
-            id: "search_first_1".into(),
+    fn the_files_matching_the_most_words_come_first_each_once() {
+        let call = |i: usize, word: &str| ToolCall {
+            id: format!("search_first_{i}"),
             name: "grep".into(),
-            arguments: serde_json::json!({"pattern": "(?i)yaml", "path": "thoughts"}),
-        }];
-        let many: Vec<String> = (1..=20).map(|i| format!("a.md:{i}:yaml")).collect();
-        let results = vec![Message::tool("search_first_1", many.join("\n"), false)];
+            arguments: serde_json::json!({"pattern": format!("(?i){word}"), "path": "thoughts"}),
+        };
+        let calls = vec![call(1, "yaml"), call(2, "parser")];
+        let mut yaml: Vec<String> = (1..=5).map(|i| format!("a.md:{i}:yaml {i}")).collect();
+        yaml.push("b.md:7:  the YAML parser".into());
+        yaml.push("(3 more lines)".into());
+        let parser = "c.md:2:a parser\nb.md:7:  the YAML parser".to_string();
+        let results = vec![
+            Message::tool("search_first_1", yaml.join("\n"), false),
+            Message::tool("search_first_2", parser, false),
+        ];
         let text = with_results("Find YAML.", &calls, &results);
-        assert!(text.starts_with("Find YAML.\n\nThe runtime searched with `grep` `(?i)yaml`"));
-        assert!(text.contains("a.md:15:yaml\n(5 more lines)"), "{text}");
-        assert!(!text.contains("a.md:16:"), "{text}");
+        let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+        assert_eq!(
+            listed,
+            [
+                "- `b.md` (yaml ×1, parser ×1); line 7: the YAML parser",
+                "- `a.md` (yaml ×5); line 1: yaml 1",
+                "- `c.md` (parser ×1); line 2: a parser",
+            ],
+            "{text}"
+        );
+        assert!(text.starts_with("Find YAML.\n\nThe runtime searched for `yaml`, `parser`"));
+        assert!(text.ends_with("(some searches had more matches than they returned)"));
+        let many: Vec<String> = (1..=20).map(|i| format!("f{i}.md:1:yaml")).collect();
+        let text = with_results(
+            "t",
+            &calls[..1],
+            &[Message::tool("search_first_1", many.join("\n"), false)],
+        );
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("- ")).count(),
+            MAX_FILES
+        );
+        assert!(text.ends_with("(8 more files)"), "{text}");
         let failed = vec![Message::tool("search_first_1", "bad", true)];
-        assert_eq!(with_results("t", &calls, &failed), "t");
+        assert_eq!(with_results("t", &calls[..1], &failed), "t");
+        let none = vec![Message::tool(
+            "search_first_1",
+            "no matches for `yaml`",
+            false,
+        )];
+        assert_eq!(
+            with_results("t", &calls[..1], &none),
+            "t\n\nThe runtime searched for `yaml` for you (`grep`, any case): no file matches \
+             any of them."
+        );
+        let half = vec![
+            Message::tool("search_first_1", "a.md:1:yaml", false),
+            Message::tool("search_first_2", "no matches for `parser`", false),
+        ];
+        assert!(with_results("t", &calls, &half).ends_with("No file matches `parser`."));
     }
 }

@@ -292,8 +292,10 @@ async fn the_shipped_locator_starts_from_the_runtimes_search_of_its_task_words()
         .unwrap_or_default()
         .to_string();
     assert!(
-        task.contains("The runtime searched with `grep` `(?i)yaml` for you")
-            && task.contains(&format!("{doc}:1:# YAML parser")),
+        task.contains("The runtime searched for `yaml`, `parser` for you")
+            && task.contains(&format!(
+                "- `{doc}` (yaml ×2, parser ×1); line 1: # YAML parser"
+            )),
         "{task}"
     );
     assert!(first.get("tool_choice").is_none(), "{first}");
@@ -323,6 +325,9 @@ async fn a_runtime_search_that_found_nothing_leaves_the_call_required() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(task.contains("no matches for `(?i)kubernetes`"), "{task}");
+    assert!(
+        task.contains("The runtime searched for `kubernetes`, `cluster`, `runs` for you (`grep`, any case): no file matches any of them."),
+        "{task}"
+    );
     assert!(task.contains("[runtime] Start with a tool call"), "{task}");
 }

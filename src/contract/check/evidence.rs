@@ -163,9 +163,9 @@ const MAX_SCAN_LINES: usize = 20_000;
 
 /// The line of one of the answer's own source files that shares the most words with `title`
 /// (an item left without Evidence), as `path:N-N` and the line: offered in its repair so a small
-/// model copies a real line instead of composing one. Only a line holding at least two and at
-/// least 60 % of the title's words, so a stray word never counts; the model is still the one to
-/// judge whether the line states the item.
+/// model copies a real line instead of composing one. Never a line of a YAML frontmatter. Only a
+/// line holding at least two and at least 60 % of the title's words, so a stray word never
+/// counts; the model is still the one to judge whether the line states the item.
 pub(super) fn stating_line(
     env: &Envelope,
     ctx: &CheckContext,
@@ -191,7 +191,9 @@ pub(super) fn stating_line(
         let Ok(file) = ctx.files.get(ctx.project, name) else {
             continue;
         };
-        for n in 1..=file.line_count().min(MAX_SCAN_LINES) {
+        // The frontmatter is metadata: its `topic:` line shares words with every title.
+        let body = file.frontmatter_end().map_or(1, |end| end + 1);
+        for n in body..=file.line_count().min(MAX_SCAN_LINES) {
             let Some(line) = file.line(n) else { continue };
             let shared = words(line).intersection(&want).count();
             if shared >= 2

@@ -234,10 +234,14 @@ pub fn call(step: &str, index: usize, name: &str, arguments: Value) -> ToolCall 
     }
 }
 
-/// The task text without the runtime's boilerplate (`Correlation: …` lines and suffixes).
+/// The task text without the runtime's boilerplate (`Correlation: …` lines and suffixes, and
+/// the file list `search_first` appends: the offline locator makes its own searches).
 pub fn strip_boilerplate(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
+        if line.starts_with(crate::runtime::search_first::HEADING) {
+            break;
+        }
         let cut = match line.find("Correlation:") {
             Some(i) => &line[..i],
             None => line,
