@@ -182,10 +182,35 @@ pub struct EvidenceTally {
 /// [`EvidenceTally`] of any markdown `text`, by the rules [`verify_evidence`] applies.
 pub fn tally_evidence(text: &str, ctx: &CheckContext) -> EvidenceTally {
     let env = crate::contract::envelope::parse_document(text);
+    EvidenceTally {
+        items: env.evidence.len() as u64,
+        verified: verified_in(&env, text, ctx).len() as u64,
+    }
+}
+
+/// An Evidence item of a text that holds up (see [`EvidenceTally`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedItem {
+    /// The text of the last heading before the item, if any.
+    pub title: Option<String>,
+    /// From the item's `**Evidence**` label to the end of its excerpt's code block.
+    pub span: Range<usize>,
+}
+
+/// The Evidence items of any markdown `text` that hold up, by the rules [`verify_evidence`]
+/// applies.
+pub fn verified_items(text: &str, ctx: &CheckContext) -> Vec<VerifiedItem> {
+    let env = crate::contract::envelope::parse_document(text);
+    verified_in(&env, text, ctx)
+}
+
+fn verified_in(env: &Envelope, text: &str, ctx: &CheckContext) -> Vec<VerifiedItem> {
+    if env.evidence.is_empty() {
+        return Vec::new();
+    }
     let problems = verify_document(text, ctx).violations;
-    let mut tally = EvidenceTally::default();
+    let mut out = Vec::new();
     for item in &env.evidence {
-        tally.items += 1;
         let end = item
             .excerpt
             .as_ref()
@@ -199,10 +224,15 @@ pub fn tally_evidence(text: &str, ctx: &CheckContext) -> EvidenceTally {
                 .is_some_and(|s| s.start >= span.start && s.start < span.end)
         });
         if clean && !item.references.is_empty() {
-            tally.verified += 1;
+            let title = env
+                .headings
+                .iter()
+                .rfind(|h| h.span.start < span.start)
+                .map(|h| h.text.clone());
+            out.push(VerifiedItem { title, span });
         }
     }
-    tally
+    out
 }
 
 /// Test helper: panics with the rendered report unless `text` conforms to `contract`.

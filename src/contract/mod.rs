@@ -33,7 +33,8 @@ pub mod spec;
 
 pub use check::{
     assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, tally_evidence,
-    verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
+    verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
+    VerifiedItem,
 };
 pub(crate) use envelope::named_path;
 pub use envelope::{

@@ -6,7 +6,7 @@
 //! missing and shows the shape to write, and after its repairs the hop ends PARTIAL.
 
 use crate::agent::deliver::Deliver;
-use crate::contract::{tally_evidence, verify_document, CheckContext, FileCache};
+use crate::contract::{tally_evidence, verified_items, verify_document, CheckContext, FileCache};
 use crate::project::Project;
 
 /// What the agent still owes.
@@ -256,6 +256,46 @@ fn frontmatter_fields(text: &str) -> impl Iterator<Item = (&str, &str)> {
         .map(|(k, v)| (k.trim(), v.trim()))
 }
 
+/// Findings shown in a repair turn at most.
+pub const MAX_FINDINGS: usize = 6;
+
+/// The Evidence items of `answers` (the subagents' answers this hop received) that verify now,
+/// each under the title of the heading it stood under: `### Title` then the item's own lines,
+/// unchanged. Offered in a report's repair turn to copy: a small model copies far better than it
+/// retypes an excerpt, and an item that verified in the analyzer's answer verifies in the report.
+/// At most [`MAX_FINDINGS`], each once.
+pub fn verified_findings<'a>(
+    answers: impl IntoIterator<Item = &'a str>,
+    project: &Project,
+) -> Vec<String> {
+    let files = FileCache::new();
+    let ctx = CheckContext::new(project, &files);
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for text in answers {
+        for item in verified_items(text, &ctx) {
+            // The whole lines of the item, from the start of its label's line, unindented.
+            let start = text[..item.span.start].rfind('\n').map_or(0, |i| i + 1);
+            let lines = text[start..item.span.end].trim_end();
+            let indent = lines.len() - lines.trim_start().len();
+            let body: String = lines
+                .lines()
+                .map(|l| &l[indent.min(l.len() - l.trim_start().len())..])
+                .collect::<Vec<_>>()
+                .join("\n");
+            if !seen.insert(body.clone()) {
+                continue;
+            }
+            let title = item.title.unwrap_or_else(|| "Finding".to_string());
+            out.push(format!("### {title}\n{body}"));
+            if out.len() == MAX_FINDINGS {
+                return out;
+            }
+        }
+    }
+    out
+}
+
 /// The repair turn: what is missing, how to deliver it, and the shape of one evidence item.
 /// `looks_like_call`: the answer holds a tool call written as text, which ran nothing.
 /// `first_step`: what to do first when the agent has not started the work (its gate's plan).
@@ -265,6 +305,7 @@ pub fn repair_prompt(
     workflow: Option<&str>,
     looks_like_call: bool,
     first_step: Option<&str>,
+    findings: &[String],
 ) -> String {
     let mut out = String::new();
     if looks_like_call {
@@ -322,7 +363,14 @@ pub fn repair_prompt(
         out.push_str(step);
         out.push('\n');
     }
-    if workflow.is_none() && owed.evidence > 0 {
+    if workflow.is_none() && !findings.is_empty() {
+        out.push_str(
+            "\nThe Evidence your subagents gave that verifies, ready for the `## Findings` \
+             section: copy each item unchanged, title line included.\n\n",
+        );
+        out.push_str(&findings.join("\n\n"));
+        out.push('\n');
+    } else if workflow.is_none() && owed.evidence > 0 {
         out.push_str(
             "\nEach Evidence item, copied from lines you read (`read` shows line numbers):\n\n\
              - **Evidence**: `src/file.rs:10-12`\n\
@@ -519,6 +567,7 @@ mod tests {
             None,
             true,
             Some("Start here."),
+            &[],
         );
         assert!(text.contains("Start here."), "{text}");
         assert!(text.contains("reports/*.md"), "{text}");
@@ -528,5 +577,32 @@ mod tests {
             "```json\n{\"name\": \"task\", \"arguments\": {}}\n```"
         ));
         assert!(!looks_like_call("The report is in reports/a.md."));
+    }
+
+    #[test]
+    fn the_verified_items_of_the_answers_are_offered_under_their_titles_each_once() {
+        let (_dir, p) = project();
+        let analysis = format!(
+            "---\nmessage_id: a\n---\n<answer>\n### Extracted Signal\n\n\
+             #### Decision: Beta follows alpha\n{}\n#### Spec: Gamma\n{}</answer>\n",
+            item("2", "beta"),
+            item("3", "delta")
+        );
+        let found = verified_findings([analysis.as_str(), analysis.as_str(), "no items"], &p);
+        assert_eq!(
+            found,
+            [format!(
+                "### Decision: Beta follows alpha\n{}",
+                item("2", "beta").trim_end()
+            )],
+            "the item whose excerpt is wrong is left out, and a repeat is shown once"
+        );
+        let text = repair_prompt(&owed(1), &Missing::NotWritten, None, false, None, &found);
+        assert!(
+            text.contains("ready for the `## Findings` section")
+                && text.contains("### Decision: Beta follows alpha\n- **Evidence**: `src.txt:2`"),
+            "{text}"
+        );
+        assert!(!text.contains("the exact text of lines 10 to 12"), "{text}");
     }
 }

@@ -846,6 +846,7 @@ impl HopState {
                     self.agent.workflow.as_deref(),
                     deliver::looks_like_call(answer),
                     self.next_step().as_deref(),
+                    &deliver::verified_findings(self.task_answers(), &shared.project),
                 )),
                 "repair",
             ),
@@ -864,6 +865,26 @@ impl HopState {
             },
         });
         next
+    }
+
+    /// What the hop's subagents answered (the results of its `task` calls that are no error).
+    fn task_answers(&self) -> impl Iterator<Item = &str> {
+        let task_ids: std::collections::HashSet<&str> = self
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .filter(|c| c.name == "task")
+            .map(|c| c.id.as_str())
+            .collect();
+        self.messages
+            .iter()
+            .filter(move |m| {
+                !m.is_error
+                    && m.tool_call_id
+                        .as_deref()
+                        .is_some_and(|id| task_ids.contains(id))
+            })
+            .map(|m| m.content.as_str())
     }
 
     /// What a repair turn tells a gated agent to do first: plan, or, with a plan and no

@@ -208,8 +208,9 @@ impl PlanGate {
     /// first subagent the plan's sources open (the gate's sources list them in the order of
     /// the work, locators first, then analyzers), passing over those in `skip` (they answered
     /// already, or broke their contract on this task; the identical call is refused). Its
-    /// prompt is the task, with the `paths` an earlier subagent found: a small model called the
-    /// locator again and again once it had answered, never the analyzer it was meant to feed.
+    /// prompt is the task, with the first of the `paths` an earlier subagent found: a small
+    /// model called the locator again and again once it had answered, never the analyzer it
+    /// was meant to feed.
     /// `None` before a plan, or when the plan opens no other subagent.
     pub fn next_delegation(
         &self,
@@ -231,14 +232,14 @@ impl PlanGate {
                     && !self.is_plan_agent(n)
                     && !skip.contains(*n)
             })?;
-        let (description, prompt) = if paths.is_empty() {
-            ("Find what answers the task", task.trim().to_string())
-        } else {
-            let list: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
-            (
+        // One path: an analysis covers one document, and three named at once had the analyzer
+        // read all three into a context they overflowed.
+        let (description, prompt) = match paths.first() {
+            None => ("Find what answers the task", task.trim().to_string()),
+            Some(path) => (
                 "Read what was found",
-                format!("{} Read {}.", task.trim(), list.join(", ")),
-            )
+                format!("{} Read `{path}`.", task.trim()),
+            ),
         };
         let call = json!({
             "subagent_type": agent,

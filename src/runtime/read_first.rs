@@ -16,8 +16,10 @@ use crate::markdown::fence_for;
 use crate::model::{Message, ToolCall};
 use crate::project::Project;
 
-/// Files read ahead at most: the task's subject, and one more it compares with.
-pub const MAX_FILES: usize = 2;
+/// Files read ahead at most: the task's subject. An analysis covers one `source_document`, and
+/// two files of [`MAX_LINES`] lines with the analyzer's prompt overflowed a 12,288-token context
+/// (Qwen2.5-Coder-1.5B, three decision records named by its researcher: 12,323 tokens).
+pub const MAX_FILES: usize = 1;
 /// Lines of each file read ahead. A longer file ends with `read`'s own "read on with offset"
 /// note. Sized for a small model's context: 250 short lines are ~4k tokens.
 pub const MAX_LINES: usize = 250;
@@ -137,16 +139,18 @@ mod tests {
     }
 
     #[test]
-    fn only_existing_visible_files_inside_the_root_and_at_most_two() {
+    fn only_the_first_existing_visible_file_inside_the_root() {
         let (_dir, project) = project();
         let a = agent("tools: {read: true}\nread_first: named\n");
         let task = "Analyze thoughts/d/one.md: compare with src/missing.rs, \
                     ../outside/x.md, .git/config, `thoughts/d/one.md:1-1`, src/lib.rs and src/two.rs";
         let calls = calls(&a, task, &project);
-        assert_eq!(paths(&calls), ["thoughts/d/one.md", "src/lib.rs"]);
+        assert_eq!(paths(&calls), ["thoughts/d/one.md"]);
         assert_eq!(calls[0].id, "read_first_1");
         assert_eq!(calls[0].name, "read");
-        assert_eq!(calls[1].arguments["limit"], MAX_LINES);
+        assert_eq!(calls[0].arguments["limit"], MAX_LINES);
+        let later = "Analyze src/missing.rs, ../outside/x.md, .git/config, then src/lib.rs";
+        assert_eq!(paths(&super::calls(&a, later, &project)), ["src/lib.rs"]);
     }
 
     #[test]

@@ -14,10 +14,9 @@ use crate::project::Project;
 
 /// Words searched at most.
 pub const MAX_WORDS: usize = 3;
-/// Files listed in the task message.
-pub const MAX_FILES: usize = 12;
-/// Characters of a file's first matching line shown.
-const MAX_LINE_CHARS: usize = 100;
+/// Files listed in the task message. A small model copies the list whole, at a few tokens a
+/// second, so it is short.
+pub const MAX_FILES: usize = 8;
 /// How the list of found files begins in the task message.
 pub const HEADING: &str = "The runtime searched for ";
 /// Call ids of these searches are `search_first_1`, `search_first_2`, …
@@ -113,17 +112,18 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
 }
 
 /// `task` followed by the files the searches found, those matching the most of the words first
-/// (then the most matching lines), at most [`MAX_FILES`], each with its first matching line.
+/// (in their lines or their path; then the most in their path, then the most matching lines), at
+/// most [`MAX_FILES`], each with its counts of matching lines.
 ///
 /// Files, not lines: a locator's answer is a list of files, and Qwen2.5-Coder-1.5B, shown the
 /// first 15 `path:line:text` lines of each search, copied those lines as its list until its
-/// output limit, three times over.
+/// output limit, three times over; shown files with their first matching line, it copied all
+/// twelve, lines included (1,141 tokens, four minutes).
 pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> String {
     struct Hits<'r> {
         path: &'r str,
         /// Matching lines per searched word, in the order of `searched`.
         lines: Vec<usize>,
-        first: (&'r str, &'r str),
     }
     let mut searched: Vec<String> = Vec::new();
     let mut unmatched: Vec<String> = Vec::new();
@@ -143,8 +143,7 @@ pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> Stri
         searched.push(word);
         for line in result.content.lines() {
             let mut parts = line.splitn(3, ':');
-            let (Some(path), Some(n), Some(text)) = (parts.next(), parts.next(), parts.next())
-            else {
+            let (Some(path), Some(n), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
                 // grep's own closing note ("(N more lines)"): its counts are lower bounds.
                 more |= line.starts_with('(');
                 continue;
@@ -158,7 +157,6 @@ pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> Stri
                     files.push(Hits {
                         path,
                         lines: Vec::new(),
-                        first: (n, text),
                     });
                     files.len() - 1
                 }
@@ -177,10 +175,25 @@ pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> Stri
             unmatched.join(", ")
         );
     }
-    let words = |f: &Hits| f.lines.iter().filter(|&&n| n > 0).count();
+    // A word in a file's path counts as much as one in its lines: a decision record is named
+    // for its subject (`2026-11-02-yaml-parser-serde-saphyr.md` never says "parser" inside).
+    let named = |f: &Hits, w: &str| f.path.to_lowercase().contains(w);
+    let words = |f: &Hits| {
+        searched
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| f.lines.get(*i).is_some_and(|&n| n > 0) || named(f, w))
+            .count()
+    };
+    let in_path = |f: &Hits| searched.iter().filter(|w| named(f, w)).count();
     let total = |f: &Hits| f.lines.iter().sum::<usize>();
     // Stable: among equals, the order grep found them in.
-    files.sort_by(|a, b| words(b).cmp(&words(a)).then(total(b).cmp(&total(a))));
+    files.sort_by(|a, b| {
+        words(b)
+            .cmp(&words(a))
+            .then(in_path(b).cmp(&in_path(a)))
+            .then(total(b).cmp(&total(a)))
+    });
     let list: Vec<String> = searched.iter().map(|w| format!("`{w}`")).collect();
     let mut out = format!(
         "{task}\n\n{HEADING}{} for you (`grep`, any case). The files with \
@@ -195,13 +208,7 @@ pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> Stri
             .filter(|(n, _)| **n > 0)
             .map(|(n, w)| format!("{w} ×{n}"))
             .collect();
-        let (n, text) = f.first;
-        let text: String = text.trim().chars().take(MAX_LINE_CHARS).collect();
-        out.push_str(&format!(
-            "- `{}` ({}); line {n}: {text}\n",
-            f.path,
-            counts.join(", ")
-        ));
+        out.push_str(&format!("- `{}` ({})\n", f.path, counts.join(", ")));
     }
     if files.len() > MAX_FILES {
         out.push_str(&format!("({} more files)\n", files.len() - MAX_FILES));
@@ -253,9 +260,9 @@ mod tests {
         assert_eq!(
             listed,
             [
-                "- `b.md` (yaml ×1, parser ×1); line 7: the YAML parser",
-                "- `a.md` (yaml ×5); line 1: yaml 1",
-                "- `c.md` (parser ×1); line 2: a parser",
+                "- `b.md` (yaml ×1, parser ×1)",
+                "- `a.md` (yaml ×5)",
+                "- `c.md` (parser ×1)",
             ],
             "{text}"
         );
@@ -271,7 +278,25 @@ mod tests {
             text.lines().filter(|l| l.starts_with("- ")).count(),
             MAX_FILES
         );
-        assert!(text.ends_with("(8 more files)"), "{text}");
+        assert!(text.ends_with("(12 more files)"), "{text}");
+        // A file named for a word it never says ranks with the files that say it.
+        let named = vec![
+            Message::tool(
+                "search_first_1",
+                "a.md:1:yaml\nd/yaml-parser.md:3:yaml",
+                false,
+            ),
+            Message::tool("search_first_2", "a.md:2:parser", false),
+        ];
+        let text = with_results("t", &calls, &named);
+        let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+        assert_eq!(
+            listed,
+            [
+                "- `d/yaml-parser.md` (yaml ×1)",
+                "- `a.md` (yaml ×1, parser ×1)"
+            ]
+        );
         let failed = vec![Message::tool("search_first_1", "bad", true)];
         assert_eq!(with_results("t", &calls[..1], &failed), "t");
         let none = vec![Message::tool(

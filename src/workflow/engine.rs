@@ -34,8 +34,14 @@ pub enum Reply {
     },
     /// Ask the user this one question and stop.
     Clarify { step: String, question: String },
-    /// Fix the result and report the same step again.
-    Invalid { step: String, errors: Vec<String> },
+    /// Fix the result and report the same step again. `expected` is the shape of the step's
+    /// result (see [`super::shape`]) when the result broke its schema.
+    Invalid {
+        step: String,
+        errors: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expected: Option<Value>,
+    },
     /// The run cannot go on here: tell the user why and stop.
     Stop { step: String, error: String },
 }
@@ -113,6 +119,7 @@ pub fn submit(
     let Some(step) = wf.step(name) else {
         return refuse(Reply::Invalid {
             step: name.into(),
+            expected: None,
             errors: vec![format!(
                 "`{name}` is not a step of workflow `{}`; its steps are: {}",
                 wf.name,
@@ -131,6 +138,7 @@ pub fn submit(
         });
     }
     let mut errors = schema_errors(step, project, result);
+    let expected = (!errors.is_empty()).then(|| super::shape::shape(&step.schema));
     let mut computed = serde_json::Map::new();
     if errors.is_empty() {
         let accepted = state.accepted();
@@ -161,6 +169,7 @@ pub fn submit(
         Reply::Invalid {
             step: name.into(),
             errors,
+            expected,
         }
     } else {
         let decision = step
@@ -237,7 +246,7 @@ pub fn submit(
 
 /// The schema's complaints about `result`, each with the place in the result it concerns.
 pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> Vec<String> {
-    match step.contract.validator(project) {
+    let mut errors: Vec<String> = match step.contract.validator(project) {
         Ok(v) => {
             v.0.iter_errors(result)
                 .map(|e| {
@@ -250,8 +259,16 @@ pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> V
                 })
                 .collect()
         }
-        Err(e) => vec![format!("step `{}` has a broken schema: {e}", step.name)],
-    }
+        Err(e) => return vec![format!("step `{}` has a broken schema: {e}", step.name)],
+    };
+    // A shape sent back unfilled passes a schema that only asks for a string.
+    errors.extend(super::shape::placeholders(result).into_iter().map(|at| {
+        format!(
+            "{at}: still the placeholder \"{}\" of the expected shape; write the value itself",
+            super::shape::PLACEHOLDER
+        )
+    }));
+    errors
 }
 
 /// The one question a CLARIFY reply carries.

@@ -14,6 +14,7 @@ pub mod command;
 pub mod complexity;
 pub mod engine;
 pub mod lint;
+pub mod shape;
 pub mod spec;
 pub mod state;
 pub mod tool;

@@ -191,6 +191,7 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
                 outcome.reply = Reply::Invalid {
                     step: name.to_string(),
                     errors,
+                    expected: None,
                 };
             }
         }

@@ -124,6 +124,24 @@ fn the_four_actions() {
         r["errors"][0].as_str().unwrap().contains("refined_intent"),
         "{r}"
     );
+    // The reply shows the result's shape to fill in, and that shape sent back unfilled is
+    // refused for each placeholder.
+    assert_eq!(r["expected"]["refined_intent"], "…", "{r}");
+    assert_eq!(
+        r["expected"]["action"], "PROCEED | CLARIFY | AMBIGUOUS",
+        "{r}"
+    );
+    let unfilled = run.step(
+        "intent",
+        json!({"action": "PROCEED", "refined_intent": "…", "reason": "…"}),
+    );
+    assert_eq!(unfilled["action"], "INVALID", "{unfilled}");
+    let errors = unfilled["errors"].to_string();
+    assert!(
+        errors.contains("/reason: still the placeholder")
+            && errors.contains("/refined_intent: still the placeholder"),
+        "{unfilled}"
+    );
     assert_eq!(run.state().steps["intent"].status, StepStatus::Invalid);
     // CLARIFY: the one question comes back; the run waits.
     let r = run.step(
@@ -141,7 +159,7 @@ fn the_four_actions() {
         (r["action"].as_str(), r["next"].as_str()),
         (Some("PROCEED"), Some("clarify"))
     );
-    assert_eq!(run.state().steps["intent"].attempts, 3);
+    assert_eq!(run.state().steps["intent"].attempts, 4);
     // STOP: an ambiguous request ends the run, and the run stays closed.
     let run2 = Run {
         project: &p,
