@@ -6,7 +6,8 @@
 //! wrote the same invented list three times over its reminders), or searches with patterns it
 //! copied from the prompt that match nothing. So the runtime makes the first searches, as real
 //! `grep` calls (grants, permission, confinement, `tool.call`/`tool.result` with ids
-//! `search_first_N`), and the matches go with the task, like [`super::read_first`]'s reads.
+//! `search_first_N`), and the files they found go with the task (see [`with_results`]), like
+//! [`super::read_first`]'s reads.
 
 use crate::agent::Agent;
 use crate::model::{Message, ToolCall};
