@@ -26,6 +26,7 @@ pub const CALL_ID_PREFIX: &str = "search_first_";
 /// Words of a question that say nothing about its subject.
 const FILLER: &[&str] = &[
     "about",
+    "adding",
     "after",
     "again",
     "also",
@@ -35,9 +36,12 @@ const FILLER: &[&str] = &[
     "decided",
     "decision",
     "decisions",
-    "does",
+    "describe",
     "document",
     "documents",
+    "does",
+    "every",
+    "explain",
     "file",
     "files",
     "find",
@@ -45,11 +49,15 @@ const FILLER: &[&str] = &[
     "have",
     "into",
     "list",
-    "make",
     "made",
+    "make",
     "more",
+    "plan",
+    "please",
     "read",
     "should",
+    "show",
+    "tell",
     "that",
     "their",
     "them",
@@ -238,6 +246,10 @@ mod tests {
             vec!["retry", "policy", "model"]
         );
         assert!(words("Why? How?").is_empty());
+        assert_eq!(
+            words("Plan adding a --quiet flag to the run command."),
+            vec!["quiet", "flag", "command"]
+        );
     }
 
     #[test]
