@@ -176,6 +176,68 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
     assert!(reply.contains("clarify"), "{reply}");
 }
 
+/// The shipped planner on a model that reports one wrong `intent` result again and again
+/// (Qwen2.5-Coder-1.5B: 17 times): the runtime judges it INVALID once; the same call again is
+/// not run, and after two such turns the planner is asked for its final answer, so the session
+/// ends PARTIAL in a few turns instead of spending its steps.
+#[tokio::test]
+async fn a_step_refused_as_invalid_is_not_judged_again_unchanged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let wrong = json!({"name": "intent", "result": {"action": "CLARIFY", "questions": ["What is the command?"]}});
+    for i in 1..=3 {
+        mock.push(answer(
+            "",
+            vec![call(&format!("c{i}"), "step", wrong.clone())],
+        ));
+    }
+    for _ in 0..3 {
+        mock.push(answer("I could not plan it.", vec![]));
+    }
+    let (outcome, events) = support::wire::session(
+        &project,
+        &mock,
+        "planner",
+        "Plan adding a --quiet flag to the run command.",
+    )
+    .await;
+    assert_eq!(outcome.status, "partial", "{outcome:?}");
+    let judged = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::WorkflowStep { .. }))
+        .count();
+    assert_eq!(judged, 1, "only the first report of the result is judged");
+    let results: Vec<(bool, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                tool,
+                is_error,
+                output,
+                ..
+            } if tool == "step" => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].1.contains("\"expected\""), "{results:?}");
+    for (is_error, output) in &results[1..] {
+        assert!(*is_error, "{output}");
+        assert!(
+            output.contains("INVALID: \"refined_intent\" is a required property"),
+            "{output}"
+        );
+    }
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::HopSteered { why, .. } if why == "refused_calls"
+    )));
+}
+
 /// The shipped researcher (`gate.ask: runtime`, `deliver.from_answer`) on a model that never
 /// asks for the plan and answers with its report instead of writing it (Qwen2.5-Coder-1.5B's two
 /// habits): the runtime asks `analyst` the question word for word before the first turn, a

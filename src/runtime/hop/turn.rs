@@ -423,7 +423,15 @@ impl HopState {
             .as_ref()
             .map(|g| g.state_key())
             .unwrap_or_default();
-        format!("{tool}\u{0}{}\u{0}{gate}", call.arguments)
+        // A workflow step is judged against the steps accepted so far: once one more is
+        // accepted, a result refused before may pass, so the call is a new one.
+        let workflow = if tool == crate::workflow::tool::TOOL {
+            let shared = self.ctx.shared.clone();
+            crate::workflow::tool::next_step_name(&self.workflow_call(&shared)).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        format!("{tool}\u{0}{}\u{0}{gate}\u{0}{workflow}", call.arguments)
     }
 
     /// Offers a planning agent's answer to the gate as the plan; the note tells the calling
@@ -487,6 +495,23 @@ fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) ->
 /// changed (every write forgets the earlier calls but itself).
 const SAME_AGAIN: &[&str] = &["read", "grep", "glob", "list", "write"];
 
+/// The errors of a workflow `step` reply that refused the result (`"action": "INVALID"`), joined;
+/// `None` for any other result. The same result gets the same reply while no other step is
+/// accepted, and the call's key holds the step to report next (see `call_key`), so a result
+/// refused before is judged again once the workflow has moved.
+fn step_refusal(content: &str) -> Option<String> {
+    let reply: serde_json::Value = serde_json::from_str(content.trim()).ok()?;
+    if reply.get("action")?.as_str()? != "INVALID" {
+        return None;
+    }
+    let errors: Vec<&str> = reply
+        .get("errors")
+        .and_then(serde_json::Value::as_array)
+        .map(|e| e.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    Some(errors.join("; "))
+}
+
 /// A tool call this hop made, for refusing an identical one (see [`HopState::tools_turn`]).
 #[derive(Debug, Clone)]
 pub(super) struct SeenCall {
@@ -514,6 +539,10 @@ impl SeenCall {
         if result.is_error {
             let line = result.content.lines().next().unwrap_or("").to_string();
             self.error = Some(cut(&line, 300));
+        } else if let Some(errors) = step_refusal(&result.content) {
+            // A workflow step the runtime judged INVALID is judged the same way when reported
+            // unchanged: Qwen2.5-Coder-1.5B reported one wrong `intent` result 17 times.
+            self.error = Some(cut(&format!("INVALID: {errors}"), 300));
         }
     }
 
