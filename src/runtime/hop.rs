@@ -809,11 +809,22 @@ impl HopState {
             return None;
         }
         let next = crate::workflow::tool::next_step_name(&self.workflow_call(&self.ctx.shared))?;
+        // The `step` call's own arguments (`{"name", "result"}`, as the planner's prompt shows
+        // them) are that call, not a result to wrap in another: the 1.5B planner copied the
+        // prompt's example whole.
+        let arguments = match (result.get("name"), result.get("result")) {
+            (Some(serde_json::Value::String(_)), Some(serde_json::Value::Object(_)))
+                if result.len() == 2 =>
+            {
+                serde_json::Value::Object(result)
+            }
+            _ => serde_json::json!({"name": next, "result": result}),
+        };
         Some(recover::Recovered {
             calls: vec![crate::model::ToolCall {
                 id: format!("recovered_t{turn}_1"),
                 name: tool.to_string(),
-                arguments: serde_json::json!({"name": next, "result": result}),
+                arguments,
             }],
             form: recover::Form::StepResult,
         })

@@ -5,7 +5,8 @@
 //! runtime's own reply (`action`, `next`, `questions`) while the errors said only
 //! `"refined_intent" is a required property`; a small model copies a shape far better than it
 //! builds one from an error message. The placeholders are [`PLACEHOLDER`] strings, which
-//! [`placeholders`] finds in a result so a shape sent back unfilled is never accepted.
+//! [`placeholders`] finds in a result (with `<…>` blanks copied from a prompt) so a shape sent
+//! back unfilled is never accepted.
 
 use serde_json::{Map, Value};
 
@@ -80,9 +81,16 @@ pub fn placeholders(result: &Value) -> Vec<String> {
     out
 }
 
+/// [`PLACEHOLDER`], or a `<…>` blank as prompts write them (`<the request in one sentence>`).
+fn is_placeholder(s: &str) -> bool {
+    let s = s.trim();
+    s == PLACEHOLDER
+        || (s.len() > 2 && s.starts_with('<') && s.ends_with('>') && !s[1..].contains('<'))
+}
+
 fn walk(value: &Value, at: String, out: &mut Vec<String>) {
     match value {
-        Value::String(s) if s.trim() == PLACEHOLDER => out.push(at),
+        Value::String(s) if is_placeholder(s) => out.push(at),
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
                 walk(v, format!("{at}/{i}"), out);
@@ -126,5 +134,9 @@ mod tests {
             ["/evidence/0/path", "/questions/0", "/refined_intent"]
         );
         assert!(placeholders(&json!({"refined_intent": "Add --quiet to run"})).is_empty());
+        assert_eq!(
+            placeholders(&json!({"a": "<the request in one sentence>", "b": "<a> or <b>"})),
+            ["/a"]
+        );
     }
 }

@@ -176,6 +176,51 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
     assert!(reply.contains("clarify"), "{reply}");
 }
 
+/// The `step` call's own arguments written as the answer (the 1.5B planner copied its prompt's
+/// example whole) are that call, not a result to wrap in another.
+#[tokio::test]
+async fn a_step_call_written_as_the_answer_is_that_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let whole = r#"{"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}}"#;
+    mock.push(answer(whole, vec![]));
+    for _ in 0..3 {
+        mock.push(answer("Done.", vec![]));
+    }
+    let (_outcome, events) = support::wire::session(
+        &project,
+        &mock,
+        "planner",
+        "Plan adding a --quiet flag to the run command.",
+    )
+    .await;
+    let arguments = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                tool, arguments, ..
+            } if tool == "step" => Some(arguments.clone()),
+            _ => None,
+        })
+        .expect("a step call");
+    assert_eq!(
+        arguments,
+        serde_json::from_str::<serde_json::Value>(whole).unwrap()
+    );
+    let reply = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult { tool, output, .. } if tool == "step" => Some(output.clone()),
+            _ => None,
+        })
+        .expect("the step's reply");
+    assert!(reply.contains("\"action\":\"PROCEED\""), "{reply}");
+}
+
 /// The shipped planner on a model that reports one wrong `intent` result again and again
 /// (Qwen2.5-Coder-1.5B: 17 times): the runtime judges it INVALID once; the same call again is
 /// not run, and after two such turns the planner is asked for its final answer, so the session
