@@ -277,10 +277,12 @@ pub fn verified_findings<'a>(
             // The whole lines of the item, from the start of its label's line, unindented.
             let start = text[..item.span.start].rfind('\n').map_or(0, |i| i + 1);
             let lines = text[start..item.span.end].trim_end();
-            let indent = lines.len() - lines.trim_start().len();
+            // Spaces and tabs only: they are one byte each, so the cut is on a char boundary.
+            let lead = |l: &str| l.bytes().take_while(|b| *b == b' ' || *b == b'\t').count();
+            let indent = lead(lines);
             let body: String = lines
                 .lines()
-                .map(|l| &l[indent.min(l.len() - l.trim_start().len())..])
+                .map(|l| &l[indent.min(lead(l))..])
                 .collect::<Vec<_>>()
                 .join("\n");
             if !seen.insert(body.clone()) {
