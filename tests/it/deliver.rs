@@ -125,31 +125,58 @@ async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_on
     );
 }
 
-/// The shipped planner on a model that answers its first turn with the `intent` step's result
-/// as a bare JSON object (as Qwen2.5-Coder-1.5B does): it is read as that step, and the workflow
-/// goes on; without the plan document the session still ends PARTIAL.
-#[tokio::test]
-async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
+/// The shipped planner (with the shipped `plan` workflow) on the `--quiet` request, its model
+/// answering `replies` in turn.
+async fn planner_session(replies: Vec<support::mock::Reply>) -> (SessionOutcome, Vec<Event>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
     support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
     let project = Project::open(dir.path()).expect("project");
     let mock = Mock::start().await;
-    let intent = "```json\n{\n  \"action\": \"PROCEED\",\n  \"refined_intent\": \"Add a --quiet flag to the run command\",\n  \"questions\": [],\n  \"reason\": \"The request is clear.\"\n}\n```";
-    // Then the runtime's reply copied back as the answer (Qwen did this 24 times in a row): an
-    // echo, not the next step's result.
-    let echo = "{\"action\":\"PROCEED\",\"step\":\"intent\",\"next\":\"clarify\"}";
-    mock.push(answer(intent, vec![]))
-        .push(answer(echo, vec![]))
-        .push(answer("Done.", vec![]))
-        .push(answer("Done.", vec![]));
-    let (outcome, events) = support::wire::session(
+    for reply in replies {
+        mock.push(reply);
+    }
+    support::wire::session(
         &project,
         &mock,
         "planner",
         "Plan adding a --quiet flag to the run command.",
     )
+    .await
+}
+
+/// The results of the session's `step` calls, in order: whether each is an error, and its text.
+fn step_results(events: &[Event]) -> Vec<(bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                tool,
+                is_error,
+                output,
+                ..
+            } if tool == "step" => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The shipped planner on a model that answers its first turn with the `intent` step's result
+/// as a bare JSON object (as Qwen2.5-Coder-1.5B does): it is read as that step, and the workflow
+/// goes on; without the plan document the session still ends PARTIAL.
+#[tokio::test]
+async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
+    let intent = "```json\n{\n  \"action\": \"PROCEED\",\n  \"refined_intent\": \"Add a --quiet flag to the run command\",\n  \"questions\": [],\n  \"reason\": \"The request is clear.\"\n}\n```";
+    // Then the runtime's reply copied back as the answer (Qwen did this 24 times in a row): an
+    // echo, not the next step's result.
+    let echo = "{\"action\":\"PROCEED\",\"step\":\"intent\",\"next\":\"clarify\"}";
+    let (outcome, events) = planner_session(vec![
+        answer(intent, vec![]),
+        answer(echo, vec![]),
+        answer("Done.", vec![]),
+        answer("Done.", vec![]),
+    ])
     .await;
     assert_eq!(outcome.status, "partial", "{outcome:?}");
     let recovered: Vec<_> = events
@@ -165,12 +192,10 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
         recovered,
         [("step_result".to_string(), vec!["step".to_string()])]
     );
-    let reply = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult { tool, output, .. } if tool == "step" => Some(output.clone()),
-            _ => None,
-        })
+    let reply = step_results(&events)
+        .into_iter()
+        .next()
+        .map(|(_, output)| output)
         .expect("the step's reply");
     assert!(reply.contains("PROCEED"), "{reply}");
     assert!(reply.contains("clarify"), "{reply}");
@@ -180,24 +205,10 @@ async fn a_step_result_written_as_the_answer_is_reported_as_the_next_step() {
 /// example whole) are that call, not a result to wrap in another.
 #[tokio::test]
 async fn a_step_call_written_as_the_answer_is_that_call() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
-    support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
-    let project = Project::open(dir.path()).expect("project");
-    let mock = Mock::start().await;
     let whole = r#"{"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}}"#;
-    mock.push(answer(whole, vec![]));
-    for _ in 0..3 {
-        mock.push(answer("Done.", vec![]));
-    }
-    let (_outcome, events) = support::wire::session(
-        &project,
-        &mock,
-        "planner",
-        "Plan adding a --quiet flag to the run command.",
-    )
-    .await;
+    let mut replies = vec![answer(whole, vec![])];
+    replies.extend((0..3).map(|_| answer("Done.", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
     let arguments = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -211,12 +222,10 @@ async fn a_step_call_written_as_the_answer_is_that_call() {
         arguments,
         serde_json::from_str::<serde_json::Value>(whole).unwrap()
     );
-    let reply = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult { tool, output, .. } if tool == "step" => Some(output.clone()),
-            _ => None,
-        })
+    let reply = step_results(&events)
+        .into_iter()
+        .next()
+        .map(|(_, output)| output)
         .expect("the step's reply");
     assert!(reply.contains("\"action\":\"PROCEED\""), "{reply}");
 }
@@ -227,47 +236,19 @@ async fn a_step_call_written_as_the_answer_is_that_call() {
 /// ends PARTIAL in a few turns instead of spending its steps.
 #[tokio::test]
 async fn a_step_refused_as_invalid_is_not_judged_again_unchanged() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
-    support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
-    let project = Project::open(dir.path()).expect("project");
-    let mock = Mock::start().await;
     let wrong = json!({"name": "intent", "result": {"action": "CLARIFY", "questions": ["What is the command?"]}});
-    for i in 1..=3 {
-        mock.push(answer(
-            "",
-            vec![call(&format!("c{i}"), "step", wrong.clone())],
-        ));
-    }
-    for _ in 0..3 {
-        mock.push(answer("I could not plan it.", vec![]));
-    }
-    let (outcome, events) = support::wire::session(
-        &project,
-        &mock,
-        "planner",
-        "Plan adding a --quiet flag to the run command.",
-    )
-    .await;
+    let mut replies: Vec<_> = (1..=3)
+        .map(|i| answer("", vec![call(&format!("c{i}"), "step", wrong.clone())]))
+        .collect();
+    replies.extend((0..3).map(|_| answer("I could not plan it.", vec![])));
+    let (outcome, events) = planner_session(replies).await;
     assert_eq!(outcome.status, "partial", "{outcome:?}");
     let judged = events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::WorkflowStep { .. }))
         .count();
     assert_eq!(judged, 1, "only the first report of the result is judged");
-    let results: Vec<(bool, String)> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                tool,
-                is_error,
-                output,
-                ..
-            } if tool == "step" => Some((*is_error, output.clone())),
-            _ => None,
-        })
-        .collect();
+    let results = step_results(&events);
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results[0].1.contains("\"expected\""), "{results:?}");
     for (is_error, output) in &results[1..] {
