@@ -19,7 +19,7 @@ pub(crate) use paths::similar_files;
 use placeholders::check_placeholders;
 pub(crate) use placeholders::path_item;
 
-use super::envelope::Envelope;
+use super::envelope::{Citation, Envelope};
 use super::files::FileCache;
 use super::report::Report;
 use super::rule::{sort, Rule};
@@ -136,9 +136,22 @@ pub struct DocumentCheck {
     pub cited: Vec<String>,
 }
 
+/// The Evidence items of `text` as a reader sees them: an agent's envelope answer is read
+/// through its tags (what `<answer>` holds), any other markdown document (a report, a plan) is
+/// walked whole. Walked whole, an envelope would hide every item that follows `<answer>` on the
+/// next line: CommonMark reads such a tag as an HTML block that runs to the next blank line.
+fn evidence_view(text: &str) -> Envelope {
+    let env = Envelope::parse_lenient(text);
+    if env.answer.is_some() {
+        env
+    } else {
+        crate::contract::envelope::parse_document(text)
+    }
+}
+
 /// [`verify_evidence`], also returning the cited paths.
 pub fn verify_document(text: &str, ctx: &CheckContext) -> DocumentCheck {
-    let env = crate::contract::envelope::parse_document(text);
+    let env = evidence_view(text);
     let mut cited: Vec<String> = env
         .evidence
         .iter()
@@ -181,7 +194,7 @@ pub struct EvidenceTally {
 
 /// [`EvidenceTally`] of any markdown `text`, by the rules [`verify_evidence`] applies.
 pub fn tally_evidence(text: &str, ctx: &CheckContext) -> EvidenceTally {
-    let env = crate::contract::envelope::parse_document(text);
+    let env = evidence_view(text);
     EvidenceTally {
         items: env.evidence.len() as u64,
         verified: verified_in(&env, text, ctx).len() as u64,
@@ -195,12 +208,14 @@ pub struct VerifiedItem {
     pub title: Option<String>,
     /// From the item's `**Evidence**` label to the end of its excerpt's code block.
     pub span: Range<usize>,
+    /// The lines it cites, as written.
+    pub references: Vec<Citation>,
 }
 
 /// The Evidence items of any markdown `text` that hold up, by the rules [`verify_evidence`]
 /// applies.
 pub fn verified_items(text: &str, ctx: &CheckContext) -> Vec<VerifiedItem> {
-    let env = crate::contract::envelope::parse_document(text);
+    let env = evidence_view(text);
     verified_in(&env, text, ctx)
 }
 
@@ -229,7 +244,11 @@ fn verified_in(env: &Envelope, text: &str, ctx: &CheckContext) -> Vec<VerifiedIt
                 .iter()
                 .rfind(|h| h.span.start < span.start)
                 .map(|h| h.text.clone());
-            out.push(VerifiedItem { title, span });
+            out.push(VerifiedItem {
+                title,
+                span,
+                references: item.references.clone(),
+            });
         }
     }
     out
@@ -448,6 +467,23 @@ mod tests {
                 verified: 1
             }
         );
+        // An agent's envelope answer is read through its tags: `<answer>` followed at once by an
+        // item (no blank line) would otherwise open an HTML block that hides it.
+        let answer = "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+            timestamp: 2026-01-19T10:00:00Z\nmessage_type: X\n---\n<thinking>\nt\n</thinking>\n\
+            <answer>\n### Decision\n- **Evidence**: `a.txt:2`\n- **Excerpt**:\n  ```\n  two\n  ```\n\
+            </answer>\n";
+        assert_eq!(
+            tally_evidence(answer, &ctx),
+            EvidenceTally {
+                items: 1,
+                verified: 1
+            }
+        );
+        let items = verified_items(answer, &ctx);
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].title.as_deref(), Some("Decision"));
+        assert_eq!(items[0].references[0].path, "a.txt");
     }
 
     #[test]
