@@ -964,6 +964,7 @@ impl HopState {
             &self.ctx.hop_id,
             &self.model_spec,
             answer,
+            &shared.project,
         );
         self.permit = None;
         let result = match self

@@ -32,21 +32,8 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
     if agent.read_first != ReadFirst::Named || !agent.tools.allows("read") {
         return Vec::new();
     }
-    let mut seen: Vec<String> = Vec::new();
-    for name in task.split_whitespace().filter_map(path_in_word) {
-        let Ok(path) = project.resolve_visible(name) else {
-            continue;
-        };
-        let rel = project.relative(&path);
-        if !path.is_file() || seen.contains(&rel) {
-            continue;
-        }
-        seen.push(rel);
-        if seen.len() == MAX_FILES {
-            break;
-        }
-    }
-    seen.into_iter()
+    named_files(task, project, MAX_FILES)
+        .into_iter()
         .enumerate()
         .map(|(i, path)| ToolCall {
             id: format!("{CALL_ID_PREFIX}{}", i + 1),
@@ -54,6 +41,25 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
             arguments: serde_json::json!({"path": path, "limit": MAX_LINES}),
         })
         .collect()
+}
+
+/// The first `max` project files `task` names (existing, visible, inside the root), each once,
+/// relative to the root: the documents a task is about.
+pub fn named_files(task: &str, project: &Project, max: usize) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for name in task.split_whitespace().filter_map(path_in_word) {
+        if seen.len() == max {
+            break;
+        }
+        let Ok(path) = project.resolve_visible(name) else {
+            continue;
+        };
+        let rel = project.relative(&path);
+        if path.is_file() && !seen.contains(&rel) {
+            seen.push(rel);
+        }
+    }
+    seen
 }
 
 /// `task` followed by the output of each read that succeeded (a failed one is left out: the

@@ -18,8 +18,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::handoff::{HopRequest, HopResult, ParentLink};
+use super::read_first;
 use super::status::HopStatus;
-use crate::contract::{schema::compile, SchemaSource};
+use crate::contract::{
+    schema::compile, tally_evidence, verified_items, CheckContext, FileCache, SchemaSource,
+};
 use crate::model::VALIDATION_MARK;
 use crate::project::Project;
 
@@ -95,7 +98,54 @@ pub fn parse_verdict(text: &str, project: &Project) -> Result<Verdict, VerdictEr
     serde_json::from_value(value).map_err(VerdictError::Shape)
 }
 
-/// The validator's hop: a child of the worker's, on the worker's task and answer.
+/// Opens the runtime's note after the answer under review (see [`checked_note`]).
+pub const CHECKED_HEADING: &str = "[runtime] Checked before your review";
+
+/// What the runtime has proved about `answer`'s Evidence, for the validator to build on: how
+/// many items verify (each excerpt equals the lines it cites) and, for each cited range, whether
+/// it is in a document `task` names. `None` when the answer has no Evidence item.
+///
+/// Why: measured with a 1.5B model as the evidence-validator (BENCHMARKS.md, "Second evening"),
+/// it rejected an analysis for "not citing the document it names" when its one Evidence item
+/// cited exactly that document. Reading citations is the checker's job and it never errs at
+/// it; stating its result leaves the model the judgment only it can make (does each finding say
+/// what its lines say?). The note names paths without backticks or `:N`, so nothing in it reads
+/// as a citation of the answer's own.
+pub(crate) fn checked_note(task: &str, answer: &str, project: &Project) -> Option<String> {
+    let files = FileCache::new();
+    let ctx = CheckContext::new(project, &files);
+    let items = tally_evidence(answer, &ctx).items;
+    if items == 0 {
+        return None;
+    }
+    let verified = verified_items(answer, &ctx);
+    let named = read_first::named_files(task, project, usize::MAX);
+    let mut out = format!(
+        "\n\n{CHECKED_HEADING} (facts; do not check them again):\n- {} of {items} Evidence \
+         item(s) verify: each excerpt is exactly the lines it cites.\n",
+        verified.len()
+    );
+    let mut seen = std::collections::HashSet::new();
+    for c in verified.iter().flat_map(|v| &v.references) {
+        let path = project
+            .resolve_visible(&c.path)
+            .map_or_else(|_| c.path.clone(), |p| project.relative(&p));
+        let line = format!("{path} lines {}-{}", c.first, c.last);
+        if !seen.insert(line.clone()) {
+            continue;
+        }
+        let whose = match (named.is_empty(), named.contains(&path)) {
+            (true, _) => "",
+            (false, true) => ": the document the task names",
+            (false, false) => ": a file the task does NOT name",
+        };
+        out.push_str(&format!("- cited: {line}{whose}\n"));
+    }
+    Some(out)
+}
+
+/// The validator's hop: a child of the worker's, on the worker's task and answer, followed by
+/// what the runtime has checked of it ([`checked_note`]).
 pub(crate) fn request(
     validator: &str,
     worker: &HopRequest,
@@ -103,12 +153,14 @@ pub(crate) fn request(
     worker_hop_id: &str,
     model_spec: &str,
     answer: &str,
+    project: &Project,
 ) -> HopRequest {
     let mut chain = worker.chain.clone();
     chain.push(worker_agent.to_string());
+    let note = checked_note(&worker.prompt, answer, project).unwrap_or_default();
     HopRequest {
         agent: validator.to_string(),
-        prompt: format!("{}{VALIDATION_MARK}{}", worker.prompt, answer),
+        prompt: format!("{}{VALIDATION_MARK}{answer}{note}", worker.prompt),
         description: format!("review the answer of `{worker_agent}`"),
         parent: Some(ParentLink {
             hop_id: worker_hop_id.to_string(),
@@ -245,6 +297,46 @@ mod tests {
             panic!()
         };
         assert_eq!(reason, "validator `checker` rejected the answer: invented");
+    }
+
+    #[test]
+    fn the_checked_note_states_what_verifies_and_whose_file_it_cites() {
+        let (d, p) = project();
+        std::fs::create_dir_all(d.path().join("docs")).unwrap();
+        std::fs::write(d.path().join("docs/a.md"), "alpha one\nalpha two\n").unwrap();
+        std::fs::write(d.path().join("docs/b.md"), "beta one\n").unwrap();
+        let item = |path: &str, range: &str, lines: &str| {
+            format!("- **Evidence**: `{path}:{range}`\n- **Excerpt**:\n  ```\n{lines}  ```\n")
+        };
+        let answer = format!(
+            "<answer>\n### Findings\n{}{}{}</answer>\n",
+            item("docs/a.md", "1-2", "  alpha one\n  alpha two\n"),
+            item("docs/b.md", "1", "  beta one\n"),
+            item("docs/b.md", "1", "  not what line 1 says\n"),
+        );
+        let note = checked_note("Analyze docs/a.md.", &answer, &p).unwrap();
+        assert!(note.contains(CHECKED_HEADING), "{note}");
+        assert!(note.contains("- 2 of 3 Evidence item(s) verify"), "{note}");
+        assert!(
+            note.contains("- cited: docs/a.md lines 1-2: the document the task names"),
+            "{note}"
+        );
+        assert!(
+            note.contains("- cited: docs/b.md lines 1-1: a file the task does NOT name"),
+            "{note}"
+        );
+        assert_eq!(
+            note.matches("docs/b.md").count(),
+            1,
+            "each range once: {note}"
+        );
+        // Nothing in it reads as a citation: no backticks.
+        assert!(!note.contains('`'), "{note}");
+        // A task that names no file: ranges without a verdict on whose they are.
+        let plain = checked_note("Summarize the docs.", &answer, &p).unwrap();
+        assert!(plain.contains("- cited: docs/a.md lines 1-2\n"), "{plain}");
+        // No Evidence, no note.
+        assert_eq!(checked_note("x", "<answer>\nfine\n</answer>", &p), None);
     }
 
     #[test]

@@ -236,6 +236,24 @@ async fn the_shipped_pair_runs_on_the_offline_model() {
         analyzers,
         "every analyzer answer was reviewed once"
     );
+    // Each review's task ends with what the runtime proved of the answer's Evidence.
+    let reviews: Vec<&str> = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("evidence-validator"))
+        .filter_map(|e| match &e.kind {
+            EventKind::HopStarted { prompt, .. } => Some(prompt.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reviews.len(), v.len());
+    for r in reviews {
+        let note = r
+            .split("[runtime] Checked before your review")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no runtime note: {r}"));
+        assert!(note.contains("Evidence item(s) verify"), "{note}");
+        assert!(note.contains(": the document the task names"), "{note}");
+    }
 }
 
 #[tokio::test]
