@@ -31,6 +31,7 @@ mod rule;
 pub mod schema;
 pub mod spec;
 
+pub(crate) use check::similar_files;
 pub use check::{
     assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, tally_evidence,
     verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,

@@ -261,6 +261,20 @@ pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> V
         }
         Err(e) => return vec![format!("step `{}` has a broken schema: {e}", step.name)],
     };
+    // A reply sent back as the result: the 1.5B planner reported `{"errors": […], "expected": …}`
+    // as its `scope`. Its schema errors name only what is missing; say what was sent instead.
+    let echoed: Vec<&str> = REPLY_FIELDS
+        .iter()
+        .copied()
+        .filter(|k| result.get(k).is_some() && step.schema["properties"].get(k).is_none())
+        .collect();
+    if !echoed.is_empty() {
+        errors.push(format!(
+            "the result holds the runtime's reply ({}), not the step's own result: send the \
+             fields of `expected`, filled in with what you found",
+            echoed.join(", ")
+        ));
+    }
     // A shape sent back unfilled passes a schema that only asks for a string.
     errors.extend(super::shape::placeholders(result).into_iter().map(|at| {
         format!(
@@ -270,6 +284,10 @@ pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> V
     }));
     errors
 }
+
+/// The fields of an INVALID or STOP reply, which no result of a step holds unless its schema
+/// declares them.
+const REPLY_FIELDS: [&str; 3] = ["errors", "expected", "error"];
 
 /// The one question a CLARIFY reply carries.
 fn question(step: &super::Step, result: &Value) -> String {

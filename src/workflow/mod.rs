@@ -160,7 +160,22 @@ pub(crate) fn file_inside(
         path: path.to_string(),
         reason: e.to_string(),
     };
-    let resolved = project.resolve(path).map_err(|e| refused(&e))?;
+    let resolved = project.resolve(path).map_err(|e| match e {
+        // A model that invents a path (a 1.5B planner scoped `src/bin/run.rs` for the `run`
+        // command) needs the real names to correct it, as a contract's missing path offers them.
+        crate::project::PathError::NotFound(_) => {
+            let near = crate::contract::similar_files(project, path);
+            if near.is_empty() {
+                refused(&e)
+            } else {
+                refused(&format!(
+                    "{e}; files with similar names: {} (name one of them, or find the file first)",
+                    near.join(", ")
+                ))
+            }
+        }
+        e => refused(&e),
+    })?;
     project
         .refuse_hidden(path, &resolved)
         .map_err(|e| refused(&e))?;

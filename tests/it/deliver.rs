@@ -264,6 +264,31 @@ async fn a_step_refused_as_invalid_is_not_judged_again_unchanged() {
     )));
 }
 
+/// The same for a step reported out of order: Qwen2.5-Coder-1.5B reported a `plan` result before
+/// its `scope` 24 times, each answered STOP. Only the first is judged.
+#[tokio::test]
+async fn a_step_stopped_as_out_of_order_is_not_judged_again_unchanged() {
+    let early = json!({"name": "plan", "result": {"verification": "cargo test"}});
+    let mut replies: Vec<_> = (1..=3)
+        .map(|i| answer("", vec![call(&format!("c{i}"), "step", early.clone())]))
+        .collect();
+    replies.extend((0..3).map(|_| answer("I could not plan it.", vec![])));
+    let (outcome, events) = planner_session(replies).await;
+    assert_eq!(outcome.status, "partial", "{outcome:?}");
+    let judged = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::WorkflowStep { .. }))
+        .count();
+    assert_eq!(judged, 1, "only the first report of the result is judged");
+    let results = step_results(&events);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].1.contains("\"action\":\"STOP\""), "{results:?}");
+    for (is_error, output) in &results[1..] {
+        assert!(*is_error, "{output}");
+        assert!(output.contains("STOP: "), "{output}");
+    }
+}
+
 /// The shipped researcher (`gate.ask: runtime`, `deliver.from_answer`) on a model that never
 /// asks for the plan and answers with its report instead of writing it (Qwen2.5-Coder-1.5B's two
 /// habits): the runtime asks `analyst` the question word for word before the first turn, a

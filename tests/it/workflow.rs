@@ -142,6 +142,18 @@ fn the_four_actions() {
             && errors.contains("/refined_intent: still the placeholder"),
         "{unfilled}"
     );
+    // The reply itself sent back as the result is named as such.
+    let echo = run.step(
+        "intent",
+        json!({"errors": r["errors"], "expected": r["expected"]}),
+    );
+    assert_eq!(echo["action"], "INVALID", "{echo}");
+    assert!(
+        echo["errors"]
+            .to_string()
+            .contains("holds the runtime's reply (errors, expected)"),
+        "{echo}"
+    );
     assert_eq!(run.state().steps["intent"].status, StepStatus::Invalid);
     // CLARIFY: the one question comes back; the run waits.
     let r = run.step(
@@ -159,7 +171,7 @@ fn the_four_actions() {
         (r["action"].as_str(), r["next"].as_str()),
         (Some("PROCEED"), Some("clarify"))
     );
-    assert_eq!(run.state().steps["intent"].attempts, 4);
+    assert_eq!(run.state().steps["intent"].attempts, 5);
     // STOP: an ambiguous request ends the run, and the run stays closed.
     let run2 = Run {
         project: &p,
@@ -321,6 +333,8 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     for (bad, why) in [
         ("../secret.rs", ".."),
         ("src/nope.rs", "does not exist"),
+        // An invented path is answered with the real names that look like it.
+        ("src/bin/retry.rs", "files with similar names: src/retry.rs"),
         ("src/link.rs", "outside the project root"),
         ("/etc/passwd", "absolute"),
         (".switchboard/workflows/r-scope/state.json", "not open"),

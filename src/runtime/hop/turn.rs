@@ -495,21 +495,29 @@ fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) ->
 /// changed (every write forgets the earlier calls but itself).
 const SAME_AGAIN: &[&str] = &["read", "grep", "glob", "list", "write"];
 
-/// The errors of a workflow `step` reply that refused the result (`"action": "INVALID"`), joined;
-/// `None` for any other result. The same result gets the same reply while no other step is
-/// accepted, and the call's key holds the step to report next (see `call_key`), so a result
+/// A workflow `step` reply that refused the result, as `ACTION: why`: `INVALID` (the result
+/// broke its schema or a check; its errors joined) or `STOP` (a step reported out of order; its
+/// error). `None` for any other reply. The same result gets the same reply while no other step
+/// is accepted, and the call's key holds the step to report next (see `call_key`), so a result
 /// refused before is judged again once the workflow has moved.
 fn step_refusal(content: &str) -> Option<String> {
     let reply: serde_json::Value = serde_json::from_str(content.trim()).ok()?;
-    if reply.get("action")?.as_str()? != "INVALID" {
-        return None;
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    match reply.get("action")?.as_str()? {
+        "INVALID" => {
+            let errors: Vec<&str> = reply
+                .get("errors")
+                .and_then(serde_json::Value::as_array)
+                .map(|e| e.iter().filter_map(serde_json::Value::as_str).collect())
+                .unwrap_or_default();
+            Some(format!("INVALID: {}", errors.join("; ")))
+        }
+        "STOP" => Some(format!(
+            "STOP: {}",
+            reply.get("error").and_then(text).unwrap_or_default()
+        )),
+        _ => None,
     }
-    let errors: Vec<&str> = reply
-        .get("errors")
-        .and_then(serde_json::Value::as_array)
-        .map(|e| e.iter().filter_map(serde_json::Value::as_str).collect())
-        .unwrap_or_default();
-    Some(errors.join("; "))
 }
 
 /// A tool call this hop made, for refusing an identical one (see [`HopState::tools_turn`]).
@@ -539,10 +547,11 @@ impl SeenCall {
         if result.is_error {
             let line = result.content.lines().next().unwrap_or("").to_string();
             self.error = Some(cut(&line, 300));
-        } else if let Some(errors) = step_refusal(&result.content) {
-            // A workflow step the runtime judged INVALID is judged the same way when reported
-            // unchanged: Qwen2.5-Coder-1.5B reported one wrong `intent` result 17 times.
-            self.error = Some(cut(&format!("INVALID: {errors}"), 300));
+        } else if let Some(refusal) = step_refusal(&result.content) {
+            // A workflow step the runtime refused is refused the same way when reported
+            // unchanged: Qwen2.5-Coder-1.5B reported one wrong `intent` result 17 times, and
+            // one `plan` result before its `scope` 24 times.
+            self.error = Some(cut(&refusal, 300));
         }
     }
 
