@@ -160,7 +160,7 @@ pub struct PrimarySession {
     pub status: String,
     /// Whether the analyst's plan passed the retrieval gate (`gate.plan`) in this session.
     pub planned: bool,
-    /// Child hops the primary started (its delegations, the planning agent's included).
+    /// Child hops the primary started, other than the agent whose answer became its plan.
     pub delegations: u64,
     /// Whether the agent declares `deliver:`; then the deliverable the last `deliver.checked`
     /// named, and whether it met the declaration.
@@ -172,8 +172,9 @@ pub struct PrimarySession {
     pub sources_expected: Vec<String>,
     /// The expected sources the deliverable cites in an Evidence reference.
     pub sources_cited: Vec<String>,
-    /// Completed, delivered, planned first (when the agent has a gate), at least one
-    /// delegation, every expected source cited.
+    /// Completed, delivered with at least [`MIN_VERIFIED_TO_PASS`] verified Evidence items
+    /// (when the agent owes a deliverable), planned first (when it has a gate), at least one
+    /// delegation past the plan, every expected source cited: issue 27's bar for one session.
     pub passed: bool,
     pub tokens: u64,
     pub seconds: f64,
@@ -241,6 +242,11 @@ pub struct PrimaryRun<'a> {
     pub seconds: f64,
 }
 
+/// Verified Evidence items a deliverable needs for its session to pass (issue 27: "their
+/// deliverable written with ≥ 3 verified evidence items"), whatever its own `deliver.evidence`
+/// asks: a report that verifies one excerpt is delivered, not yet the main job done.
+pub const MIN_VERIFIED_TO_PASS: u64 = 3;
+
 /// Judges one primary session from its event log and the files it left.
 pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> PrimarySession {
     let root = events
@@ -252,10 +258,23 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
         .iter()
         .filter(of_root)
         .any(|e| matches!(e.kind, EventKind::GatePlan { .. }));
+    // The agents whose answer became the plan: asking for the plan is the gate's price, not
+    // the work, so those hops are no delegation.
+    let planners: Vec<&str> = events
+        .iter()
+        .filter(of_root)
+        .filter_map(|e| match &e.kind {
+            EventKind::GatePlan { via, .. } => Some(via.as_str()),
+            _ => None,
+        })
+        .collect();
     let delegations = events
         .iter()
         .filter(|e| {
-            e.kind.name() == "hop.started" && e.parent_hop_id.is_some() && e.parent_hop_id == root
+            e.kind.name() == "hop.started"
+                && e.parent_hop_id.is_some()
+                && e.parent_hop_id == root
+                && !e.agent.as_deref().is_some_and(|a| planners.contains(&a))
         })
         .count() as u64;
     let last_check = events
@@ -297,6 +316,7 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
         .collect();
     let passed = run.status == "completed"
         && (delivered || !run.owes)
+        && (evidence_verified >= MIN_VERIFIED_TO_PASS || !run.owes)
         && (planned || !run.gated)
         && delegations > 0
         && sources_cited.len() == sources_expected.len();
@@ -652,6 +672,88 @@ mod tests {
         let t = r.total();
         assert_eq!((t.hops, t.first_time), (5, 1));
         assert_eq!(AgentScore::default().share(0), 0.0);
+    }
+
+    #[test]
+    fn a_primary_session_passes_on_three_verified_items_and_a_delegation_past_the_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let item = |n: usize, line: &str| {
+            format!("- **Evidence**: `a.txt:{n}`\n- **Excerpt**:\n  ```\n  {line}\n  ```\n")
+        };
+        let write = |items: &[(usize, &str)]| {
+            let body: String = items.iter().map(|(n, l)| item(*n, l)).collect();
+            std::fs::write(dir.path().join("report.md"), format!("# R\n\n{body}")).unwrap();
+        };
+        let task = Task {
+            agent: "researcher".into(),
+            prompt: "p".into(),
+            expect: Expect {
+                delegates: Vec::new(),
+                sources: vec!["a.txt".into()],
+            },
+        };
+        let on = |hop: &str, parent: Option<&str>, agent: &str, kind: EventKind| Event {
+            hop_id: Some(hop.into()),
+            parent_hop_id: parent.map(Into::into),
+            ..event(agent, kind)
+        };
+        let start = |hop: &str, parent: Option<&str>, agent: &str| {
+            let mut e = started(agent, u32::from(parent.is_some()));
+            e.hop_id = Some(hop.into());
+            e.parent_hop_id = parent.map(Into::into);
+            e
+        };
+        let plan = EventKind::GatePlan {
+            via: "analyst".into(),
+            contract: "analyst-plan".into(),
+            plan: serde_json::json!({}),
+            sources: vec!["doc".into()],
+            allowed: Vec::new(),
+            fallback: false,
+        };
+        let checked = EventKind::DeliverChecked {
+            write: "*.md".into(),
+            path: Some("report.md".into()),
+            verified: 3,
+            required: 1,
+            outcome: "met".into(),
+            repair: 0,
+        };
+        let judge = |events: &[Event]| {
+            let run = PrimaryRun {
+                task: &task,
+                run: 1,
+                status: "completed",
+                gated: true,
+                owes: true,
+                tokens: 10,
+                seconds: 1.0,
+            };
+            judge_primary(&project, &run, events)
+        };
+        let mut events = vec![
+            start("r", None, "researcher"),
+            start("p", Some("r"), "analyst"),
+            on("r", None, "researcher", plan),
+            on("r", None, "researcher", checked),
+        ];
+        write(&[(1, "one"), (2, "two"), (3, "three")]);
+        // The plan alone is no delegation.
+        let s = judge(&events);
+        assert_eq!((s.planned, s.delivered, s.delegations), (true, true, 0));
+        assert!(!s.passed, "{s:?}");
+        events.insert(2, start("l", Some("r"), "thoughts-locator"));
+        let s = judge(&events);
+        assert_eq!((s.delegations, s.evidence_verified), (1, 3));
+        assert_eq!(s.sources_cited, ["a.txt"]);
+        assert!(s.passed, "{s:?}");
+        // Two verified items (one of three excerpts is wrong) are not enough.
+        write(&[(1, "one"), (2, "two"), (3, "not line three")]);
+        let s = judge(&events);
+        assert_eq!(s.evidence_verified, 2);
+        assert!(!s.passed, "{s:?}");
     }
 
     #[test]
