@@ -298,6 +298,19 @@ pub fn verified_findings<'a>(
     out
 }
 
+/// The note after a subagent's answer when the hop's subagents have given verified Evidence
+/// (`findings`, from [`verified_findings`]) and the agent's final answer is its document: write
+/// it now, copying them.
+pub fn report_now(findings: &[String]) -> String {
+    format!(
+        "Your subagents have found {} verified Evidence item(s), below. Write your report now: \
+         your final answer is the whole document, frontmatter first, with these items under \
+         `## Findings`, each copied unchanged, title line included.\n\n{}",
+        findings.len(),
+        findings.join("\n\n")
+    )
+}
+
 /// The repair turn: what is missing, how to deliver it, and the shape of one evidence item.
 /// `looks_like_call`: the answer holds a tool call written as text, which ran nothing.
 /// `first_step`: what to do first when the agent has not started the work (its gate's plan).

@@ -340,9 +340,9 @@ impl HopState {
                     } else if self.plan_gate.is_some() && result.status == HopStatus::Completed {
                         self.answered.insert(result.agent.clone());
                         self.note_found_paths(&result.answer);
-                        if let Some(next) = self.next_delegation() {
+                        if let Some(note) = self.after_answer(&result.answer) {
                             message.content.push_str("\n\n[runtime] ");
-                            message.content.push_str(&next);
+                            message.content.push_str(&note);
                         }
                     }
                     let blocked = result.status == HopStatus::Blocked;
