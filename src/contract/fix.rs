@@ -10,12 +10,16 @@
 //!   its path alone;
 //! * an Evidence line whose reference is not in backticks becomes the line its problem's help
 //!   writes out (``- **Evidence**: `path:N-M` ``);
-//! * text after the closing `</answer>` goes.
+//! * text after the closing `</answer>` goes;
+//! * an excerpt that stands word for word at other lines of its cited file (whole, or a run of
+//!   its lines when the rest is not in the file) is cited there: its reference becomes that
+//!   range and its block those lines. The quote was the model's own and the lines are really
+//!   there; only the numbers (and any line it had reworded) change.
 //!
 //! Nothing else is touched; the copy is checked again before it is taken or offered
 //! (`runtime::check`).
 
-use super::check::{path_item, similar_files};
+use super::check::{path_item, similar_files, PART_FOUND, RELOCATED};
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
@@ -64,6 +68,14 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 let indent = &answer[start..start + indent_len];
                 edits.push((start..end, format!("{indent}{line}")));
             }
+        } else if p.code == Rule::ExcerptMismatch.code() {
+            let relocated = p
+                .help
+                .as_deref()
+                .is_some_and(|h| h.starts_with(RELOCATED) || h.starts_with(PART_FOUND));
+            if let (true, Some(actual)) = (relocated, p.actual.as_ref()) {
+                edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
+            }
         } else if p.code == Rule::StrayText.code() {
             if let Some(close) = answer.rfind("</answer>") {
                 let after = close + "</answer>".len();
@@ -88,6 +100,54 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
         floor = range.start;
     }
     (fixed != answer).then_some(fixed)
+}
+
+/// The two edits that cite an excerpt block (at `block`, fences included) at `from` with
+/// `lines`: the reference of the Evidence line above it, and the block's content. None when the
+/// item's Evidence line or its one reference cannot be found.
+fn cite_elsewhere(
+    answer: &str,
+    block: std::ops::Range<usize>,
+    from: &str,
+    lines: &str,
+) -> Vec<(std::ops::Range<usize>, String)> {
+    let before = &answer[..block.start];
+    let Some(label) = before.rfind("**Evidence**") else {
+        return Vec::new();
+    };
+    let line_end = before[label..]
+        .find('\n')
+        .map_or(before.len(), |i| label + i);
+    let evidence = &answer[label..line_end];
+    let ticks: Vec<usize> = evidence
+        .match_indices('`')
+        .map(|(i, _)| label + i)
+        .collect();
+    let [open, close] = ticks[..] else {
+        return Vec::new();
+    };
+    let line_start = answer[..block.start].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &answer[line_start..block.start];
+    if !indent.chars().all(|c| c == ' ' || c == '\t') {
+        return Vec::new();
+    }
+    let opening = answer[block.start..block.end]
+        .lines()
+        .next()
+        .unwrap_or("```");
+    let info = opening.trim_start_matches(['`', '~']).trim();
+    let longest = lines.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat((longest + 1).max(3));
+    let mut text = format!("{fence}{info}\n");
+    for l in lines.lines() {
+        text.push_str(indent);
+        text.push_str(l);
+        text.push('\n');
+    }
+    text.push_str(indent);
+    text.push_str(&fence);
+    // The block's span may or may not take the closing fence's line end; keep what follows.
+    vec![(open + 1..close, from.to_string()), (block, text)]
 }
 
 #[cfg(test)]
@@ -139,5 +199,44 @@ mod tests {
             apply(bare, &[problem], &project).as_deref(),
             Some("<answer>\n- **Evidence**: `d/x.md:1-2`\n</answer>\n")
         );
+    }
+
+    /// The 1.5B analyzer's answer: four real lines under a heading it reworded, cited at 1–10
+    /// (they stand at 9–10 here). The checker finds the run; the fix cites it there.
+    #[test]
+    fn an_excerpt_found_elsewhere_whole_or_in_part_is_cited_there() {
+        use crate::contract::{verify_evidence, CheckContext, FileCache};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc = "---\ndate: 2026-11-02\nstatus: accepted\n---\n\n# Decision: parse YAML with serde-saphyr\n\n## Why\n- serde-saphyr is panic-free on malformed input.\n- It reports an exact line and column for errors.\n";
+        std::fs::write(dir.path().join("d.md"), doc).expect("write");
+        let project = Project::open(dir.path()).expect("project");
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let answer = |reference: &str, excerpt: &str| {
+            format!("<answer>\n### Decision\n- **Evidence**: `{reference}`\n- **Excerpt**:\n  ```markdown\n{excerpt}  ```\n\nAfter.\n</answer>\n")
+        };
+        let real = "  - serde-saphyr is panic-free on malformed input.\n  - It reports an exact line and column for errors.\n";
+        for (excerpt, note) in [
+            (real.to_string(), "whole"),
+            (
+                format!("  ## Decision: parse YAML with serde-saphyr behind our splitter\n{real}"),
+                "in part",
+            ),
+        ] {
+            let text = answer("d.md:1-4", &excerpt);
+            let problems = verify_evidence(&text, &ctx);
+            assert_eq!(problems.len(), 1, "{note}: {problems:?}");
+            let fixed = apply(&text, &problems, &project).expect(note);
+            assert_eq!(fixed, answer("d.md:9-10", real), "{note}");
+            assert!(verify_evidence(&fixed, &ctx).is_empty(), "{note}: {fixed}");
+        }
+        // Nothing of it in the file: no fix (replacing the quote would change what it says).
+        let text = answer(
+            "d.md:1-4",
+            "  - serde-saphyr never panics, say the docs of its authors.\n",
+        );
+        let problems = verify_evidence(&text, &ctx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(apply(&text, &problems, &project), None);
     }
 }

@@ -127,16 +127,36 @@ pub(super) fn check_evidence(
         let elsewhere = good
             .iter()
             .find_map(|(file, _)| find_run(file, 1, file.line_count(), &lines).map(|s| (file, s)));
-        let (help, (from, shown)) = match elsewhere {
-            Some((file, s)) => {
+        let part = || {
+            good.iter()
+                .find_map(|(file, _)| longest_part(file, &lines).map(|p| (file, p)))
+        };
+        let (help, (from, shown)) = match (elsewhere, part()) {
+            (Some((file, s)), _) => {
                 let (a, b, shown) = citable(file, s, s + lines.len() - 1, &lines, max);
                 let (from, shown) = cite(file, a, b, shown);
                 (
-                    format!("your excerpt is at `{from}`, not at `{r}`: cite `{from}`"),
+                    format!("{RELOCATED} `{from}`, not at `{r}`: cite `{from}`"),
                     (from, shown),
                 )
             }
-            None => {
+            // Part of it, word for word: a small model quoted four real lines under a heading
+            // it had reworded, and cited lines 1–10 for them (they stand at 28–31).
+            (None, Some((file, (at, i, n)))) => {
+                let part = &lines[i..i + n];
+                let (a, b, shown) = citable(file, at, at + n - 1, part, max);
+                let (from, shown) = cite(file, a, b, shown);
+                (
+                    format!(
+                        "{PART_FOUND} (lines {}–{} of it) stands at `{from}`, the rest is not in \
+                         the file: cite `{from}` and quote those lines only",
+                        i + 1,
+                        i + n
+                    ),
+                    (from, shown),
+                )
+            }
+            (None, None) => {
                 let (a, b, shown) = citable(file, r.first, r.last, &lines, max);
                 (
                     "copy the cited lines exactly as they are, no fixing, shortening or \
@@ -153,6 +173,42 @@ pub(super) fn check_evidence(
                 .with_actual(from, shown),
         );
     }
+}
+
+/// Opens the help of an `excerpt/mismatch` whose excerpt stands, whole, at other lines of a
+/// cited file; its attached lines are that range. [`crate::contract::fix`] takes it as it is.
+pub(crate) const RELOCATED: &str = "your excerpt is at";
+/// Opens the help of an `excerpt/mismatch` whose excerpt holds a run of a cited file's lines
+/// word for word (see [`longest_part`]); its attached lines are that run.
+pub(crate) const PART_FOUND: &str = "only part of your excerpt";
+/// Characters (trimmed) a partial run must hold to be offered: a blank line, a `---` or a
+/// closing brace alone is found in every file and proves nothing.
+const MIN_PART_CHARS: usize = 40;
+/// Excerpt lines looked through for a partial run (the search is quadratic in them).
+const MAX_PART_LINES: usize = 24;
+
+/// The longest run of `excerpt`'s consecutive lines that stands word for word in `file`'s body
+/// (its YAML frontmatter is metadata, never the carrier of a finding), as (first line in the
+/// file, index of the run's first line in the excerpt, run length). Only a run shorter than the
+/// excerpt and holding at least [`MIN_PART_CHARS`]; the first found of the longest.
+fn longest_part(file: &SourceFile, excerpt: &[&str]) -> Option<(usize, usize, usize)> {
+    let k = excerpt.len().min(MAX_PART_LINES);
+    let body = file.frontmatter_end().map_or(1, |end| end + 1);
+    let last = file.line_count();
+    for n in (1..k.min(excerpt.len().saturating_sub(1)) + 1).rev() {
+        for i in 0..=k - n {
+            let part = &excerpt[i..i + n];
+            let chars: usize = part.iter().map(|l| l.trim().chars().count()).sum();
+            if chars < MIN_PART_CHARS || part[0].trim().is_empty() || part[n - 1].trim().is_empty()
+            {
+                continue;
+            }
+            if let Some(at) = find_run(file, body, last, part) {
+                return Some((at, i, n));
+            }
+        }
+    }
+    None
 }
 
 /// Files an answer's items are about: its `source_document` field, then the files its Evidence
