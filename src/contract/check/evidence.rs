@@ -127,9 +127,14 @@ pub(super) fn check_evidence(
         let elsewhere = good
             .iter()
             .find_map(|(file, _)| find_run(file, 1, file.line_count(), &lines).map(|s| (file, s)));
+        // Only outside the cited range: a run inside it means the citation was right and the
+        // copy sloppy (a line shortened), so the cited lines are the ones to offer.
         let part = || {
-            good.iter()
-                .find_map(|(file, _)| longest_part(file, &lines).map(|p| (file, p)))
+            good.iter().find_map(|(file, r)| {
+                longest_part(file, &lines)
+                    .filter(|(at, _, n)| at + n - 1 < r.first || *at > r.last)
+                    .map(|p| (file, p))
+            })
         };
         let (help, (from, shown)) = match (elsewhere, part()) {
             (Some((file, s)), _) => {
