@@ -194,6 +194,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "read_first",
     "tool_choice",
     "search_first",
+    "delegate_first",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -281,6 +282,8 @@ pub(crate) struct RawFrontmatter {
     pub tool_choice: Option<Spanned<crate::model::ToolChoice>>,
     #[serde(default)]
     pub search_first: Option<Spanned<String>>,
+    #[serde(default)]
+    pub delegate_first: Option<Spanned<String>>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -336,6 +339,11 @@ pub struct Agent {
     /// (`search_first:`, see `runtime::search_first`). Left out of `agents --json` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_first: Option<String>,
+    /// The subagent the runtime hands the task to, word for word, before the first turn
+    /// (`delegate_first:`): a real `task` call, so grants and permissions apply. Left out of
+    /// `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegate_first: Option<String>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

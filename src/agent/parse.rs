@@ -294,6 +294,21 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         ));
     }
 
+    let delegate_first = raw
+        .delegate_first
+        .as_ref()
+        .map(|s| s.value.trim().to_string())
+        .filter(|s| !s.is_empty());
+    if let (Some(s), false) = (&raw.delegate_first, tools.allows("task")) {
+        diags.push(no_effect(
+            s.referenced.line(),
+            s.referenced.column(),
+            "agent/delegate-first",
+            "`delegate_first` has no effect: the agent is not granted `task`",
+            "grant `task` in `tools:`, or remove `delegate_first`",
+        ));
+    }
+
     let deliver = match &raw.deliver {
         None => None,
         Some(decl) => match super::deliver::Deliver::settle(&decl.value) {
@@ -379,6 +394,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         read_first,
         tool_choice,
         search_first,
+        delegate_first,
         file: file.to_string(),
         body,
         body_line: split.body_line,

@@ -141,6 +141,8 @@ pub fn agent_schema() -> Value {
             "read_first": read_first_spec(),
             "search_first": { "type": "string", "minLength": 1,
                 "description": "A project folder: before the first turn the runtime greps it (with `grep`) for up to 3 words of the task and hands the matches over with the task" },
+            "delegate_first": { "type": "string", "minLength": 1,
+                "description": "A subagent: before the first turn the runtime delegates the task to it word for word (a `task` call), and the first turn reads its answer" },
             "tool_choice": { "enum": ["auto", "required"], "default": "auto",
                 "description": "`required`: each turn must be a tool call until the agent has made one (then `auto`)" }
         }

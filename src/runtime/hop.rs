@@ -50,6 +50,9 @@ pub const DEFAULT_STEPS: u32 = 50;
 /// Share of a budget at which the agent is asked for a checkpoint and the hop ends PARTIAL,
 /// when its `budget.threshold` does not say otherwise.
 pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64 / 100.0;
+/// The call id of the runtime's `delegate_first` delegation.
+pub const DELEGATE_FIRST_ID: &str = "delegate_first";
+
 /// Turns in a row whose every tool call was refused as a repeat of an earlier one, after which
 /// the hop's next turn offers no tools and asks for the final answer. A refusal says why and
 /// what to do instead; a model that repeats refused calls anyway is not going to get anything
@@ -396,6 +399,16 @@ impl HopState {
                     plan_agent: plan_agent.to_string(),
                 });
             }
+            let calls = vec![call];
+            self.messages
+                .push(Message::assistant(String::new(), calls.clone()));
+            let results = self.tools_turn(&calls).await;
+            self.messages.extend(results);
+        }
+        // `delegate_first`: the delegation the agent's prompt asks for first, made by the
+        // runtime with the task word for word; the first turn reads its answer. A 1.5B planner
+        // never delegated: it invented its scope's files (`src/bin/run.rs`) and looped on them.
+        if let Some(call) = self.delegate_first_call() {
             let calls = vec![call];
             self.messages
                 .push(Message::assistant(String::new(), calls.clone()));
@@ -910,6 +923,26 @@ impl HopState {
             (self.delegated == 0)
                 .then(|| self.next_delegation())
                 .flatten()
+        })
+    }
+
+    /// The `task` call of `delegate_first:`, unless this hop has made it already (a resumed hop
+    /// keeps its messages).
+    fn delegate_first_call(&self) -> Option<crate::model::ToolCall> {
+        let target = self.agent.delegate_first.as_deref()?;
+        let made = self
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .any(|c| c.id == DELEGATE_FIRST_ID);
+        (!made).then(|| crate::model::ToolCall {
+            id: DELEGATE_FIRST_ID.to_string(),
+            name: "task".to_string(),
+            arguments: serde_json::json!({
+                "subagent_type": target,
+                "description": "Find what the task needs",
+                "prompt": self.req.prompt,
+            }),
         })
     }
 

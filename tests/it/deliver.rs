@@ -127,11 +127,27 @@ async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_on
 
 /// The shipped planner (with the shipped `plan` workflow) on the `--quiet` request, its model
 /// answering `replies` in turn.
+/// The shipped planner on `replies`, all of them its own turns: its `delegate_first` line is
+/// taken out (see `the_planner_hands_its_task_to_the_codebase_locator_first` for it).
 async fn planner_session(replies: Vec<support::mock::Reply>) -> (SessionOutcome, Vec<Event>) {
+    planner_session_with(replies, false).await
+}
+
+async fn planner_session_with(
+    replies: Vec<support::mock::Reply>,
+    delegate_first: bool,
+) -> (SessionOutcome, Vec<Event>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
     support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
+    if !delegate_first {
+        let planner = dir.path().join("agent/planner.md");
+        let text = std::fs::read_to_string(&planner).expect("planner.md");
+        let without = text.replace("delegate_first: codebase-locator\n", "");
+        assert_ne!(without, text, "the shipped planner declares delegate_first");
+        std::fs::write(&planner, without).expect("write planner.md");
+    }
     let project = Project::open(dir.path()).expect("project");
     let mock = Mock::start().await;
     for reply in replies {
@@ -144,6 +160,60 @@ async fn planner_session(replies: Vec<support::mock::Reply>) -> (SessionOutcome,
         "Plan adding a --quiet flag to the run command.",
     )
     .await
+}
+
+/// `delegate_first: codebase-locator`: before the planner's first turn the runtime hands the
+/// task, word for word, to the locator (a real `task` call and child hop), and the planner's
+/// first request carries the locator's answer as that call's result.
+#[tokio::test]
+async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
+    let mut replies = vec![answer("The locator found src/cli/run.rs.", vec![])];
+    replies.extend((0..6).map(|_| answer("I could not plan it.", vec![])));
+    let (_outcome, events) = planner_session_with(replies, true).await;
+    let first_call = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                call_id,
+                tool,
+                arguments,
+            } if e.agent.as_deref() == Some("planner") => {
+                Some((call_id.clone(), tool.clone(), arguments.clone()))
+            }
+            _ => None,
+        })
+        .expect("a call of the planner");
+    assert_eq!(first_call.0, "delegate_first");
+    assert_eq!(first_call.1, "task");
+    assert_eq!(first_call.2["subagent_type"], "codebase-locator");
+    assert_eq!(
+        first_call.2["prompt"],
+        "Plan adding a --quiet flag to the run command."
+    );
+    let locator_hops = events
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, EventKind::HopStarted { .. })
+                && e.agent.as_deref() == Some("codebase-locator")
+        })
+        .count();
+    assert_eq!(locator_hops, 1);
+    // The planner's first model request comes after the locator's last event.
+    let of = |agent: &'static str| {
+        events
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.agent.as_deref() == Some(agent))
+    };
+    let locator_last = of("codebase-locator")
+        .map(|(i, _)| i)
+        .max()
+        .expect("locator");
+    let planner_first = of("planner")
+        .find(|(_, e)| e.kind.name() == "model.request")
+        .map(|(i, _)| i)
+        .expect("the planner asked its model");
+    assert!(locator_last < planner_first);
 }
 
 /// The results of the session's `step` calls, in order: whether each is an error, and its text.

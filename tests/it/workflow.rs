@@ -544,6 +544,16 @@ fn lint_reports_workflow_problems_with_positions() {
 #[test]
 fn a_killed_run_resumes_at_the_last_validated_step() {
     let dir = project();
+    // The script plays the planner's own turns; its `delegate_first` hop is not this test's
+    // subject (deliver.rs tests it), and the scripted model numbers a hop's turns by the
+    // assistant messages in its request, which that delegation would shift by one.
+    let planner = dir.path().join("agent/planner.md");
+    let text = std::fs::read_to_string(&planner).unwrap();
+    std::fs::write(
+        &planner,
+        text.replace("delegate_first: codebase-locator\n", ""),
+    )
+    .unwrap();
     let script = "agents:\n  planner:\n    - turns:\n        - tool_calls:\n            - name: step\n              arguments: {name: intent, result: {action: PROCEED, refined_intent: \"Cap the retry backoff\"}}\n        - tool_calls:\n            - name: step\n              arguments: {name: clarify, result: {action: PROCEED, assumptions: []}}\n        - delay_ms: 60000\n          content: never\n";
     std::fs::write(dir.path().join("script.yaml"), script).unwrap();
     let mut child = sb(dir.path())
