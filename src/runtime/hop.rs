@@ -948,35 +948,30 @@ impl HopState {
 
     /// What a gated agent is told after a subagent's `answer`. One that owes a document written
     /// from its answer, once its subagents' answers (this one included) hold verified Evidence,
-    /// is told to write it now with those items to copy, the next delegation offered after for
-    /// a question not yet answered; otherwise the next delegation alone.
+    /// is told to write it now with those items to copy, and offered no filled call; otherwise
+    /// it gets the next delegation.
     ///
     /// Why: a 1.5B researcher followed the note to the plan's next source (`code`) after an
     /// analysis verified, to a codebase-locator that invented paths, and never wrote its report
-    /// (BENCHMARKS.md, "Second evening").
+    /// (BENCHMARKS.md, "Second evening"). Offered both, the report first and the filled call
+    /// "only if these do not answer the question", it copied the call.
     fn after_answer(&self, answer: &str) -> Option<String> {
-        let next = self.next_delegation();
         let owes_from_answer = self
             .agent
             .deliver
             .as_ref()
             .is_some_and(|d| d.from_answer && self.agent.workflow.is_none());
         if !owes_from_answer {
-            return next;
+            return self.next_delegation();
         }
         let findings = deliver::verified_findings(
             self.task_answers().chain(std::iter::once(answer)),
             &self.ctx.shared.project,
         );
         if findings.is_empty() {
-            return next;
+            return self.next_delegation();
         }
-        let mut out = deliver::report_now(&findings);
-        if let Some(next) = next {
-            out.push_str("\n\nOnly if these do not answer the question: ");
-            out.push_str(&next);
-        }
-        Some(out)
+        Some(deliver::report_now(&findings))
     }
 
     /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).
