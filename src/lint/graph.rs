@@ -124,6 +124,7 @@ pub fn check(set: &AgentSet, out: &mut Vec<Problem>) {
     cycles(set, out);
     reachability(set, out);
     validators(set, out);
+    delegate_firsts(set, out);
 }
 
 const CYCLE_HELP: &str =
@@ -248,8 +249,39 @@ fn validators(set: &AgentSet, out: &mut Vec<Problem>) {
     }
 }
 
-/// name → names it may delegate to (existing targets only); a worker's `validator:` counts as
-/// a delegation, because the runtime runs the validator as the worker's child.
+/// `delegation/delegate-first-refused`: a `delegate_first:` the runtime would refuse (an
+/// unknown, primary-only or disabled agent, or one the agent's permission denies): the
+/// runtime's first call of every session would be a tool error.
+fn delegate_firsts(set: &AgentSet, out: &mut Vec<Problem>) {
+    for a in set.iter().filter(|a| !a.disable) {
+        let Some(target) = &a.delegate_first else {
+            continue;
+        };
+        if let Some(refusal) = policy::refusals(set.by_name(), a, target, None)
+            .into_iter()
+            .next()
+        {
+            out.push(
+                Problem::new(
+                    Severity::Error,
+                    "delegation/delegate-first-refused",
+                    &a.file,
+                    format!(
+                        "`delegate_first: {target}` of `{}` would be refused: {refusal}",
+                        a.name
+                    ),
+                )
+                .with_help(
+                    "name a subagent this agent may delegate to (see `permission.task`), or \
+                     remove `delegate_first:`",
+                ),
+            );
+        }
+    }
+}
+
+/// name → names it may delegate to (existing targets only); a worker's `validator:` and an
+/// agent's `delegate_first:` count as delegations, because the runtime runs them as its children.
 pub fn adjacency(set: &AgentSet) -> BTreeMap<&str, Vec<&str>> {
     let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for a in set.iter() {
@@ -258,7 +290,8 @@ pub fn adjacency(set: &AgentSet) -> BTreeMap<&str, Vec<&str>> {
             .references
             .iter()
             .map(|r| r.target.as_str())
-            .chain(a.validator.as_deref());
+            .chain(a.validator.as_deref())
+            .chain(a.delegate_first.as_deref());
         for target in targets {
             if let Some(t) = set.get(target) {
                 if !entry.contains(&t.name.as_str()) {

@@ -216,6 +216,39 @@ async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
     assert!(locator_last < planner_first);
 }
 
+/// Lint names a `delegate_first:` the runtime would refuse; the shipped planner's is allowed.
+#[test]
+fn lint_reports_a_delegate_first_the_runtime_would_refuse() {
+    use switchboard::agent::{load, LoadOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    let project = Project::open(dir.path()).expect("project");
+    let codes = |project: &Project| -> Vec<String> {
+        switchboard::lint::lint(&load(project, &LoadOptions::default()))
+            .into_iter()
+            .filter(|d| d.code == "delegation/delegate-first-refused")
+            .map(|d| d.message)
+            .collect()
+    };
+    assert!(codes(&project).is_empty(), "{:?}", codes(&project));
+    let planner = dir.path().join("agent/planner.md");
+    let text = std::fs::read_to_string(&planner).expect("planner.md");
+    for (target, why) in [("codebase-ghost", "ghost"), ("analyst", "analyst")] {
+        std::fs::write(
+            &planner,
+            text.replace(
+                "delegate_first: codebase-locator",
+                &format!("delegate_first: {target}"),
+            ),
+        )
+        .expect("write");
+        let found = codes(&project);
+        assert_eq!(found.len(), 1, "{target}: {found:?}");
+        assert!(found[0].contains(why), "{found:?}");
+    }
+}
+
 /// The results of the session's `step` calls, in order: whether each is an error, and its text.
 fn step_results(events: &[Event]) -> Vec<(bool, String)> {
     events
