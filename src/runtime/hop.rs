@@ -412,7 +412,17 @@ impl HopState {
             let calls = vec![call];
             self.messages
                 .push(Message::assistant(String::new(), calls.clone()));
-            let results = self.tools_turn(&calls).await;
+            let mut results = self.tools_turn(&calls).await;
+            // A workflow agent is told which step it owes first: shown the locator's files, the
+            // planner reported `scope` before `intent`.
+            let owed = crate::workflow::tool::next_step_call(&self.workflow_call(&shared));
+            if let (Some(step), Some(last)) = (owed, results.last_mut()) {
+                last.content.push_str(&format!(
+                    "\n\n[runtime] Your workflow starts with its step `{}`: report it now with \
+                     the `step` tool, every `…` filled in and one choice of each `a | b`: {step}",
+                    step["name"].as_str().unwrap_or_default()
+                ));
+            }
             self.messages.extend(results);
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);

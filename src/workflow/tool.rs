@@ -77,6 +77,15 @@ pub fn next_step_name(call: &Call) -> Option<String> {
     }
 }
 
+/// The step to report next with the shape of its result (see [`super::shape`]), written as the
+/// `step` call to make: for a note that shows a small model the call it owes.
+pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
+    let name = next_step_name(call)?;
+    let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
+    let step = wf.step(&name)?;
+    Some(serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)}))
+}
+
 /// The spec: what the tool does, the steps, and where this run stands.
 pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
     let names = wf.names();

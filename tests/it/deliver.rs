@@ -130,13 +130,15 @@ async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_on
 /// The shipped planner on `replies`, all of them its own turns: its `delegate_first` line is
 /// taken out (see `the_planner_hands_its_task_to_the_codebase_locator_first` for it).
 async fn planner_session(replies: Vec<support::mock::Reply>) -> (SessionOutcome, Vec<Event>) {
-    planner_session_with(replies, false).await
+    let (_dir, outcome, events) = planner_session_with(replies, false).await;
+    (outcome, events)
 }
 
+/// The session's project folder comes back too, for reading its transcripts.
 async fn planner_session_with(
     replies: Vec<support::mock::Reply>,
     delegate_first: bool,
-) -> (SessionOutcome, Vec<Event>) {
+) -> (tempfile::TempDir, SessionOutcome, Vec<Event>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
@@ -153,13 +155,14 @@ async fn planner_session_with(
     for reply in replies {
         mock.push(reply);
     }
-    support::wire::session(
+    let (outcome, events) = support::wire::session(
         &project,
         &mock,
         "planner",
         "Plan adding a --quiet flag to the run command.",
     )
-    .await
+    .await;
+    (dir, outcome, events)
 }
 
 /// `delegate_first: codebase-locator`: before the planner's first turn the runtime hands the
@@ -169,7 +172,24 @@ async fn planner_session_with(
 async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
     let mut replies = vec![answer("The locator found src/cli/run.rs.", vec![])];
     replies.extend((0..6).map(|_| answer("I could not plan it.", vec![])));
-    let (_outcome, events) = planner_session_with(replies, true).await;
+    let (_dir, outcome, events) = planner_session_with(replies, true).await;
+    // The locator's answer goes to the planner with the step its workflow starts with.
+    let transcripts = std::fs::read_to_string(
+        std::path::Path::new(&outcome.events).with_file_name("transcripts.jsonl"),
+    )
+    .expect("transcripts");
+    let planner_line = transcripts
+        .lines()
+        .find(|l| l.contains("delegate_first") && l.contains("# Planner"))
+        .expect("the planner's transcript");
+    assert!(
+        planner_line.contains("[runtime] Your workflow starts with its step `intent`"),
+        "{planner_line}"
+    );
+    assert!(
+        planner_line.contains(r#"\"name\":\"intent\""#),
+        "{planner_line}"
+    );
     let first_call = events
         .iter()
         .find_map(|e| match &e.kind {
