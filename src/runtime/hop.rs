@@ -936,8 +936,7 @@ impl HopState {
         })
     }
 
-    /// The `task` call of `delegate_first:`, unless this hop has made it already (a resumed hop
-    /// keeps its messages).
+    /// The `task` call of `delegate_first:`, unless this hop's messages hold it already.
     fn delegate_first_call(&self) -> Option<crate::model::ToolCall> {
         let target = self.agent.delegate_first.as_deref()?;
         let made = self
