@@ -835,11 +835,22 @@ impl HopState {
         // The `step` call's own arguments (`{"name", "result"}`, as the planner's prompt shows
         // them) are that call, not a result to wrap in another: the 1.5B planner copied the
         // prompt's example whole.
-        let arguments = match (result.get("name"), result.get("result")) {
-            (Some(serde_json::Value::String(_)), Some(serde_json::Value::Object(_)))
+        // Written as a call of a tool named after the step (`{"name": "clarify", "arguments":
+        // {…}}`), as the planner did once it had reported `intent`: the same step call.
+        let arguments = match (
+            result.get("name"),
+            result.get("result"),
+            result.get("arguments"),
+        ) {
+            (Some(serde_json::Value::String(_)), Some(serde_json::Value::Object(_)), None)
                 if result.len() == 2 =>
             {
                 serde_json::Value::Object(result)
+            }
+            (Some(serde_json::Value::String(name)), None, Some(serde_json::Value::Object(a)))
+                if result.len() == 2 && name != tool =>
+            {
+                serde_json::json!({"name": name, "result": a})
             }
             _ => serde_json::json!({"name": next, "result": result}),
         };

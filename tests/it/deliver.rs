@@ -353,6 +353,34 @@ async fn a_step_call_written_as_the_answer_is_that_call() {
     assert!(reply.contains("\"action\":\"PROCEED\""), "{reply}");
 }
 
+/// A step written as a call of a tool named after it (`{"name": "clarify", "arguments": {…}}`,
+/// the 1.5B planner's second turn) is that step's call.
+#[tokio::test]
+async fn a_step_written_as_a_tool_named_after_it_is_that_step() {
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let clarify = r#"{"name": "clarify", "arguments": {"action": "PROCEED", "assumptions": ["The flag goes on `run`."]}}"#;
+    let mut replies = vec![
+        answer("", vec![call("c1", "step", intent)]),
+        answer(clarify, vec![]),
+    ];
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
+    let steps: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::WorkflowStep { step, action, .. } => Some((step.clone(), action.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("intent".to_string(), "PROCEED".to_string()),
+            ("clarify".to_string(), "PROCEED".to_string())
+        ]
+    );
+}
+
 /// The shipped planner on a model that reports one wrong `intent` result again and again
 /// (Qwen2.5-Coder-1.5B: 17 times): the runtime judges it INVALID once; the same call again is
 /// not run, and after two such turns the planner is asked for its final answer, so the session
