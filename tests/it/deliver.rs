@@ -590,23 +590,17 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
     );
 }
 
-/// Once a subagent of the plan's source answered, its result tells the researcher the next
-/// subagent to call, with the paths it found (Qwen2.5-Coder-1.5B called the locator four
-/// times over, never the analyzer).
-/// Once a subagent's answer holds Evidence that verifies, the researcher (whose final answer is
-/// its report) is told to write the report now with those items to copy, and offered no filled
-/// call. A 1.5B researcher otherwise followed the plan to its next source and never wrote the
-/// report.
-#[tokio::test]
-async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
-    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+/// The shipped researcher on a mock: the plan, one `task` call (id `t1`) to thoughts-locator,
+/// whose answer lists `DOC` and then holds `extra` in its `<answer>`. Returns `t1`'s result as
+/// the researcher saw it.
+async fn locator_result(extra: &str) -> String {
     let (_dir, project) =
-        support::fs::shipped_agents_with(doc, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+        support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
+    // The ids the runtime will allocate, so the locator's answer conforms first time.
     let today = chrono::Utc::now().format("%Y-%m-%d");
-    let item = format!("- **Evidence**: `{doc}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
-    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{doc}` — YAML (2026-11-02, accepted)\n\n### The parser\n{item}\n</answer>\n");
+    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n{extra}</answer>\n");
     mock.push(answer(PLAN, vec![]))
         .push(answer(
             "",
@@ -628,7 +622,7 @@ async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
     let (_outcome, events) =
         support::wire::session_with(&project, &mock, "researcher", question, options).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
-    let result = events
+    events
         .iter()
         .find_map(|e| match &e.kind {
             EventKind::ToolResult {
@@ -636,7 +630,20 @@ async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
             } if call_id == "t1" => Some(output.clone()),
             _ => None,
         })
-        .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
+        .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"))
+}
+
+/// The decision record the locator tests find.
+const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+
+/// Once a subagent's answer holds Evidence that verifies, the researcher (whose final answer is
+/// its report) is told to write the report now with those items to copy, and offered no filled
+/// call. A 1.5B researcher otherwise followed the plan to its next source and never wrote the
+/// report.
+#[tokio::test]
+async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
+    let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
+    let result = locator_result(&format!("\n### The parser\n{item}\n")).await;
     let note = result
         .split("[runtime] ")
         .nth(1)
@@ -652,51 +659,17 @@ async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
     assert!(!note.contains("subagent_type"), "{note}");
 }
 
+/// Once a subagent of the plan's source answered, its result tells the researcher the next
+/// subagent to call, with the paths it found (Qwen2.5-Coder-1.5B called the locator four
+/// times over, never the analyzer).
 #[tokio::test]
 async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() {
-    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
-    let (_dir, project) =
-        support::fs::shipped_agents_with(doc, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
-    let mock = Mock::start().await;
-    let question = "What did we decide about the YAML parser?";
-    // The ids the runtime will allocate, so the locator's answer conforms first time.
-    let today = chrono::Utc::now().format("%Y-%m-%d");
-    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{doc}` — YAML (2026-11-02, accepted)\n</answer>\n");
-    mock.push(answer(PLAN, vec![]))
-        .push(answer(
-            "",
-            vec![call(
-                "t1",
-                "task",
-                json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": question}),
-            )],
-        ))
-        .push(answer("", vec![call("g1", "grep", json!({"pattern": "YAML"}))]))
-        .push(answer(&found, vec![]))
-        .push(answer("Done.", vec![]))
-        .push(answer("Done.", vec![]))
-        .push(answer("Done.", vec![]));
-    let options = switchboard::runtime::RunOptions {
-        correlation_id: Some("corr-1".into()),
-        ..Default::default()
-    };
-    let (_outcome, events) =
-        support::wire::session_with(&project, &mock, "researcher", question, options).await;
-    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
-    let result = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                call_id, output, ..
-            } if call_id == "t1" => Some(output.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
+    let result = locator_result("").await;
     assert!(!result.contains("is BLOCKED"), "{result}");
     assert!(result.contains("[runtime] Next, delegate"), "{result}");
     assert!(
         result.contains(r#""subagent_type":"thoughts-analyzer""#),
         "{result}"
     );
-    assert!(result.contains(&format!("Read `{doc}`.")), "{result}");
+    assert!(result.contains(&format!("Read `{DOC}`.")), "{result}");
 }
