@@ -246,6 +246,20 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
             .with_help(help)
     };
 
+    // A `KEY: VALUE` setting the runtime acts on with one tool, set on an agent without it.
+    let ungranted =
+        |set: Option<&serde_saphyr::Spanned<String>>, key: &str, tool: &str, code: &'static str| {
+            set.filter(|_| !tools.allows(tool)).map(|s| {
+                no_effect(
+                    s.referenced.line(),
+                    s.referenced.column(),
+                    code,
+                    &format!("`{key}` has no effect: the agent is not granted `{tool}`"),
+                    &format!("grant `{tool}` in `tools:`, or remove `{key}`"),
+                )
+            })
+        };
+
     let read_first = raw.read_first.as_ref().map_or(ReadFirst::None, |r| r.value);
     if let (Some(r), false) = (
         &raw.read_first,
@@ -284,30 +298,24 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         .as_ref()
         .map(|s| s.value.trim().trim_end_matches('/').to_string())
         .filter(|s| !s.is_empty());
-    if let (Some(s), false) = (&raw.search_first, tools.allows("grep")) {
-        diags.push(no_effect(
-            s.referenced.line(),
-            s.referenced.column(),
-            "agent/search-first",
-            "`search_first` has no effect: the agent is not granted `grep`",
-            "grant `grep` in `tools:`, or remove `search_first`",
-        ));
-    }
+    diags.extend(ungranted(
+        raw.search_first.as_ref(),
+        "search_first",
+        "grep",
+        "agent/search-first",
+    ));
 
     let delegate_first = raw
         .delegate_first
         .as_ref()
         .map(|s| s.value.trim().to_string())
         .filter(|s| !s.is_empty());
-    if let (Some(s), false) = (&raw.delegate_first, tools.allows("task")) {
-        diags.push(no_effect(
-            s.referenced.line(),
-            s.referenced.column(),
-            "agent/delegate-first",
-            "`delegate_first` has no effect: the agent is not granted `task`",
-            "grant `task` in `tools:`, or remove `delegate_first`",
-        ));
-    }
+    diags.extend(ungranted(
+        raw.delegate_first.as_ref(),
+        "delegate_first",
+        "task",
+        "agent/delegate-first",
+    ));
 
     let deliver = match &raw.deliver {
         None => None,
@@ -577,4 +585,42 @@ fn tolerate_unquoted_colons(yaml: &str) -> Option<(String, Vec<usize>)> {
         out.push_str(ending);
     }
     (!changed.is_empty()).then_some((out, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `search_first` and `delegate_first` each need one tool; set without it they warn, at
+    /// their line, with the same words.
+    #[test]
+    fn a_first_step_without_its_tool_warns() {
+        for (key, value, tool, code) in [
+            ("search_first", "src", "grep", "agent/search-first"),
+            (
+                "delegate_first",
+                "codebase-locator",
+                "task",
+                "agent/delegate-first",
+            ),
+        ] {
+            let text = format!(
+                "---\ndescription: d\ntools: {{{tool}: false}}\n{key}: {value}\n---\nbody\n"
+            );
+            let warned = parse(&text, "agent/a.md", "a").diagnostics;
+            let d = warned
+                .iter()
+                .find(|d| d.code == code)
+                .unwrap_or_else(|| panic!("{key}: {warned:?}"));
+            assert_eq!(d.line, 4, "{d:?}");
+            assert_eq!(
+                d.message,
+                format!("`{key}` has no effect: the agent is not granted `{tool}`")
+            );
+            let granted = text.replace(&format!("{{{tool}: false}}"), &format!("{{{tool}: true}}"));
+            assert_ne!(granted, text);
+            let quiet = parse(&granted, "agent/a.md", "a").diagnostics;
+            assert!(!quiet.iter().any(|d| d.code == code), "{key}: {quiet:?}");
+        }
+    }
 }
