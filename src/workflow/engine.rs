@@ -31,6 +31,10 @@ pub enum Reply {
         /// What the runtime computed for this step (e.g. the complexity score).
         #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
         computed: serde_json::Map<String, Value>,
+        /// Fields the result left out that the step's schema gives a `default`, with the value
+        /// taken, so the model (and the log) sees what was assumed for it.
+        #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+        defaults: serde_json::Map<String, Value>,
     },
     /// Ask the user this one question and stop.
     Clarify { step: String, question: String },
@@ -137,6 +141,8 @@ pub fn submit(
             error: format!("Missing {missing}. Run step '{missing}' first."),
         });
     }
+    let (filled, defaults) = with_defaults(&step.schema, result);
+    let result = &filled;
     let mut errors = schema_errors(step, project, result);
     let expected = (!errors.is_empty()).then(|| super::shape::shape(&step.schema));
     let mut computed = serde_json::Map::new();
@@ -229,6 +235,7 @@ pub fn submit(
                     next,
                     document: None,
                     computed,
+                    defaults,
                 }
             }
         }
@@ -242,6 +249,29 @@ pub fn submit(
         attempt,
         complete,
     }
+}
+
+/// `result` with every top-level property it leaves out that `schema` gives a `default`, and
+/// those defaults. JSON Schema's `default` is only an annotation; filling it in before
+/// validation is what Ajv's `useDefaults` does, and it lets a workflow say what silence means
+/// (the 1.5B planner reported `clarify` with its assumptions and no `action` five times in a
+/// row: in that step, no decision is PROCEED). Only objects are filled, and only at the top.
+pub fn with_defaults(schema: &Value, result: &Value) -> (Value, serde_json::Map<String, Value>) {
+    let mut filled = result.clone();
+    let mut defaults = serde_json::Map::new();
+    if let (Value::Object(map), Some(Value::Object(props))) =
+        (&mut filled, schema.get("properties"))
+    {
+        for (key, prop) in props {
+            if let Some(value) = prop.get("default") {
+                if !map.contains_key(key) {
+                    map.insert(key.clone(), value.clone());
+                    defaults.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    (filled, defaults)
 }
 
 /// The schema's complaints about `result`, each with the place in the result it concerns.
@@ -461,6 +491,40 @@ mod tests {
             render(&wf, &s).unwrap(),
             ("o-PROCEED.md".into(), "1\n".into())
         );
+    }
+
+    #[test]
+    fn a_left_out_field_with_a_default_is_filled_and_named_in_the_reply() {
+        let text = "steps:\n  - name: ask\n    decides: go\n    question: q\n    schema: {type: object, required: [go, a], properties: {go: {enum: [PROCEED, CLARIFY], default: PROCEED}, a: {type: array}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.go }}\"}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
+        let mut s = State::new("t", &wf, "a", "s", "c", "task");
+        // A default does not stand in for a required field without one.
+        let o = submit(&wf, &mut s, &p, "ask", &json!({}));
+        assert_eq!(o.reply.action(), "INVALID");
+        assert!(
+            o.reply.errors().iter().any(|e| e.contains("\"a\"")),
+            "{:?}",
+            o.reply
+        );
+        assert!(!o.reply.errors().iter().any(|e| e.contains("\"go\"")));
+        let o = submit(&wf, &mut s, &p, "ask", &json!({"a": []}));
+        let Reply::Proceed { defaults, .. } = &o.reply else {
+            panic!("{:?}", o.reply)
+        };
+        assert_eq!(defaults.get("go"), Some(&json!("PROCEED")));
+        assert!(o
+            .reply
+            .to_json()
+            .contains("\"defaults\":{\"go\":\"PROCEED\"}"));
+        // The stored result holds the default, so the template sees it.
+        submit(&wf, &mut s, &p, "end", &json!({}));
+        assert_eq!(render(&wf, &s).unwrap().1, "PROCEED\n");
+        // A given value is never replaced.
+        let (filled, d) = with_defaults(&wf.steps[0].schema, &json!({"go": "CLARIFY"}));
+        assert_eq!(filled["go"], "CLARIFY");
+        assert!(d.is_empty());
     }
 
     #[test]

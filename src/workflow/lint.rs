@@ -5,6 +5,8 @@
 //! - `workflow/unknown-step`: `requires` (or a check's `step:/pointer`) names no earlier step;
 //! - `workflow/cycle`: steps require each other, so none can run first;
 //! - `workflow/schema`: a step's schema is not a valid JSON Schema;
+//! - `workflow/default`: a property's `default` (filled in when a result leaves the property
+//!   out) is refused by the property's own schema, so every result relying on it is INVALID;
 //! - `workflow/template`: the output template (or path) does not parse;
 //! - `workflow/unknown-variable`: the template reads a variable no step provides.
 
@@ -101,9 +103,43 @@ pub fn check(wf: &Workflow, text: &str, project: &Project) -> Vec<Problem> {
                 "write a JSON Schema (draft 2020-12), e.g. `{type: object, required: [x]}`",
             ));
         }
+        out.extend(
+            default_problems(step, project)
+                .into_iter()
+                .map(|(key, why)| {
+                    at(
+                "workflow/default",
+                step.schema_at,
+                format!(
+                    "the default of `{key}` in step `{}` breaks its own schema: {why}",
+                    step.name
+                ),
+                "give a default the property accepts (one of its `enum` values, its `type`), or \
+                 remove it",
+            )
+                }),
+        );
     }
     template_rules(wf, text, &mut out);
     out
+}
+
+/// The top-level properties of `step`'s schema whose `default` their own schema refuses, with
+/// the first reason ([`super::engine::with_defaults`] fills these in before validation).
+fn default_problems(step: &super::Step, project: &Project) -> Vec<(String, String)> {
+    let Some(props) = step.schema.get("properties").and_then(|p| p.as_object()) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter_map(|(key, prop)| {
+            let value = prop.get("default")?;
+            let source = crate::contract::SchemaSource::Inline(prop.clone());
+            let validator = crate::contract::schema::compile(&source, project).ok()?;
+            let why = validator.iter_errors(value).next()?.to_string();
+            Some((key.clone(), why))
+        })
+        .collect()
 }
 
 fn nearest_help(name: &str, wf: &Workflow) -> String {
@@ -248,6 +284,19 @@ mod tests {
             !found.iter().any(|p| p.message.contains("`c.x`")),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_default_its_property_refuses_is_located() {
+        let text = "steps:\n  - name: a\n    schema:\n      properties:\n        go: {enum: [YES, NO], default: MAYBE}\n        ok: {enum: [YES], default: YES}\noutput: {path: o.md, template: x}\n";
+        let found = lint(text);
+        let defaults: Vec<_> = found
+            .iter()
+            .filter(|p| p.code == "workflow/default")
+            .collect();
+        assert_eq!(defaults.len(), 1, "{found:?}");
+        assert!(defaults[0].message.contains("`go`"), "{found:?}");
+        assert_eq!(defaults[0].line, 4, "the schema's own line");
     }
 
     #[test]

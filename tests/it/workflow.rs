@@ -491,6 +491,35 @@ fn reporting_an_accepted_step_again_invalidates_what_depends_on_it() {
     assert_eq!(s.steps["test_strategy"].status, StepStatus::Invalidated);
 }
 
+/// The 1.5B planner reported `clarify` as `{assumptions: [], questions: [...]}` five times and
+/// was refused each time for the missing `action`. The shipped workflow's `default` makes
+/// silence PROCEED, and the reply says what it assumed.
+#[test]
+fn clarify_without_its_action_proceeds_by_the_workflow_default() {
+    let dir = project();
+    let p = Project::open(dir.path()).unwrap();
+    let run = Run {
+        project: &p,
+        id: "r-default".into(),
+    };
+    run.step("intent", good("intent"));
+    let r = run.step(
+        "clarify",
+        json!({"assumptions": [], "questions": ["Which command?"]}),
+    );
+    assert_eq!(r["action"], "PROCEED", "{r}");
+    assert_eq!(r["next"], "scope");
+    assert_eq!(r["defaults"], json!({"action": "PROCEED"}));
+    let stored = run.state().steps["clarify"].result.clone().unwrap();
+    assert_eq!(stored["action"], "PROCEED");
+    // A decision that is given is the model's: CLARIFY still asks.
+    let r = run.step(
+        "clarify",
+        json!({"action": "CLARIFY", "assumptions": [], "questions": ["Which command?"]}),
+    );
+    assert_eq!(r["action"], "CLARIFY", "{r}");
+}
+
 #[test]
 fn lint_reports_workflow_problems_with_positions() {
     let dir = project();
