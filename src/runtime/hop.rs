@@ -217,6 +217,7 @@ pub(crate) fn run_hop_on(
             blocked: Default::default(),
             answered: Default::default(),
             found_paths: Vec::new(),
+            result_note: None,
             seen_calls: Default::default(),
             refused_turns: 0,
             stalled: false,
@@ -275,6 +276,9 @@ struct HopState {
     /// a few): the next delegation named is another subagent, given those paths.
     answered: std::collections::BTreeSet<String>,
     found_paths: Vec<String>,
+    /// A note the runtime adds to the result of one call of the next tool turn (call id, text),
+    /// before its `tool.result` event is written, so the log shows what the model read.
+    result_note: Option<(String, String)>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
     /// Set once the hop stalled on refused calls: no more tools, the final answer now.
@@ -409,20 +413,22 @@ impl HopState {
         // runtime with the task word for word; the first turn reads its answer. A 1.5B planner
         // never delegated: it invented its scope's files (`src/bin/run.rs`) and looped on them.
         if let Some(call) = self.delegate_first_call() {
-            let calls = vec![call];
-            self.messages
-                .push(Message::assistant(String::new(), calls.clone()));
-            let mut results = self.tools_turn(&calls).await;
             // A workflow agent is told which step it owes first: shown the locator's files, the
             // planner reported `scope` before `intent`.
             let owed = crate::workflow::tool::next_step_call(&self.workflow_call(&shared));
-            if let (Some(step), Some(last)) = (owed, results.last_mut()) {
-                last.content.push_str(&format!(
+            self.result_note = owed.map(|step| {
+                let note = format!(
                     "\n\n[runtime] Your workflow starts with its step `{}`: report it now with \
                      the `step` tool, every `…` filled in and one choice of each `a | b`: {step}",
                     step["name"].as_str().unwrap_or_default()
-                ));
-            }
+                );
+                (call.id.clone(), note)
+            });
+            let calls = vec![call];
+            self.messages
+                .push(Message::assistant(String::new(), calls.clone()));
+            let results = self.tools_turn(&calls).await;
+            self.result_note = None;
             self.messages.extend(results);
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);

@@ -205,6 +205,20 @@ async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
         .expect("a call of the planner");
     assert_eq!(first_call.0, "delegate_first");
     assert_eq!(first_call.1, "task");
+    // The log holds the result as the planner read it, the runtime's note included.
+    let logged = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id, output, ..
+            } if call_id == "delegate_first" => Some(output.clone()),
+            _ => None,
+        })
+        .expect("the delegate_first result");
+    assert!(
+        logged.contains("[runtime] Your workflow starts with its step `intent`"),
+        "{logged}"
+    );
     assert_eq!(first_call.2["subagent_type"], "codebase-locator");
     assert_eq!(
         first_call.2["prompt"],
