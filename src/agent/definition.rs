@@ -195,6 +195,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "tool_choice",
     "search_first",
     "delegate_first",
+    "evidence_goal",
 ];
 
 /// Keys other runtimes define that switchboard does not use: a note, not a warning, so
@@ -284,6 +285,7 @@ pub(crate) struct RawFrontmatter {
     pub search_first: Option<Spanned<String>>,
     #[serde(default)]
     pub delegate_first: Option<Spanned<String>>,
+    pub evidence_goal: Option<u32>,
 }
 
 /// An agent, ready for the runtime: normalised grants, a settled contract, the body in place.
@@ -344,6 +346,12 @@ pub struct Agent {
     /// `agents --json` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegate_first: Option<String>,
+    /// Verified Evidence items a checked answer should hold (`evidence_goal:`). An accepted
+    /// answer with fewer, but at least one, is asked once for more, with lines of its cited
+    /// file it has not cited; the richer of the two answers goes up, so the ask never loses
+    /// one. Left out of `agents --json` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence_goal: Option<u32>,
     /// Path relative to the project root.
     pub file: String,
     /// The system prompt template, as written.

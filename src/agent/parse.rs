@@ -403,6 +403,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         tool_choice,
         search_first,
         delegate_first,
+        evidence_goal: raw.evidence_goal.filter(|&n| n > 0),
         file: file.to_string(),
         body,
         body_line: split.body_line,

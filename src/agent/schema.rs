@@ -143,6 +143,8 @@ pub fn agent_schema() -> Value {
                 "description": "A project folder: before the first turn the runtime greps it (with `grep`) for up to 3 words of the task and hands the matches over with the task" },
             "delegate_first": { "type": "string", "minLength": 1,
                 "description": "A subagent: before the first turn the runtime delegates the task to it word for word (a `task` call), and the first turn reads its answer" },
+            "evidence_goal": { "type": "integer", "minimum": 1,
+                "description": "Verified Evidence items a checked answer should hold: an accepted answer with fewer (but at least one) is asked once for more, with uncited lines of the file it cites; the richer answer goes up" },
             "tool_choice": { "enum": ["auto", "required"], "default": "auto",
                 "description": "`required`: each turn must be a tool call until the agent has made one (then `auto`)" }
         }

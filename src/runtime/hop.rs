@@ -458,6 +458,10 @@ impl HopState {
         let mut reviews = 0u32;
         // Repair turns for a missing deliverable, bounded like the contract's.
         let mut deliver_repairs = 0u32;
+        // `evidence_goal:`: the answer accepted before the one ask for more, and whether it
+        // was made (once per hop).
+        let mut kept: Option<super::evidence_goal::Kept> = None;
+        let mut goal_asked = false;
         let max_reviews = contract.as_ref().map_or(2, |c| c.max_repairs);
         let hop_clock = Instant::now();
         let mut turn = 0u32;
@@ -655,7 +659,7 @@ impl HopState {
                     self.ctx.emit(outcome);
                 }
                 let mut answer = response.content;
-                let (status, error, conformant, violations) = match verdict {
+                let (mut status, mut error, mut conformant, mut violations) = match verdict {
                     Verdict::Accept {
                         conformant,
                         answer: fixed,
@@ -690,6 +694,49 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
+                // `evidence_goal:` asked for more: the richer of the two answers goes up, and a
+                // second answer that failed its contract never costs the first one.
+                if let Some(first) = kept.take() {
+                    let better =
+                        status == HopStatus::Completed && first.better(&answer, &shared.project);
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: if better {
+                            "evidence_goal_richer".into()
+                        } else {
+                            "evidence_goal_kept".into()
+                        },
+                        count: first.verified as u32,
+                    });
+                    if !better {
+                        (answer, conformant) = (first.answer, first.conformant);
+                        (status, error, violations) = (HopStatus::Completed, None, Vec::new());
+                    }
+                } else if let (HopStatus::Completed, Some(goal), false) =
+                    (status, self.agent.evidence_goal, goal_asked)
+                {
+                    let headings = contract
+                        .as_ref()
+                        .map(|c| c.signal_headings.clone())
+                        .unwrap_or_default();
+                    if let Some((have, note)) =
+                        super::evidence_goal::ask(&answer, goal, &headings, &shared.project)
+                    {
+                        goal_asked = true;
+                        self.ctx.emit(EventKind::HopSteered {
+                            why: "evidence_goal".into(),
+                            count: have as u32,
+                        });
+                        kept = Some(super::evidence_goal::Kept {
+                            answer,
+                            conformant,
+                            verified: have,
+                        });
+                        // Like a repair turn: not a step of the agent's own.
+                        self.steps -= 1;
+                        self.messages.push(Message::user(note));
+                        continue;
+                    }
+                }
                 // What the agent owes besides its answer (`deliver:`): repair, then PARTIAL.
                 if status == HopStatus::Completed {
                     if let Some(owed) = self.agent.deliver.clone() {

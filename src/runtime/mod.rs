@@ -12,6 +12,7 @@ pub mod dispatch;
 pub(crate) mod ending;
 pub mod event_schema;
 pub mod events;
+pub mod evidence_goal;
 pub mod handoff;
 pub mod hop;
 pub mod ids;

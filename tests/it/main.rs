@@ -16,6 +16,7 @@ mod delegation_props;
 mod deliver;
 mod eval_cli;
 mod event_log_compat;
+mod evidence_goal;
 mod fixed_copy;
 mod gate;
 mod heap;
