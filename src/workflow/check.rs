@@ -79,6 +79,83 @@ pub fn select<'a>(root: &'a Value, pointer: &str) -> Vec<&'a Value> {
     current
 }
 
+/// [`select`], for changing what it selects.
+fn select_mut<'a>(root: &'a mut Value, pointer: &str) -> Vec<&'a mut Value> {
+    let mut current = vec![root];
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        let mut next = Vec::new();
+        for v in current {
+            match (v, seg.as_str()) {
+                (Value::Array(items), "*") => next.extend(items.iter_mut()),
+                (Value::Object(map), "*") => next.extend(map.values_mut()),
+                (Value::Array(items), s) => {
+                    next.extend(s.parse::<usize>().ok().and_then(|i| items.get_mut(i)))
+                }
+                (Value::Object(map), s) => next.extend(map.get_mut(s)),
+                _ => {}
+            }
+        }
+        current = next;
+    }
+    current
+}
+
+/// Re-cites each evidence item of `result` (the `evidence` checks' own pointers) whose excerpt
+/// is not at its cited lines but stands, whole and exactly, at other lines of the same file:
+/// `start` and `end` become those lines. One note per item changed, for the reply. The text was
+/// right and the numbers were not (a small model counts lines badly; the contract checker makes
+/// the same fix, docs/envelope.md); an excerpt found nowhere is left for the check to refuse.
+pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    for check in checks {
+        let Check::Evidence(pointer) = check else {
+            continue;
+        };
+        let (None, ptr) = split_pointer(pointer) else {
+            continue;
+        };
+        for item in select_mut(result, ptr) {
+            if evidence(project, item).is_ok() {
+                continue;
+            }
+            let Some(path) = item["path"].as_str().map(str::to_string) else {
+                continue;
+            };
+            let quoted: Vec<String> = item["excerpt"]
+                .as_str()
+                .unwrap_or("")
+                .lines()
+                .map(|l| l.trim_end().to_string())
+                .collect();
+            if quoted.is_empty() || quoted.len() > 6 || quoted.iter().all(|l| l.trim().is_empty()) {
+                continue;
+            }
+            let Some(text) = file_inside(project, &path)
+                .ok()
+                .and_then(|f| std::fs::read_to_string(f).ok())
+            else {
+                continue;
+            };
+            let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+            let Some(at) = lines
+                .windows(quoted.len())
+                .position(|w| w.iter().zip(&quoted).all(|(a, b)| a == b))
+            else {
+                continue;
+            };
+            let (start, end) = (at + 1, at + quoted.len());
+            notes.push(format!(
+                "evidence `{path}:{}-{}`: the excerpt stands at lines {start}-{end}; cited there",
+                item["start"], item["end"]
+            ));
+            item["start"] = Value::from(start);
+            item["end"] = Value::from(end);
+        }
+    }
+    notes
+}
+
 /// What the checks work on: the project, the result being checked, accepted results by step.
 pub struct Subject<'a> {
     pub project: &'a Project,

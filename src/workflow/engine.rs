@@ -35,6 +35,9 @@ pub enum Reply {
         /// taken, so the model (and the log) sees what was assumed for it.
         #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
         defaults: serde_json::Map<String, Value>,
+        /// Evidence the runtime re-cited where its excerpt stands ([`check::relocate`]).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        corrected: Vec<String>,
     },
     /// Ask the user this one question and stop.
     Clarify { step: String, question: String },
@@ -141,11 +144,16 @@ pub fn submit(
             error: format!("Missing {missing}. Run step '{missing}' first."),
         });
     }
-    let (filled, defaults) = with_defaults(&step.schema, result);
-    let result = &filled;
-    let mut errors = schema_errors(step, project, result);
+    let (mut filled, defaults) = with_defaults(&step.schema, result);
+    let mut errors = schema_errors(step, project, &filled);
     let expected = (!errors.is_empty()).then(|| super::shape::shape(&step.schema));
     let mut computed = serde_json::Map::new();
+    let corrected = if errors.is_empty() {
+        check::relocate(&step.checks, project, &mut filled)
+    } else {
+        Vec::new()
+    };
+    let result = &filled;
     if errors.is_empty() {
         let accepted = state.accepted();
         let subject = Subject {
@@ -236,6 +244,7 @@ pub fn submit(
                     document: None,
                     computed,
                     defaults,
+                    corrected,
                 }
             }
         }

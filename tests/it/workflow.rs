@@ -350,6 +350,26 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     result["evidence"][0]["excerpt"] = json!("pub fn backoff() {}");
     let r = run.step("scope", result);
     assert!(r["errors"].to_string().contains("does not match"), "{r}");
+    // The right quote at the wrong lines is cited where it stands, and the reply says so.
+    let mut result = good("scope");
+    result["evidence"][0]["start"] = json!(1);
+    result["evidence"][0]["end"] = json!(2);
+    let r = run.step("scope", result);
+    assert_eq!(r["action"], "PROCEED", "{r}");
+    assert!(
+        r["corrected"][0]
+            .as_str()
+            .is_some_and(|c| c.contains("src/retry.rs:1-2") && c.contains("lines 2-3")),
+        "{r}"
+    );
+    let stored = run.state().steps["scope"].result.clone().unwrap();
+    assert_eq!(
+        (
+            &stored["evidence"][0]["start"],
+            &stored["evidence"][0]["end"]
+        ),
+        (&json!(2), &json!(3))
+    );
     assert_eq!(run.step("scope", good("scope"))["action"], "PROCEED");
     // A plan step outside the scope is refused, naming the file.
     for s in ["test_strategy", "complexity"] {
