@@ -1,7 +1,8 @@
 //! A model that repeats an identical tool call that failed gets a refusal that points back at
 //! the first error instead of running it again (a small model otherwise loops on one refused call
-//! for its whole budget); a successful call may be repeated, a write in between clears the
-//! memory, and `task` is never refused this way.
+//! for its whole budget); a successful read or write is not run again either, a write in between
+//! clears the memory, and a `task` whose subagent completed is answered with a pointer to its
+//! answer instead of a second hop.
 
 use crate::support;
 
@@ -180,4 +181,73 @@ async fn a_refused_call_between_calls_that_run_is_no_stall() {
     assert!(!events
         .iter()
         .any(|e| matches!(e.kind, EventKind::HopSteered { .. })));
+}
+
+/// A `task` whose subagent completed, asked again word for word (the 1.5B planner copied the
+/// runtime's `delegate_first` call), is not a second hop: the model is pointed at the answer it
+/// has. The same subagent with another prompt still runs.
+#[tokio::test]
+async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("agent/boss.md"),
+        "---\nname: boss\ndescription: \"Delegates.\"\nmode: primary\ntools: {task: true}\n---\nYou are {{ agent }}.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("agent/helper.md"),
+        "---\nname: helper\ndescription: \"Helps.\"\nmode: subagent\n---\nYou are {{ agent }}.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let ask = |p: &str| {
+        format!("{{name: task, arguments: {{subagent_type: helper, description: d, prompt: {p}}}}}")
+    };
+    let script = format!(
+        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{}]\n        - tool_calls: [{}]\n        - tool_calls: [{}]\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n    - turns: [{{content: second answer}}]\n",
+        ask("p1"),
+        ask("p1"),
+        ask("p2")
+    );
+    let (outcome, events) = crate::support::scripted::run_agent(
+        &project,
+        switchboard::config::Config::default(),
+        &script,
+        "boss",
+        "x",
+    )
+    .await;
+    assert_eq!(
+        outcome.outcome,
+        switchboard::runtime::Outcome::Completed,
+        "{outcome:?}"
+    );
+    let helper_hops = events
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, EventKind::HopStarted { .. }) && e.agent.as_deref() == Some("helper")
+        })
+        .count();
+    assert_eq!(helper_hops, 2, "p1 once, p2 once");
+    let results: Vec<(bool, String)> = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("boss"))
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                is_error, output, ..
+            } => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].1.contains("first answer"), "{results:?}");
+    assert!(
+        results[1].0
+            && results[1]
+                .1
+                .contains("gave this exact task to this subagent already"),
+        "{results:?}"
+    );
+    assert!(results[2].1.contains("second answer"), "{results:?}");
 }

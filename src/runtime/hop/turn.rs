@@ -102,13 +102,14 @@ impl HopState {
             });
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
             // A call that failed, made again unchanged, fails the same way: a small model caught
-            // in a loop repeats one refused call for its whole budget. A `task` whose subagent
-            // completed or failed is not remembered (a subagent may answer differently next
-            // time, a timeout may not recur); one refused before any subagent ran (bad
-            // arguments, policy) is, and so is one whose subagent ended BLOCKED: it broke its
-            // contract through every repair turn, its caller was told not to call it again for
-            // this, and Qwen2.5-Coder-1.5B called it again with the same prompt, three model
-            // turns to the same answer. A write clears the memory.
+            // in a loop repeats one refused call for its whole budget. A `task` is remembered
+            // when it was refused before any subagent ran (bad arguments, policy), when its
+            // subagent ended BLOCKED (it broke its contract through every repair turn, and
+            // Qwen2.5-Coder-1.5B called it again with the same prompt, three model turns to the
+            // same answer), and when it COMPLETED: its answer is in the conversation, and the
+            // 1.5B planner copied the runtime's `delegate_first` call word for word, a second
+            // six-minute locator hop to the same list. One that failed otherwise (a timeout, a
+            // model error) may be tried again. A write clears the memory.
             let key = self.call_key(&tool, call);
             if let Some(msg) = self
                 .seen_calls
@@ -308,7 +309,7 @@ impl HopState {
         }
         let mut out = Vec::with_capacity(calls.len());
         for (call, p) in calls.iter().zip(pending) {
-            let (message, written, child, blocked) = match p {
+            let (message, written, child, remember) = match p {
                 Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None, false),
                 Pending::Child(child) => {
                     let result = match child.wait().await {
@@ -349,11 +350,12 @@ impl HopState {
                     if blocked {
                         self.blocked.insert(result.agent.clone());
                     }
+                    let remember = blocked || result.status == HopStatus::Completed;
                     (
                         message,
                         result.written.clone(),
                         Some(result.hop_id),
-                        blocked,
+                        remember,
                     )
                 }
             };
@@ -363,7 +365,7 @@ impl HopState {
             // A write changes files, which makes an earlier answer stale (a change of what the
             // gate opens is in the key already); the write itself is remembered, so the same
             // write again is not run (Qwen2.5-Coder-1.5B wrote one file 22 times in a row).
-            let key = (child.is_none() || blocked).then(|| {
+            let key = (child.is_none() || remember).then(|| {
                 let tool = crate::agent::grants::canonical_tool_name(&call.name);
                 self.call_key(&tool, call)
             });
@@ -558,11 +560,19 @@ impl SeenCall {
         }
     }
 
-    /// What the model reads instead of running the call again: for a call that failed, and
-    /// for a successful one of a tool that would only do the same again (a read of unchanged
-    /// files, the same write); other tools may be repeated on purpose (a subagent may answer
-    /// differently, an MCP tool may have effects).
+    /// What the model reads instead of running the call again: for a call that failed, for
+    /// a successful one of a tool that would only do the same again (a read of unchanged
+    /// files, the same write), and for a `task` that completed (its answer is above); other
+    /// tools may be repeated on purpose (an MCP tool may have effects).
     fn repeat_message(&self, tool: &str) -> Option<String> {
+        if self.settled && self.error.is_none() && tool == "task" {
+            return Some(format!(
+                "not run: you gave this exact task to this subagent already (turn {}) and it \
+                 answered; its answer is above. Use it: do the next step of your task, or \
+                 delegate something different.",
+                self.turn
+            ));
+        }
         if self.settled && self.error.is_none() && SAME_AGAIN.contains(&tool) {
             return Some(format!(
                 "not run: you made this exact `{tool}` call already (turn {}) and it \
