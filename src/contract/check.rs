@@ -12,7 +12,7 @@ mod paths;
 mod placeholders;
 
 use evidence::{check_evidence, stating_line};
-pub(crate) use evidence::{PART_FOUND, RELOCATED};
+pub(crate) use evidence::{PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 use paths::check_named_paths;

@@ -14,12 +14,14 @@
 //! * an excerpt that stands word for word at other lines of its cited file (whole, or a run of
 //!   its lines when the rest is not in the file) is cited there: its reference becomes that
 //!   range and its block those lines. The quote was the model's own and the lines are really
-//!   there; only the numbers (and any line it had reworded) change.
+//!   there; only the numbers (and any line it had reworded) change;
+//! * an excerpt whose every line is a piece of the cited line at its place (a quote cut short)
+//!   becomes those lines whole.
 //!
 //! Nothing else is touched; the copy is checked again before it is taken or offered
 //! (`runtime::check`).
 
-use super::check::{path_item, similar_files, PART_FOUND, RELOCATED};
+use super::check::{path_item, similar_files, PART_FOUND, RELOCATED, SHORTENED};
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
@@ -69,10 +71,11 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 edits.push((start..end, format!("{indent}{line}")));
             }
         } else if p.code == Rule::ExcerptMismatch.code() {
-            let relocated = p
-                .help
-                .as_deref()
-                .is_some_and(|h| h.starts_with(RELOCATED) || h.starts_with(PART_FOUND));
+            let relocated = p.help.as_deref().is_some_and(|h| {
+                [RELOCATED, PART_FOUND, SHORTENED]
+                    .iter()
+                    .any(|start| h.starts_with(start))
+            });
             if let (true, Some(actual)) = (relocated, p.actual.as_ref()) {
                 edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
             }
@@ -234,6 +237,49 @@ mod tests {
         let text = answer(
             "d.md:1-4",
             "  - serde-saphyr never panics, say the docs of its authors.\n",
+        );
+        let problems = verify_evidence(&text, &ctx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(apply(&text, &problems, &project), None);
+    }
+
+    /// The 1.5B analyzer quoted line 25 of a decision record without its first word, which
+    /// ended the sentence of line 24. The whole line is what it quoted from; a reworded line is
+    /// left alone.
+    #[test]
+    fn an_excerpt_cut_short_becomes_its_whole_lines() {
+        use crate::contract::{verify_evidence, CheckContext, FileCache};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc = "# Decision
+We will use serde-saphyr for all YAML we parse, in answer
+envelopes. We will not depend on `serde_yaml` or on `gray_matter`.
+";
+        std::fs::write(dir.path().join("d.md"), doc).expect("write");
+        let project = Project::open(dir.path()).expect("project");
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let answer = |reference: &str, excerpt: &str| {
+            format!("<answer>\n### Decision: no serde_yaml\n- **Evidence**: `{reference}`\n- **Excerpt**:\n  ```\n  {excerpt}\n  ```\n</answer>\n")
+        };
+        let text = answer(
+            "d.md:3",
+            "We will not depend on `serde_yaml` or on `gray_matter`.",
+        );
+        let problems = verify_evidence(&text, &ctx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let fixed = apply(&text, &problems, &project).expect("fixed");
+        assert_eq!(
+            fixed,
+            answer(
+                "d.md:3-3",
+                "envelopes. We will not depend on `serde_yaml` or on `gray_matter`."
+            )
+        );
+        assert!(verify_evidence(&fixed, &ctx).is_empty(), "{fixed}");
+        // A word changed inside the line is no cut: no fix.
+        let text = answer(
+            "d.md:3",
+            "We shall not depend on `serde_yaml` or on `gray_matter`.",
         );
         let problems = verify_evidence(&text, &ctx);
         assert_eq!(problems.len(), 1, "{problems:?}");

@@ -136,8 +136,27 @@ pub(super) fn check_evidence(
                     .map(|p| (file, p))
             })
         };
-        let (help, (from, shown)) = match (elsewhere, part()) {
-            (Some((file, s)), _) => {
+        let part = if elsewhere.is_none() { part() } else { None };
+        // Each line a piece of the cited line at its place: the quote was cut short (Qwen2.5-
+        // Coder-1.5B dropped `envelopes. ` from the start of a line that went on from the line
+        // before). The whole lines are what it quoted from.
+        let short = (elsewhere.is_none() && part.is_none())
+            .then(|| {
+                good.iter().find_map(|(file, r)| {
+                    shortened_run(file, r.first, r.last, &lines).map(|s| (file, s))
+                })
+            })
+            .flatten();
+        let (help, (from, shown)) = match (elsewhere, part, short) {
+            (None, None, Some((file, s))) => {
+                let (a, b, shown) = citable(file, s, s + lines.len() - 1, &lines, max);
+                let (from, shown) = cite(file, a, b, shown);
+                (
+                    format!("{SHORTENED} `{from}`: quote those lines whole, as they stand"),
+                    (from, shown),
+                )
+            }
+            (Some((file, s)), _, _) => {
                 let (a, b, shown) = citable(file, s, s + lines.len() - 1, &lines, max);
                 let (from, shown) = cite(file, a, b, shown);
                 (
@@ -147,7 +166,7 @@ pub(super) fn check_evidence(
             }
             // Part of it, word for word: a small model quoted four real lines under a heading
             // it had reworded, and cited lines 1–10 for them (they stand at 28–31).
-            (None, Some((file, (at, i, n)))) => {
+            (None, Some((file, (at, i, n))), _) => {
                 let part = &lines[i..i + n];
                 let (a, b, shown) = citable(file, at, at + n - 1, part, max);
                 let (from, shown) = cite(file, a, b, shown);
@@ -161,7 +180,7 @@ pub(super) fn check_evidence(
                     (from, shown),
                 )
             }
-            (None, None) => {
+            (None, None, None) => {
                 let (a, b, shown) = citable(file, r.first, r.last, &lines, max);
                 (
                     "copy the cited lines exactly as they are, no fixing, shortening or \
@@ -186,6 +205,9 @@ pub(crate) const RELOCATED: &str = "your excerpt is at";
 /// Opens the help of an `excerpt/mismatch` whose excerpt holds a run of a cited file's lines
 /// word for word (see [`longest_part`]); its attached lines are that run.
 pub(crate) const PART_FOUND: &str = "only part of your excerpt";
+/// Opens the help of an `excerpt/mismatch` whose every line is a piece of the cited line at its
+/// place (see [`shortened_run`]); its attached lines are those lines whole.
+pub(crate) const SHORTENED: &str = "your excerpt cuts short the lines at";
 /// Characters (trimmed) a partial run must hold to be offered: a blank line, a `---` or a
 /// closing brace alone is found in every file and proves nothing.
 const MIN_PART_CHARS: usize = 40;
@@ -214,6 +236,28 @@ fn longest_part(file: &SourceFile, excerpt: &[&str]) -> Option<(usize, usize, us
         }
     }
     None
+}
+
+/// The first line `s` in `first..=last` from which each line of `excerpt` is contained in line
+/// `s + i` of `file` (trimmed; a blank line only against a blank line), when the pieces hold at
+/// least [`MIN_PART_CHARS`] / 2 characters: a verbatim quote cut short at either end of a line,
+/// never a rewording.
+fn shortened_run(file: &SourceFile, first: usize, last: usize, excerpt: &[&str]) -> Option<usize> {
+    let k = excerpt.len();
+    let chars: usize = excerpt.iter().map(|l| l.trim().chars().count()).sum();
+    if k == 0 || last < first || k > last - first + 1 || chars * 2 < MIN_PART_CHARS {
+        return None;
+    }
+    (first..=last + 1 - k).find(|&s| {
+        excerpt.iter().enumerate().all(|(i, e)| {
+            let (e, w) = (e.trim(), file.line(s + i).unwrap_or("").trim());
+            if e.is_empty() || w.is_empty() {
+                e.is_empty() && w.is_empty()
+            } else {
+                w.contains(e)
+            }
+        })
+    })
 }
 
 /// Files an answer's items are about: its `source_document` field, then the files its Evidence
