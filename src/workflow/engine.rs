@@ -38,6 +38,11 @@ pub enum Reply {
         /// Evidence the runtime re-cited where its excerpt stands ([`check::relocate`]).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         corrected: Vec<String>,
+        /// The `step` call that reports `next`, its result the shape of that step's result
+        /// (see [`super::shape`]): a 1.5B planner told only `"next": "clarify"` delegated
+        /// again instead, four times.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_call: Option<Value>,
     },
     /// Ask the user this one question and stop.
     Clarify { step: String, question: String },
@@ -238,6 +243,10 @@ pub fn submit(
                     .into_iter()
                     .find(|n| !state.is_accepted(n))
                     .map(str::to_string);
+                let next_call = next.as_deref().and_then(|n| {
+                    let schema = &wf.step(n)?.schema;
+                    Some(serde_json::json!({"name": n, "result": super::shape::shape(schema)}))
+                });
                 Reply::Proceed {
                     step: name.into(),
                     next,
@@ -245,6 +254,7 @@ pub fn submit(
                     computed,
                     defaults,
                     corrected,
+                    next_call,
                 }
             }
         }

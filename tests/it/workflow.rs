@@ -171,6 +171,12 @@ fn the_four_actions() {
         (r["action"].as_str(), r["next"].as_str()),
         (Some("PROCEED"), Some("clarify"))
     );
+    // ... and writes out the call that reports it, with the shape of its result.
+    assert_eq!(r["next_call"]["name"], "clarify", "{r}");
+    assert_eq!(
+        r["next_call"]["result"]["action"], "PROCEED | CLARIFY",
+        "{r}"
+    );
     assert_eq!(run.state().steps["intent"].attempts, 5);
     // STOP: an ambiguous request ends the run, and the run stays closed.
     let run2 = Run {
