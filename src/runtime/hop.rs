@@ -879,12 +879,26 @@ impl HopState {
             return None;
         }
         let result = recover::sole_object(answer)?;
-        // The runtime's own reply to a step (`{"action", "step", "errors"|"next"}`) copied back
-        // as the answer is an echo, not a result: no step schema has a `step` field.
-        if result.contains_key("step") {
-            return None;
-        }
         let next = crate::workflow::tool::next_step_name(&self.workflow_call(&self.ctx.shared))?;
+        // The runtime's own reply to a step (`{"action", "step", "errors"|"next"}`) copied back
+        // as the answer is an echo, not a result: no step schema has a `step` field. Unless its
+        // `next_call` (the call the reply wrote out) is the step owed: the 1.5B planner sent
+        // the PROCEED reply back with that call's result filled in.
+        if result.contains_key("step") {
+            let call = result.get("next_call").and_then(|c| c.as_object())?;
+            let named = call.get("name").and_then(|n| n.as_str()) == Some(next.as_str());
+            if !named || !call.get("result").is_some_and(|r| r.is_object()) || call.len() != 2 {
+                return None;
+            }
+            return Some(recover::Recovered {
+                calls: vec![crate::model::ToolCall {
+                    id: format!("recovered_t{turn}_1"),
+                    name: tool.to_string(),
+                    arguments: serde_json::Value::Object(call.clone()),
+                }],
+                form: recover::Form::StepResult,
+            });
+        }
         // The `step` call's own arguments (`{"name", "result"}`, as the planner's prompt shows
         // them) are that call, not a result to wrap in another: the 1.5B planner copied the
         // prompt's example whole.

@@ -270,8 +270,9 @@ pub fn submit(
     }
 }
 
-/// `result` with every top-level property it leaves out that `schema` gives a `default`, and
-/// those defaults. JSON Schema's `default` is only an annotation; filling it in before
+/// `result` with every top-level property it leaves out (or gives as the expected shape's
+/// unfilled text for it, see [`super::shape`]) that `schema` gives a `default`, and those
+/// defaults. JSON Schema's `default` is only an annotation; filling it in before
 /// validation is what Ajv's `useDefaults` does, and it lets a workflow say what silence means
 /// (the 1.5B planner reported `clarify` with its assumptions and no `action` five times in a
 /// row: in that step, no decision is PROCEED). Only objects are filled, and only at the top.
@@ -283,7 +284,12 @@ pub fn with_defaults(schema: &Value, result: &Value) -> (Value, serde_json::Map<
     {
         for (key, prop) in props {
             if let Some(value) = prop.get("default") {
-                if !map.contains_key(key) {
+                // The expected shape's own text for the field (`"PROCEED | CLARIFY"`, `"…"`)
+                // copied back unfilled says no more than leaving it out.
+                let unfilled = map
+                    .get(key)
+                    .is_none_or(|given| *given == super::shape::shape(prop));
+                if unfilled {
                     map.insert(key.clone(), value.clone());
                     defaults.insert(key.clone(), value.clone());
                 }
@@ -544,6 +550,10 @@ mod tests {
         let (filled, d) = with_defaults(&wf.steps[0].schema, &json!({"go": "CLARIFY"}));
         assert_eq!(filled["go"], "CLARIFY");
         assert!(d.is_empty());
+        // The expected shape's choice text copied back unfilled counts as left out.
+        let (filled, d) = with_defaults(&wf.steps[0].schema, &json!({"go": "PROCEED | CLARIFY"}));
+        assert_eq!(filled["go"], "PROCEED");
+        assert_eq!(d.len(), 1);
     }
 
     #[test]

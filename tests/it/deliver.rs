@@ -395,6 +395,60 @@ async fn a_step_written_as_a_tool_named_after_it_is_that_step() {
     );
 }
 
+/// The PROCEED reply sent back as the answer with its `next_call` filled in (the 1.5B planner,
+/// its `action` still the shape's `PROCEED | CLARIFY`) is that call; the unfilled choice counts
+/// as left out, so the step's default decides.
+#[tokio::test]
+async fn an_echoed_reply_with_its_next_call_filled_in_is_that_call() {
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let echoed = r#"{"action": "PROCEED", "step": "intent", "next": "clarify", "next_call": {"name": "clarify", "result": {"action": "PROCEED | CLARIFY", "assumptions": ["The flag goes on `run`."], "questions": []}}}"#;
+    let mut replies = vec![
+        answer("", vec![call("c1", "step", intent)]),
+        answer(echoed, vec![]),
+    ];
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
+    let steps: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::WorkflowStep { step, action, .. } => Some((step.clone(), action.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("intent".to_string(), "PROCEED".to_string()),
+            ("clarify".to_string(), "PROCEED".to_string())
+        ]
+    );
+    let replies = step_results(&events);
+    assert!(
+        replies[1].1.contains(r#""defaults":{"action":"PROCEED"}"#),
+        "{replies:?}"
+    );
+    // An echo whose next_call names another step than the one owed stays an echo.
+    let wrong = echoed.replace(r#""name": "clarify""#, r#""name": "scope""#);
+    let mut replies = vec![
+        answer(
+            "",
+            vec![call(
+                "c1",
+                "step",
+                json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}}),
+            )],
+        ),
+        answer(&wrong, vec![]),
+    ];
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
+    let judged = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::WorkflowStep { .. }))
+        .count();
+    assert_eq!(judged, 1, "only intent");
+}
+
 /// The shipped planner on a model that reports one wrong `intent` result again and again
 /// (Qwen2.5-Coder-1.5B: 17 times): the runtime judges it INVALID once; the same call again is
 /// not run, and after two such turns the planner is asked for its final answer, so the session
