@@ -312,6 +312,17 @@ pub fn whole_fence(text: &str) -> Option<&str> {
     after.trim().is_empty().then_some(content)
 }
 
+/// The text after a fence that opens `text` and never closes (an answer cut off at its token
+/// limit, or one whose closing line was left out): what the fence holds runs to the end. The
+/// 1.5B analyzer opened its answer with ```` ``` ````, ran out of tokens, and was told through
+/// all its repairs that its frontmatter was missing, which it was not.
+pub fn unclosed_fence(text: &str) -> Option<&str> {
+    let trimmed = text.trim_start();
+    let (open, body) = trimmed.split_once('\n')?;
+    fence_opening(open)?;
+    leading_fence(text).is_none().then_some(body)
+}
+
 /// Every `*.md` file under `dir`, recursively, sorted so results are deterministic. A symlink to a
 /// file is listed (dotfile setups link agent files in); a symlinked folder is not entered, so a
 /// walk cannot loop or wander out of the tree. A missing `dir` is empty.
@@ -379,6 +390,18 @@ mod fence_tests {
         }
         assert_eq!(leading_fence("```\nunclosed"), None);
         assert_eq!(leading_fence("text\n```\nx\n```"), None);
+    }
+
+    #[test]
+    fn an_opening_fence_that_never_closes_runs_to_the_end() {
+        use super::unclosed_fence;
+        let text = "```markdown\n---\nid: m\n---\n<answer>\n  ```\n  x\n  ```\ncut off";
+        assert_eq!(
+            unclosed_fence(text),
+            Some("---\nid: m\n---\n<answer>\n  ```\n  x\n  ```\ncut off")
+        );
+        assert_eq!(unclosed_fence("```\nclosed\n```\n"), None);
+        assert_eq!(unclosed_fence("no fence\n```\n"), None);
     }
 }
 

@@ -142,9 +142,13 @@ impl Gate<'_> {
             };
         };
         // A markdown answer wrapped whole in one code fence (small models do this to every
-        // answer) is judged, and handed up, without the fence: the fence carries nothing.
+        // answer) is judged, and handed up, without the fence: the fence carries nothing. So
+        // is one that opens a fence and never closes it (`markdown::unclosed_fence`).
         let unfenced = (contract.format != ContractFormat::Json)
-            .then(|| crate::markdown::whole_fence(answer))
+            .then(|| {
+                crate::markdown::whole_fence(answer)
+                    .or_else(|| crate::markdown::unclosed_fence(answer))
+            })
             .flatten();
         let answer = unfenced.unwrap_or(answer);
         let Judged { mut outcome, json } = self.check(answer, contract);
@@ -453,6 +457,14 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(gate.repairs, 0);
+        // A fence opened and never closed is taken off too.
+        match gate.judge(&format!("```\n{inner}\n"), &|_| {}) {
+            Verdict::Accept {
+                conformant: Some(true),
+                answer: Some(a),
+            } => assert_eq!(a.trim_end(), inner),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
