@@ -884,42 +884,39 @@ impl HopState {
         // as the answer is an echo, not a result: no step schema has a `step` field. Unless its
         // `next_call` (the call the reply wrote out) is the step owed: the 1.5B planner sent
         // the PROCEED reply back with that call's result filled in.
-        if result.contains_key("step") {
+        let arguments = if result.contains_key("step") {
             let call = result.get("next_call").and_then(|c| c.as_object())?;
             let named = call.get("name").and_then(|n| n.as_str()) == Some(next.as_str());
             if !named || !call.get("result").is_some_and(|r| r.is_object()) || call.len() != 2 {
                 return None;
             }
-            return Some(recover::Recovered {
-                calls: vec![crate::model::ToolCall {
-                    id: format!("recovered_t{turn}_1"),
-                    name: tool.to_string(),
-                    arguments: serde_json::Value::Object(call.clone()),
-                }],
-                form: recover::Form::StepResult,
-            });
-        }
-        // The `step` call's own arguments (`{"name", "result"}`, as the planner's prompt shows
-        // them) are that call, not a result to wrap in another: the 1.5B planner copied the
-        // prompt's example whole.
-        // Written as a call of a tool named after the step (`{"name": "clarify", "arguments":
-        // {…}}`), as the planner did once it had reported `intent`: the same step call.
-        let arguments = match (
-            result.get("name"),
-            result.get("result"),
-            result.get("arguments"),
-        ) {
-            (Some(serde_json::Value::String(_)), Some(serde_json::Value::Object(_)), None)
-                if result.len() == 2 =>
-            {
-                serde_json::Value::Object(result)
+            serde_json::Value::Object(call.clone())
+        } else {
+            // The `step` call's own arguments (`{"name", "result"}`, as the planner's prompt
+            // shows them) are that call, not a result to wrap in another: the 1.5B planner
+            // copied the prompt's example whole.
+            // Written as a call of a tool named after the step (`{"name": "clarify",
+            // "arguments": {…}}`), as the planner did once it had reported `intent`: the same
+            // step call.
+            match (
+                result.get("name"),
+                result.get("result"),
+                result.get("arguments"),
+            ) {
+                (Some(serde_json::Value::String(_)), Some(serde_json::Value::Object(_)), None)
+                    if result.len() == 2 =>
+                {
+                    serde_json::Value::Object(result)
+                }
+                (
+                    Some(serde_json::Value::String(name)),
+                    None,
+                    Some(serde_json::Value::Object(a)),
+                ) if result.len() == 2 && name != tool => {
+                    serde_json::json!({"name": name, "result": a})
+                }
+                _ => serde_json::json!({"name": next, "result": result}),
             }
-            (Some(serde_json::Value::String(name)), None, Some(serde_json::Value::Object(a)))
-                if result.len() == 2 && name != tool =>
-            {
-                serde_json::json!({"name": name, "result": a})
-            }
-            _ => serde_json::json!({"name": next, "result": result}),
         };
         Some(recover::Recovered {
             calls: vec![crate::model::ToolCall {

@@ -284,6 +284,17 @@ fn lint_reports_a_delegate_first_the_runtime_would_refuse() {
 }
 
 /// The results of the session's `step` calls, in order: whether each is an error, and its text.
+/// The steps the workflow judged, with the action of each reply, in order.
+fn judged_steps(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::WorkflowStep { step, action, .. } => Some((step.clone(), action.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn step_results(events: &[Event]) -> Vec<(bool, String)> {
     events
         .iter()
@@ -379,15 +390,8 @@ async fn a_step_written_as_a_tool_named_after_it_is_that_step() {
     ];
     replies.extend((0..4).map(|_| answer("Done.", vec![])));
     let (_outcome, events) = planner_session(replies).await;
-    let steps: Vec<(String, String)> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::WorkflowStep { step, action, .. } => Some((step.clone(), action.clone())),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        steps,
+        judged_steps(&events),
         [
             ("intent".to_string(), "PROCEED".to_string()),
             ("clarify".to_string(), "PROCEED".to_string())
@@ -403,20 +407,13 @@ async fn an_echoed_reply_with_its_next_call_filled_in_is_that_call() {
     let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
     let echoed = r#"{"action": "PROCEED", "step": "intent", "next": "clarify", "next_call": {"name": "clarify", "result": {"action": "PROCEED | CLARIFY", "assumptions": ["The flag goes on `run`."], "questions": []}}}"#;
     let mut replies = vec![
-        answer("", vec![call("c1", "step", intent)]),
+        answer("", vec![call("c1", "step", intent.clone())]),
         answer(echoed, vec![]),
     ];
     replies.extend((0..4).map(|_| answer("Done.", vec![])));
     let (_outcome, events) = planner_session(replies).await;
-    let steps: Vec<(String, String)> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::WorkflowStep { step, action, .. } => Some((step.clone(), action.clone())),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        steps,
+        judged_steps(&events),
         [
             ("intent".to_string(), "PROCEED".to_string()),
             ("clarify".to_string(), "PROCEED".to_string())
@@ -430,23 +427,12 @@ async fn an_echoed_reply_with_its_next_call_filled_in_is_that_call() {
     // An echo whose next_call names another step than the one owed stays an echo.
     let wrong = echoed.replace(r#""name": "clarify""#, r#""name": "scope""#);
     let mut replies = vec![
-        answer(
-            "",
-            vec![call(
-                "c1",
-                "step",
-                json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}}),
-            )],
-        ),
+        answer("", vec![call("c1", "step", intent)]),
         answer(&wrong, vec![]),
     ];
     replies.extend((0..4).map(|_| answer("Done.", vec![])));
     let (_outcome, events) = planner_session(replies).await;
-    let judged = events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::WorkflowStep { .. }))
-        .count();
-    assert_eq!(judged, 1, "only intent");
+    assert_eq!(judged_steps(&events).len(), 1, "only intent");
 }
 
 /// The shipped planner on a model that reports one wrong `intent` result again and again
@@ -462,11 +448,11 @@ async fn a_step_refused_as_invalid_is_not_judged_again_unchanged() {
     replies.extend((0..3).map(|_| answer("I could not plan it.", vec![])));
     let (outcome, events) = planner_session(replies).await;
     assert_eq!(outcome.status, "partial", "{outcome:?}");
-    let judged = events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::WorkflowStep { .. }))
-        .count();
-    assert_eq!(judged, 1, "only the first report of the result is judged");
+    assert_eq!(
+        judged_steps(&events).len(),
+        1,
+        "only the first report of the result is judged"
+    );
     let results = step_results(&events);
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results[0].1.contains("\"expected\""), "{results:?}");
