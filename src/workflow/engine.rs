@@ -301,9 +301,17 @@ pub fn with_defaults(schema: &Value, result: &Value) -> (Value, serde_json::Map<
 
 /// The schema's complaints about `result`, each with the place in the result it concerns.
 pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> Vec<String> {
+    let waived = waived_fields(step, result);
     let mut errors: Vec<String> = match step.contract.validator(project) {
         Ok(v) => {
             v.0.iter_errors(result)
+                .filter(|e| match e.kind() {
+                    jsonschema::error::ValidationErrorKind::Required { property } => {
+                        !(e.instance_path().as_str().is_empty()
+                            && property.as_str().is_some_and(|p| waived.contains(&p)))
+                    }
+                    _ => true,
+                })
                 .map(|e| {
                     let at = e.instance_path().to_string();
                     if at.is_empty() {
@@ -338,6 +346,34 @@ pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> V
         )
     }));
     errors
+}
+
+/// The required fields a result need not hold because it does not go on: a step that asks
+/// (CLARIFY) owes its decision and its question, one that stops (AMBIGUOUS, STOP) its decision
+/// and its reason; neither owes the result it could not give. The 1.5B planner answered `intent`
+/// with CLARIFY and its question but no `refined_intent`, and was refused for the sentence it had
+/// just said it could not write.
+fn waived_fields<'a>(step: &'a super::Step, result: &Value) -> Vec<&'a str> {
+    let Some(decides) = step.decides.as_deref() else {
+        return Vec::new();
+    };
+    let decision = result
+        .get(decides)
+        .and_then(Value::as_str)
+        .map(str::to_ascii_uppercase);
+    let owed = match decision.as_deref() {
+        Some("CLARIFY") => step.question.as_deref(),
+        Some("AMBIGUOUS" | "STOP") => step.reason.as_deref(),
+        _ => return Vec::new(),
+    };
+    let kept = [Some(decides), owed];
+    step.schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|f| !kept.contains(&Some(*f)))
+        .collect()
 }
 
 /// The fields of an INVALID or STOP reply, which no result of a step holds unless its schema
@@ -554,6 +590,60 @@ mod tests {
         let (filled, d) = with_defaults(&wf.steps[0].schema, &json!({"go": "PROCEED | CLARIFY"}));
         assert_eq!(filled["go"], "PROCEED");
         assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn a_step_that_asks_or_stops_owes_only_its_decision_and_its_question_or_reason() {
+        let text = "steps:\n  - name: ask\n    decides: go\n    question: q\n    reason: why\n    schema: {type: object, required: [go, sentence, q], properties: {go: {enum: [PROCEED, CLARIFY, AMBIGUOUS]}, sentence: {type: string, minLength: 3}, q: {type: array, items: {type: string}}, why: {type: string}}}\n  - name: end\noutput: {path: o.md, template: x}\n";
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
+        let fresh = || State::new("t", &wf, "a", "s", "c", "task");
+        // CLARIFY without the sentence: asked, with the first of several questions.
+        let mut s = fresh();
+        let o = submit(
+            &wf,
+            &mut s,
+            &p,
+            "ask",
+            &json!({"go": "CLARIFY", "q": ["", "which file?", "why?"]}),
+        );
+        assert_eq!(
+            o.reply,
+            Reply::Clarify {
+                step: "ask".into(),
+                question: "which file?".into()
+            }
+        );
+        // The question field itself is still owed, and other keywords still apply.
+        let mut s = fresh();
+        let o = submit(&wf, &mut s, &p, "ask", &json!({"go": "CLARIFY"}));
+        assert_eq!(o.reply.action(), "INVALID", "{:?}", o.reply);
+        assert!(o.reply.errors().iter().any(|e| e.contains("\"q\"")));
+        let o = submit(
+            &wf,
+            &mut s,
+            &p,
+            "ask",
+            &json!({"go": "CLARIFY", "q": ["x"], "sentence": "no"}),
+        );
+        assert!(o.reply.errors().iter().any(|e| e.contains("/sentence")));
+        // AMBIGUOUS stops without the sentence or the question.
+        let mut s = fresh();
+        let o = submit(
+            &wf,
+            &mut s,
+            &p,
+            "ask",
+            &json!({"go": "AMBIGUOUS", "why": "two commands"}),
+        );
+        assert_eq!(o.reply.action(), "STOP");
+        assert_eq!(o.reply.errors(), vec!["two commands"]);
+        // PROCEED still owes everything.
+        let mut s = fresh();
+        let o = submit(&wf, &mut s, &p, "ask", &json!({"go": "PROCEED", "q": []}));
+        assert_eq!(o.reply.action(), "INVALID");
+        assert!(o.reply.errors().iter().any(|e| e.contains("\"sentence\"")));
     }
 
     #[test]

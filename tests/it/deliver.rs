@@ -435,13 +435,42 @@ async fn an_echoed_reply_with_its_next_call_filled_in_is_that_call() {
     assert_eq!(judged_steps(&events).len(), 1, "only intent");
 }
 
+/// The shipped `plan` workflow as the 1.5B planner answered it: `intent` with PROCEED and three
+/// questions (refused for `maxItems: 1` before), and `intent` with CLARIFY and a question but no
+/// `refined_intent` (refused for the missing sentence). The first goes on; the second asks.
+#[tokio::test]
+async fn the_planner_is_not_refused_for_questions_it_did_not_need_or_a_sentence_it_could_not_write()
+{
+    let proceed = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run", "questions": ["Which output?", "Short flag?", "Config too?"]}});
+    let mut replies = vec![answer("", vec![call("c1", "step", proceed)])];
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
+    assert_eq!(
+        judged_steps(&events).first(),
+        Some(&("intent".to_string(), "PROCEED".to_string()))
+    );
+    let clarify = json!({"name": "intent", "result": {"action": "CLARIFY", "questions": ["Which command gets the flag?"]}});
+    let mut replies = vec![answer("", vec![call("c1", "step", clarify)])];
+    replies.extend((0..4).map(|_| answer("Which command gets the flag?", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
+    assert_eq!(
+        judged_steps(&events).first(),
+        Some(&("intent".to_string(), "CLARIFY".to_string()))
+    );
+    let results = step_results(&events);
+    assert!(
+        results[0].1.contains("Which command gets the flag?"),
+        "{results:?}"
+    );
+}
+
 /// The shipped planner on a model that reports one wrong `intent` result again and again
 /// (Qwen2.5-Coder-1.5B: 17 times): the runtime judges it INVALID once; the same call again is
 /// not run, and after two such turns the planner is asked for its final answer, so the session
 /// ends PARTIAL in a few turns instead of spending its steps.
 #[tokio::test]
 async fn a_step_refused_as_invalid_is_not_judged_again_unchanged() {
-    let wrong = json!({"name": "intent", "result": {"action": "CLARIFY", "questions": ["What is the command?"]}});
+    let wrong = json!({"name": "intent", "result": {"action": "PROCEED", "questions": ["What is the command?"]}});
     let mut replies: Vec<_> = (1..=3)
         .map(|i| answer("", vec![call(&format!("c{i}"), "step", wrong.clone())]))
         .collect();
