@@ -364,6 +364,8 @@ impl HopState {
         // search that found something is the agent's first look at its tools' results, so
         // `tool_choice: required` asks for no more.
         let searches = super::search_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        // The file those searches ranked first: an answer that leaves it out is asked once.
+        let mut search_first_file: Option<String> = None;
         let task = if searches.is_empty() {
             task
         } else {
@@ -372,7 +374,9 @@ impl HopState {
             self.called_tool = results
                 .iter()
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
-            super::search_first::with_results(&task, &searches, &results)
+            let listing = super::search_first::listing(&task, &searches, &results);
+            search_first_file = listing.first;
+            listing.message
         };
         // `tool_choice: required`: said with the task too, since a server may not enforce it and a
         // small model otherwise copies the prompt's answer template at once (Qwen2.5-Coder-1.5B
@@ -462,6 +466,9 @@ impl HopState {
         // was made (once per hop).
         let mut kept: Option<super::evidence_goal::Kept> = None;
         let mut goal_asked = false;
+        // The answer that left out the search's first file, kept while the one ask for it is
+        // answered (with its `conformant`).
+        let mut left_out: Option<(String, Option<bool>)> = None;
         let max_reviews = contract.as_ref().map_or(2, |c| c.max_repairs);
         let hop_clock = Instant::now();
         let mut turn = 0u32;
@@ -731,6 +738,42 @@ impl HopState {
                             conformant,
                             verified: have,
                         });
+                        // Like a repair turn: not a step of the agent's own.
+                        self.steps -= 1;
+                        self.messages.push(Message::user(note));
+                        continue;
+                    }
+                }
+                // `search_first:` found files and the answer left out the first: asked once; the
+                // second answer goes up only if it is accepted and names the file.
+                if let Some((first, first_conformant)) = left_out.take() {
+                    let named = status == HopStatus::Completed
+                        && search_first_file
+                            .as_deref()
+                            .is_some_and(|f| answer.contains(f));
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: if named {
+                            "search_first_named".into()
+                        } else {
+                            "search_first_kept".into()
+                        },
+                        count: 1,
+                    });
+                    if !named {
+                        (answer, conformant) = (first, first_conformant);
+                        (status, error, violations) = (HopStatus::Completed, None, Vec::new());
+                    }
+                    search_first_file = None;
+                } else if status == HopStatus::Completed {
+                    if let Some(note) = search_first_file
+                        .as_deref()
+                        .and_then(|f| super::search_first::left_out_ask(&answer, f))
+                    {
+                        self.ctx.emit(EventKind::HopSteered {
+                            why: "search_first_left_out".into(),
+                            count: 1,
+                        });
+                        left_out = Some((answer, conformant));
                         // Like a repair turn: not a step of the agent's own.
                         self.steps -= 1;
                         self.messages.push(Message::user(note));

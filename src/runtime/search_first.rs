@@ -129,6 +129,19 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
 /// output limit, three times over; shown files with their first matching line, it copied all
 /// twelve, lines included (1,141 tokens, four minutes).
 pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> String {
+    listing(task, calls, results).message
+}
+
+/// The task message of [`with_results`], and the file it lists first.
+pub struct Listing {
+    pub message: String,
+    /// The file that matched the most words (`None` when nothing matched).
+    pub first: Option<String>,
+}
+
+/// [`with_results`], with the file it ranks first.
+pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
+    let listing = |message: String, first: Option<String>| Listing { message, first };
     struct Hits<'r> {
         path: &'r str,
         /// Matching lines per searched word, in the order of `searched`.
@@ -177,11 +190,14 @@ pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> Stri
     }
     if files.is_empty() {
         if unmatched.is_empty() {
-            return task.to_string();
+            return listing(task.to_string(), None);
         }
-        return format!(
-            "{task}\n\n{HEADING}{} for you (`grep`, any case): no file matches any of them.",
-            unmatched.join(", ")
+        return listing(
+            format!(
+                "{task}\n\n{HEADING}{} for you (`grep`, any case): no file matches any of them.",
+                unmatched.join(", ")
+            ),
+            None,
         );
     }
     // A word in a file's path counts as much as one in its lines: a decision record is named
@@ -228,7 +244,32 @@ pub fn with_results(task: &str, calls: &[ToolCall], results: &[Message]) -> Stri
     if !unmatched.is_empty() {
         out.push_str(&format!("No file matches {}.\n", unmatched.join(", ")));
     }
-    out.trim_end().to_string()
+    listing(
+        out.trim_end().to_string(),
+        files.first().map(|f| f.path.to_string()),
+    )
+}
+
+/// The ask for an answer that leaves out the file the runtime's search ranked `first`: `None`
+/// when the answer names it (its path anywhere in the text).
+///
+/// Why: Qwen2.5-Coder-1.5B, as thoughts-locator under a grammar, was given the list headed by
+/// `2026-11-02-yaml-parser-serde-saphyr.md` (yaml ×12) for "What did we decide about the YAML
+/// parser", listed the directory three times, then answered "No documents under thoughts/ match"
+/// and suggested two files from lower in the list; the researcher passed those on and the report
+/// never cited the decision. The ask is made once, after the answer is accepted; the model still
+/// decides whether the file belongs (see `hop.rs`, which keeps the first answer unless the second
+/// names the file).
+pub fn left_out_ask(answer: &str, first: &str) -> Option<String> {
+    if answer.contains(first) {
+        return None;
+    }
+    Some(format!(
+        "[runtime] Your answer leaves out `{first}`, the file the runtime's search in your task \
+         ranked first (it matches the most of the task's words). If it is about the topic, answer \
+         again in the same format with it listed first. If it is not, answer again exactly as \
+         before."
+    ))
 }
 
 #[cfg(test)]
@@ -327,5 +368,19 @@ mod tests {
             Message::tool("search_first_2", "no matches for `parser`", false),
         ];
         assert!(with_results("t", &calls, &half).ends_with("No file matches `parser`."));
+        assert_eq!(listing("t", &calls, &half).first.as_deref(), Some("a.md"));
+        assert_eq!(listing("t", &calls[..1], &none).first, None);
+    }
+
+    #[test]
+    fn an_answer_is_asked_for_the_first_file_only_when_it_leaves_it_out() {
+        let first = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+        assert_eq!(
+            left_out_ask(&format!("- `{first}` (accepted)"), first),
+            None
+        );
+        let ask = left_out_ask("No documents under thoughts/ match.", first).unwrap();
+        assert!(ask.contains(&format!("leaves out `{first}`")), "{ask}");
+        assert!(ask.contains("exactly as before"), "{ask}");
     }
 }
