@@ -348,6 +348,22 @@ pub(crate) fn resolve_new(
     resolve_with(ctx, tool, name, Project::resolve_new)
 }
 
+/// The parts of `name` that exist, when it is several paths joined with commas (at least one
+/// existing). Qwen2.5-Coder-1.5B, as codebase-locator, called `grep` and `list` with `path` set
+/// to four files joined with commas, four times over, reading only "does not exist".
+fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
+    if !name.contains(',') {
+        return None;
+    }
+    let parts: Vec<String> = name
+        .split(',')
+        .map(|p| p.trim().trim_matches(['`', '"', '\'']).trim())
+        .filter(|p| !p.is_empty() && project.resolve(p).is_ok())
+        .map(|p| format!("`{p}`"))
+        .collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
 /// The policy both share: the project's resolution, then the folders tools never touch.
 fn resolve_with(
     ctx: ToolContext<'_>,
@@ -360,7 +376,14 @@ fn resolve_with(
         // attempt to leave the project: a tool error it reads, never a refusal that blocks.
         crate::project::PathError::NotFound(_) => ToolError::Failed {
             tool: tool.to_string(),
-            message: format!("{e}; `list` or `glob` its folder to see what is there"),
+            message: match joined_paths(ctx.project, name) {
+                Some(parts) => format!(
+                    "{e}: `path` names one file or folder, and this is several joined with \
+                     commas; make one `{tool}` call for each of {}",
+                    parts.join(", ")
+                ),
+                None => format!("{e}; `list` or `glob` its folder to see what is there"),
+            },
         },
         // The project's own absolute path (the prompt shows the root): a slip, not an escape.
         // It is still refused, as a tool error that names the relative path to use.
@@ -468,6 +491,23 @@ mod tests {
             .parameters
             .pointer("/properties/subagent_type")
             .is_none());
+    }
+
+    #[test]
+    fn a_path_of_several_joined_with_commas_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/cli")).unwrap();
+        std::fs::write(dir.path().join("src/cli/run.rs"), "fn run() {}\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        assert_eq!(
+            joined_paths(&project, "src/cli/run.rs, `src/cli`,src/nope.rs,"),
+            Some(vec![
+                "`src/cli/run.rs`".to_string(),
+                "`src/cli`".to_string()
+            ])
+        );
+        assert_eq!(joined_paths(&project, "src/a.rs,src/b.rs"), None);
+        assert_eq!(joined_paths(&project, "src/nope.rs"), None);
     }
 
     #[test]
