@@ -765,10 +765,10 @@ impl HopState {
                     }
                     search_first_file = None;
                 } else if status == HopStatus::Completed {
-                    if let Some(note) = search_first_file
-                        .as_deref()
-                        .and_then(|f| super::search_first::left_out_ask(&answer, f))
-                    {
+                    if let Some(note) = search_first_file.as_deref().and_then(|f| {
+                        let title = super::search_first::title(&shared.project, f);
+                        super::search_first::left_out_ask(&answer, f, title.as_deref())
+                    }) {
                         self.ctx.emit(EventKind::HopSteered {
                             why: "search_first_left_out".into(),
                             count: 1,

@@ -251,25 +251,43 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
 }
 
 /// The ask for an answer that leaves out the file the runtime's search ranked `first`: `None`
-/// when the answer names it (its path anywhere in the text).
+/// when the answer names it (its path anywhere in the text). `title` is the file's first
+/// heading, shown so the model can judge the file without reading it.
 ///
 /// Why: Qwen2.5-Coder-1.5B, as thoughts-locator under a grammar, was given the list headed by
 /// `2026-11-02-yaml-parser-serde-saphyr.md` (yaml ×12) for "What did we decide about the YAML
 /// parser", listed the directory three times, then answered "No documents under thoughts/ match"
 /// and suggested two files from lower in the list; the researcher passed those on and the report
-/// never cited the decision. The ask is made once, after the answer is accepted; the model still
-/// decides whether the file belongs (see `hop.rs`, which keeps the first answer unless the second
-/// names the file).
-pub fn left_out_ask(answer: &str, first: &str) -> Option<String> {
+/// never cited the decision. Asked with a way out ("if it is not about the topic, answer exactly
+/// as before"), it sent the same answer back word for word; so the ask names no way out, and the
+/// model's answer still decides: `hop.rs` keeps the first answer unless the second names the
+/// file.
+pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<String> {
     if answer.contains(first) {
         return None;
     }
+    let titled = title.map_or(String::new(), |t| format!(" (its title: \"{t}\")"));
     Some(format!(
-        "[runtime] Your answer leaves out `{first}`, the file the runtime's search in your task \
-         ranked first (it matches the most of the task's words). If it is about the topic, answer \
-         again in the same format with it listed first. If it is not, answer again exactly as \
-         before."
+        "[runtime] Your answer leaves out `{first}`{titled}, the file the runtime's search in \
+         your task ranked first: it matches the most of the task's words. Answer again in the \
+         same format with that file listed first, and first among the files you suggest, \
+         unless its title shows it is about something else."
     ))
+}
+
+/// The first Markdown heading (`# …`) of `path` in `project`, for [`left_out_ask`]: at most
+/// 120 characters.
+pub fn title(project: &Project, path: &str) -> Option<String> {
+    let full = project.resolve(path).ok()?;
+    let text = std::fs::read_to_string(full).ok()?;
+    let heading = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# "))?
+        .trim()
+        .chars()
+        .take(120)
+        .collect::<String>();
+    (!heading.is_empty()).then_some(heading)
 }
 
 #[cfg(test)]
@@ -376,11 +394,14 @@ mod tests {
     fn an_answer_is_asked_for_the_first_file_only_when_it_leaves_it_out() {
         let first = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
         assert_eq!(
-            left_out_ask(&format!("- `{first}` (accepted)"), first),
+            left_out_ask(&format!("- `{first}` (accepted)"), first, None),
             None
         );
-        let ask = left_out_ask("No documents under thoughts/ match.", first).unwrap();
-        assert!(ask.contains(&format!("leaves out `{first}`")), "{ask}");
-        assert!(ask.contains("exactly as before"), "{ask}");
+        let ask = left_out_ask("No documents under thoughts/ match.", first, Some("YAML")).unwrap();
+        assert!(
+            ask.contains(&format!("leaves out `{first}` (its title: \"YAML\")")),
+            "{ask}"
+        );
+        assert!(!ask.contains("exactly as before"), "{ask}");
     }
 }

@@ -408,7 +408,9 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
         .unwrap_or_default()
         .to_string();
     assert!(
-        ask.contains(&format!("Your answer leaves out `{doc}`")),
+        ask.contains(&format!(
+            "Your answer leaves out `{doc}` (its title: \"YAML parser\")"
+        )),
         "{ask}"
     );
     // A second answer that still leaves it out: the first one stands, and no second ask.
