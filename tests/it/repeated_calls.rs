@@ -251,3 +251,60 @@ async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
     );
     assert!(results[2].1.contains("second answer"), "{results:?}");
 }
+
+/// A workflow agent's repeated call is refused with the step call it owes written out: "do the
+/// next step of your task" names nothing a small model acts on (the 1.5B planner sent its
+/// locator's task three times and never reported `intent`).
+#[tokio::test]
+async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("agent/boss.md"),
+        "---\nname: boss\ndescription: \"Delegates, then reports steps.\"\nmode: primary\ntools: {task: true}\nworkflow: w\n---\nYou are {{ agent }}.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("agent/helper.md"),
+        "---\nname: helper\ndescription: \"Helps.\"\nmode: subagent\n---\nYou are {{ agent }}.\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("workflow/w.yaml"),
+        "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    schema: {type: object, required: [goal], properties: {goal: {type: string}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.goal }}\"}\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let ask = "{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}";
+    let script = format!(
+        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{ask}]\n        - tool_calls: [{ask}]\n        - content: done\n        - content: done\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n"
+    );
+    let (_outcome, events) = crate::support::scripted::run_agent(
+        &project,
+        switchboard::config::Config::default(),
+        &script,
+        "boss",
+        "x",
+    )
+    .await;
+    let refused = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("boss"))
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                is_error: true,
+                output,
+                ..
+            } => Some(output.clone()),
+            _ => None,
+        })
+        .next()
+        .expect("the refused repeat");
+    assert!(
+        refused.contains("gave this exact task to this subagent already")
+            && refused.contains("Your workflow's next step is `ask`")
+            && refused.contains(r#""name":"ask""#),
+        "{refused}"
+    );
+}

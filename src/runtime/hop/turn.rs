@@ -111,11 +111,26 @@ impl HopState {
             // six-minute locator hop to the same list. One that failed otherwise (a timeout, a
             // model error) may be tried again. A write clears the memory.
             let key = self.call_key(&tool, call);
-            if let Some(msg) = self
+            if let Some(mut msg) = self
                 .seen_calls
                 .get(&key)
                 .and_then(|s| s.repeat_message(&tool))
             {
+                // "The next step of your task" names nothing a small model can act on; a
+                // workflow agent is shown the step call it owes. The 1.5B planner, given its
+                // locator's answer, sent the same `task` three times and ended PARTIAL without
+                // ever reporting `intent`.
+                if tool != "step" {
+                    if let Some(step) =
+                        crate::workflow::tool::next_step_call(&self.workflow_call(&shared))
+                    {
+                        msg.push_str(&format!(
+                            " Your workflow's next step is `{}`: report it with the `step` tool, \
+                             every `…` filled in and one choice of each `a | b`: {step}",
+                            step["name"].as_str().unwrap_or_default()
+                        ));
+                    }
+                }
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
                 refused += 1;
                 continue;
