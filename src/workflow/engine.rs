@@ -516,9 +516,14 @@ mod tests {
     const TEXT: &str = "steps:\n  - name: ask\n    decides: go\n    question: q\n    schema: {type: object, required: [go]}\n  - name: do\n  - name: end\noutput: {path: \"o-{{ ask.go }}.md\", template: \"{{ do.x }}\"}\n";
 
     fn setup() -> (tempfile::TempDir, Project, Workflow, State) {
+        setup_with(TEXT)
+    }
+
+    /// A project, the workflow `text`, and a fresh run of it.
+    fn setup_with(text: &str) -> (tempfile::TempDir, Project, Workflow, State) {
         let dir = tempfile::tempdir().unwrap();
         let p = Project::open(dir.path()).unwrap();
-        let wf = super::super::spec::parse("workflow/t.yaml", TEXT).unwrap();
+        let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
         let s = State::new("t", &wf, "a", "s", "c", "task");
         (dir, p, wf, s)
     }
@@ -557,10 +562,7 @@ mod tests {
     #[test]
     fn a_left_out_field_with_a_default_is_filled_and_named_in_the_reply() {
         let text = "steps:\n  - name: ask\n    decides: go\n    question: q\n    schema: {type: object, required: [go, a], properties: {go: {enum: [PROCEED, CLARIFY], default: PROCEED}, a: {type: array}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.go }}\"}\n";
-        let dir = tempfile::tempdir().unwrap();
-        let p = Project::open(dir.path()).unwrap();
-        let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
-        let mut s = State::new("t", &wf, "a", "s", "c", "task");
+        let (_dir, p, wf, mut s) = setup_with(text);
         // A default does not stand in for a required field without one.
         let o = submit(&wf, &mut s, &p, "ask", &json!({}));
         assert_eq!(o.reply.action(), "INVALID");
@@ -595,18 +597,13 @@ mod tests {
     #[test]
     fn a_step_that_asks_or_stops_owes_only_its_decision_and_its_question_or_reason() {
         let text = "steps:\n  - name: ask\n    decides: go\n    question: q\n    reason: why\n    schema: {type: object, required: [go, sentence, q], properties: {go: {enum: [PROCEED, CLARIFY, AMBIGUOUS]}, sentence: {type: string, minLength: 3}, q: {type: array, items: {type: string}}, why: {type: string}}}\n  - name: end\noutput: {path: o.md, template: x}\n";
-        let dir = tempfile::tempdir().unwrap();
-        let p = Project::open(dir.path()).unwrap();
-        let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
+        let (_dir, p, wf, _) = setup_with(text);
         let fresh = || State::new("t", &wf, "a", "s", "c", "task");
+        let ask = |s: &mut State, result: Value| submit(&wf, s, &p, "ask", &result);
         // CLARIFY without the sentence: asked, with the first of several questions.
-        let mut s = fresh();
-        let o = submit(
-            &wf,
-            &mut s,
-            &p,
-            "ask",
-            &json!({"go": "CLARIFY", "q": ["", "which file?", "why?"]}),
+        let o = ask(
+            &mut fresh(),
+            json!({"go": "CLARIFY", "q": ["", "which file?", "why?"]}),
         );
         assert_eq!(
             o.reply,
@@ -617,31 +614,23 @@ mod tests {
         );
         // The question field itself is still owed, and other keywords still apply.
         let mut s = fresh();
-        let o = submit(&wf, &mut s, &p, "ask", &json!({"go": "CLARIFY"}));
+        let o = ask(&mut s, json!({"go": "CLARIFY"}));
         assert_eq!(o.reply.action(), "INVALID", "{:?}", o.reply);
         assert!(o.reply.errors().iter().any(|e| e.contains("\"q\"")));
-        let o = submit(
-            &wf,
+        let o = ask(
             &mut s,
-            &p,
-            "ask",
-            &json!({"go": "CLARIFY", "q": ["x"], "sentence": "no"}),
+            json!({"go": "CLARIFY", "q": ["x"], "sentence": "no"}),
         );
         assert!(o.reply.errors().iter().any(|e| e.contains("/sentence")));
         // AMBIGUOUS stops without the sentence or the question.
-        let mut s = fresh();
-        let o = submit(
-            &wf,
-            &mut s,
-            &p,
-            "ask",
-            &json!({"go": "AMBIGUOUS", "why": "two commands"}),
+        let o = ask(
+            &mut fresh(),
+            json!({"go": "AMBIGUOUS", "why": "two commands"}),
         );
         assert_eq!(o.reply.action(), "STOP");
         assert_eq!(o.reply.errors(), vec!["two commands"]);
         // PROCEED still owes everything.
-        let mut s = fresh();
-        let o = submit(&wf, &mut s, &p, "ask", &json!({"go": "PROCEED", "q": []}));
+        let o = ask(&mut fresh(), json!({"go": "PROCEED", "q": []}));
         assert_eq!(o.reply.action(), "INVALID");
         assert!(o.reply.errors().iter().any(|e| e.contains("\"sentence\"")));
     }

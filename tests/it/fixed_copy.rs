@@ -11,7 +11,7 @@ const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
 
 /// A conformant locator answer listing `listed` as its one document, with the ids the runtime
 /// allocates for a session with correlation id `corr-1`.
-fn locator_answer(listed: &str) -> String {
+pub(crate) fn locator_answer(listed: &str) -> String {
     let today = chrono::Utc::now().format("%Y-%m-%d");
     format!(
         "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{listed}` — YAML parser\n</answer>\n"
@@ -30,6 +30,19 @@ async fn locator_session(
         DOC,
         "# YAML parser\n\nWe parse YAML with serde-saphyr.\n",
     );
+    run_locator(&project, replies).await
+}
+
+/// The shipped thoughts-locator of `project` on the YAML question (correlation id `corr-1`),
+/// its model answering `replies` in turn.
+pub(crate) async fn run_locator(
+    project: &switchboard::project::Project,
+    replies: &[String],
+) -> (
+    Mock,
+    switchboard::runtime::SessionOutcome,
+    Vec<switchboard::runtime::Event>,
+) {
     let mock = Mock::start().await;
     for reply in replies {
         mock.push(answer(reply, vec![]));
@@ -39,7 +52,7 @@ async fn locator_session(
         ..Default::default()
     };
     let (outcome, events) = support::wire::session_with(
-        &project,
+        project,
         &mock,
         "thoughts-locator",
         "What did we decide about the YAML parser?",

@@ -183,16 +183,14 @@ async fn a_refused_call_between_calls_that_run_is_no_stall() {
         .any(|e| matches!(e.kind, EventKind::HopSteered { .. })));
 }
 
-/// A `task` whose subagent completed, asked again word for word (the 1.5B planner copied the
-/// runtime's `delegate_first` call), is not a second hop: the model is pointed at the answer it
-/// has. The same subagent with another prompt still runs.
-#[tokio::test]
-async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
+/// A project with a primary `boss` that may delegate (its frontmatter plus `boss_extra`) and a
+/// subagent `helper`.
+fn boss_and_helper(boss_extra: &str) -> (tempfile::TempDir, Project) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
     std::fs::write(
         dir.path().join("agent/boss.md"),
-        "---\nname: boss\ndescription: \"Delegates.\"\nmode: primary\ntools: {task: true}\n---\nYou are {{ agent }}.\n",
+        format!("---\nname: boss\ndescription: \"Delegates.\"\nmode: primary\ntools: {{task: true}}\n{boss_extra}---\nYou are {{{{ agent }}}}.\n"),
     )
     .expect("write");
     std::fs::write(
@@ -201,6 +199,15 @@ async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
     )
     .expect("write");
     let project = Project::open(dir.path()).expect("project");
+    (dir, project)
+}
+
+/// A `task` whose subagent completed, asked again word for word (the 1.5B planner copied the
+/// runtime's `delegate_first` call), is not a second hop: the model is pointed at the answer it
+/// has. The same subagent with another prompt still runs.
+#[tokio::test]
+async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
+    let (_dir, project) = boss_and_helper("");
     let ask = |p: &str| {
         format!("{{name: task, arguments: {{subagent_type: helper, description: d, prompt: {p}}}}}")
     };
@@ -257,25 +264,13 @@ async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
 /// locator's task three times and never reported `intent`).
 #[tokio::test]
 async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    let (dir, project) = boss_and_helper("workflow: w\n");
     std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
-    std::fs::write(
-        dir.path().join("agent/boss.md"),
-        "---\nname: boss\ndescription: \"Delegates, then reports steps.\"\nmode: primary\ntools: {task: true}\nworkflow: w\n---\nYou are {{ agent }}.\n",
-    )
-    .expect("write");
-    std::fs::write(
-        dir.path().join("agent/helper.md"),
-        "---\nname: helper\ndescription: \"Helps.\"\nmode: subagent\n---\nYou are {{ agent }}.\n",
-    )
-    .expect("write");
     std::fs::write(
         dir.path().join("workflow/w.yaml"),
         "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    schema: {type: object, required: [goal], properties: {goal: {type: string}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.goal }}\"}\n",
     )
     .expect("write");
-    let project = Project::open(dir.path()).expect("project");
     let ask = "{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}";
     let script = format!(
         "agents:\n  boss:\n    - turns:\n        - tool_calls: [{ask}]\n        - tool_calls: [{ask}]\n        - content: done\n        - content: done\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n"

@@ -330,15 +330,6 @@ async fn a_runtime_search_that_found_nothing_leaves_the_call_required() {
     assert!(task.contains("[runtime] Start with a tool call"), "{task}");
 }
 
-/// A conformant locator answer listing `listed`, with the ids the runtime allocates for a
-/// session with correlation id `corr-1`.
-fn locator_listing(listed: &str) -> String {
-    let today = chrono::Utc::now().format("%Y-%m-%d");
-    format!(
-        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep parser\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{listed}`\n</answer>\n"
-    )
-}
-
 /// The shipped thoughts-locator, its search finding the decision first and a research note
 /// second; its model answers `replies` in turn. Returns the asks the runtime made (hop.steered)
 /// and what the hop answered.
@@ -355,22 +346,7 @@ async fn locator_left_out(replies: &[String]) -> (Vec<String>, String, Mock) {
         "# Notes\n\nA markdown parser.\n",
     )
     .expect("second document");
-    let mock = Mock::start().await;
-    for reply in replies {
-        mock.push(answer(reply, vec![]));
-    }
-    let options = switchboard::runtime::RunOptions {
-        correlation_id: Some("corr-1".into()),
-        ..Default::default()
-    };
-    let (outcome, events) = support::wire::session_with(
-        &project,
-        &mock,
-        "thoughts-locator",
-        "What did we decide about the YAML parser?",
-        options,
-    )
-    .await;
+    let (mock, outcome, events) = crate::fixed_copy::run_locator(&project, replies).await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
     let asks = events
         .iter()
@@ -397,8 +373,11 @@ async fn locator_left_out(replies: &[String]) -> (Vec<String>, String, Mock) {
 async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
     let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
     let notes = "thoughts/shared/research/2026-11-10-parser-notes.md";
-    let (asks, answered, mock) =
-        locator_left_out(&[locator_listing(notes), locator_listing(doc)]).await;
+    let (asks, answered, mock) = locator_left_out(&[
+        crate::fixed_copy::locator_answer(notes),
+        crate::fixed_copy::locator_answer(doc),
+    ])
+    .await;
     assert_eq!(asks, ["search_first_left_out", "search_first_named"]);
     assert!(answered.contains(doc), "{answered}");
     let ask = mock.requests()[1].body["messages"]
@@ -414,13 +393,16 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
         "{ask}"
     );
     // A second answer that still leaves it out: the first one stands, and no second ask.
-    let (asks, answered, mock) =
-        locator_left_out(&[locator_listing(notes), locator_listing(notes)]).await;
+    let (asks, answered, mock) = locator_left_out(&[
+        crate::fixed_copy::locator_answer(notes),
+        crate::fixed_copy::locator_answer(notes),
+    ])
+    .await;
     assert_eq!(asks, ["search_first_left_out", "search_first_kept"]);
     assert!(answered.contains(notes), "{answered}");
     assert_eq!(mock.requests().len(), 2);
     // An answer that names it is not asked.
-    let (asks, _, mock) = locator_left_out(&[locator_listing(doc)]).await;
+    let (asks, _, mock) = locator_left_out(&[crate::fixed_copy::locator_answer(doc)]).await;
     assert!(asks.is_empty(), "{asks:?}");
     assert_eq!(mock.requests().len(), 1);
 }
