@@ -6,7 +6,7 @@
 //! the researcher's report then held one verified item, and `eval` asks for three. A contract
 //! rule would refuse such an answer and, after its repairs, lose the one good item too; the ask
 //! is made once, after the answer is accepted, and the hop keeps whichever of the two answers
-//! holds more verified items ([`Kept::better`]). The lines offered are the document's own, so a
+//! holds more verified items ([`super::ask_once`]). The lines offered are the document's own, so a
 //! model that copies one quotes it exactly.
 
 use crate::contract::{verified_items, CheckContext, FileCache};
@@ -16,21 +16,6 @@ use crate::project::Project;
 const SPARE_OFFERS: usize = 2;
 /// A line shorter than this (trimmed) says too little to be an item of its own.
 const MIN_LINE_CHARS: usize = 24;
-
-/// The answer accepted before the ask, kept in case the next one is no richer.
-#[derive(Debug, Clone)]
-pub struct Kept {
-    pub answer: String,
-    pub conformant: Option<bool>,
-    pub verified: usize,
-}
-
-impl Kept {
-    /// Whether `answer` should go up instead of the kept one: it holds more verified items.
-    pub fn better(&self, answer: &str, project: &Project) -> bool {
-        verified(answer, project) > self.verified
-    }
-}
 
 /// The verified Evidence items of `answer`.
 pub fn verified(answer: &str, project: &Project) -> usize {
@@ -162,13 +147,13 @@ mod tests {
         assert!(ask(&three, 3, &heads, &p).is_none());
         assert!(ask(&answer(8, "made up"), 3, &heads, &p).is_none());
         // The next answer goes up only if it verifies more.
-        let kept = Kept {
+        let kept = super::super::ask_once::Asked {
+            test: super::super::ask_once::Test::Richer { verified: 1 },
             answer: one.clone(),
             conformant: Some(true),
-            verified: 1,
         };
-        assert!(kept.better(&three, &p));
-        assert!(!kept.better(&one, &p));
-        assert!(!kept.better("no evidence", &p));
+        assert!(kept.won_by(&three, &p));
+        assert!(!kept.won_by(&one, &p));
+        assert!(!kept.won_by("no evidence", &p));
     }
 }

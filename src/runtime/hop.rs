@@ -462,13 +462,15 @@ impl HopState {
         let mut reviews = 0u32;
         // Repair turns for a missing deliverable, bounded like the contract's.
         let mut deliver_repairs = 0u32;
-        // `evidence_goal:`: the answer accepted before the one ask for more, and whether it
-        // was made (once per hop).
-        let mut kept: Option<super::evidence_goal::Kept> = None;
-        let mut goal_asked = false;
-        // The answer that left out the search's first file, kept while the one ask for it is
-        // answered (with its `conformant`).
-        let mut left_out: Option<(String, Option<bool>)> = None;
+        // Asks made once after an accepted answer, and the one awaiting its second answer.
+        let mut asks = super::ask_once::Pending {
+            evidence_goal: self.agent.evidence_goal.map(|goal| {
+                let headings = contract.as_ref().map(|c| c.signal_headings.clone());
+                (goal, headings.unwrap_or_default())
+            }),
+            search_first: search_first_file,
+        };
+        let mut asked: Option<super::ask_once::Asked> = None;
         let max_reviews = contract.as_ref().map_or(2, |c| c.max_repairs);
         let hop_clock = Instant::now();
         let mut turn = 0u32;
@@ -701,79 +703,27 @@ impl HopState {
                         (status, Some(summary), Some(false), violations)
                     }
                 };
-                // `evidence_goal:` asked for more: the richer of the two answers goes up, and a
-                // second answer that failed its contract never costs the first one.
-                if let Some(first) = kept.take() {
-                    let better =
-                        status == HopStatus::Completed && first.better(&answer, &shared.project);
+                // An ask made once after an accepted answer (`evidence_goal:`, `search_first:`):
+                // the second answer goes up only if it is accepted and passes the ask's test, so
+                // it never costs the first one (`ask_once`).
+                if let Some(first) = asked.take() {
+                    let won =
+                        status == HopStatus::Completed && first.won_by(&answer, &shared.project);
                     self.ctx.emit(EventKind::HopSteered {
-                        why: if better {
-                            "evidence_goal_richer".into()
-                        } else {
-                            "evidence_goal_kept".into()
-                        },
-                        count: first.verified as u32,
+                        why: first.outcome(won).into(),
+                        count: first.count(),
                     });
-                    if !better {
+                    if !won {
                         (answer, conformant) = (first.answer, first.conformant);
                         (status, error, violations) = (HopStatus::Completed, None, Vec::new());
                     }
-                } else if let (HopStatus::Completed, Some(goal), false) =
-                    (status, self.agent.evidence_goal, goal_asked)
-                {
-                    let headings = contract
-                        .as_ref()
-                        .map(|c| c.signal_headings.clone())
-                        .unwrap_or_default();
-                    if let Some((have, note)) =
-                        super::evidence_goal::ask(&answer, goal, &headings, &shared.project)
-                    {
-                        goal_asked = true;
-                        self.ctx.emit(EventKind::HopSteered {
-                            why: "evidence_goal".into(),
-                            count: have as u32,
-                        });
-                        kept = Some(super::evidence_goal::Kept {
-                            answer,
-                            conformant,
-                            verified: have,
-                        });
-                        // Like a repair turn: not a step of the agent's own.
-                        self.steps -= 1;
-                        self.messages.push(Message::user(note));
-                        continue;
-                    }
-                }
-                // `search_first:` found files and the answer left out the first: asked once; the
-                // second answer goes up only if it is accepted and names the file.
-                if let Some((first, first_conformant)) = left_out.take() {
-                    let named = status == HopStatus::Completed
-                        && search_first_file
-                            .as_deref()
-                            .is_some_and(|f| answer.contains(f));
-                    self.ctx.emit(EventKind::HopSteered {
-                        why: if named {
-                            "search_first_named".into()
-                        } else {
-                            "search_first_kept".into()
-                        },
-                        count: 1,
-                    });
-                    if !named {
-                        (answer, conformant) = (first, first_conformant);
-                        (status, error, violations) = (HopStatus::Completed, None, Vec::new());
-                    }
-                    search_first_file = None;
                 } else if status == HopStatus::Completed {
-                    if let Some(note) = search_first_file.as_deref().and_then(|f| {
-                        let title = super::search_first::title(&shared.project, f);
-                        super::search_first::left_out_ask(&answer, f, title.as_deref())
-                    }) {
+                    if let Some((ask, note)) = asks.next(&answer, conformant, &shared.project) {
                         self.ctx.emit(EventKind::HopSteered {
-                            why: "search_first_left_out".into(),
-                            count: 1,
+                            why: ask.why().into(),
+                            count: ask.count(),
                         });
-                        left_out = Some((answer, conformant));
+                        asked = Some(ask);
                         // Like a repair turn: not a step of the agent's own.
                         self.steps -= 1;
                         self.messages.push(Message::user(note));

@@ -5,6 +5,7 @@
 //! common case of a project on disk.
 
 pub mod analyze;
+pub mod ask_once;
 pub mod check;
 pub mod checkpoint;
 pub mod deliver;

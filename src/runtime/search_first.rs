@@ -252,27 +252,85 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
 
 /// The ask for an answer that leaves out the file the runtime's search ranked `first`: `None`
 /// when the answer names it (its path anywhere in the text). `title` is the file's first
-/// heading, shown so the model can judge the file without reading it.
+/// heading, shown so the model can judge the file without reading it. When the answer has an
+/// `<answer>` block, the ask ends with the answer with the file added ([`with_file`]), to send
+/// back as it stands.
 ///
 /// Why: Qwen2.5-Coder-1.5B, as thoughts-locator under a grammar, was given the list headed by
 /// `2026-11-02-yaml-parser-serde-saphyr.md` (yaml ×12) for "What did we decide about the YAML
 /// parser", listed the directory three times, then answered "No documents under thoughts/ match"
 /// and suggested two files from lower in the list; the researcher passed those on and the report
-/// never cited the decision. Asked with a way out ("if it is not about the topic, answer exactly
-/// as before"), it sent the same answer back word for word; so the ask names no way out, and the
-/// model's answer still decides: `hop.rs` keeps the first answer unless the second names the
-/// file.
+/// never cited the decision. Asked to answer again with the file, with or without a way out, it
+/// sent its answer back word for word: this model copies the last answer it sees. So the answer
+/// it sees last is the one with the file, and the way out (send the first answer again) comes
+/// before it. The model's answer still decides: `ask_once` keeps the first answer unless the
+/// second names the file.
 pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<String> {
     if answer.contains(first) {
         return None;
     }
     let titled = title.map_or(String::new(), |t| format!(" (its title: \"{t}\")"));
-    Some(format!(
+    let mut ask = format!(
         "[runtime] Your answer leaves out `{first}`{titled}, the file the runtime's search in \
-         your task ranked first: it matches the most of the task's words. Answer again in the \
-         same format with that file listed first, and first among the files you suggest, \
-         unless its title shows it is about something else."
-    ))
+         your task ranked first: it matches the most of the task's words."
+    );
+    match with_file(answer, first, title) {
+        Some(copy) => {
+            let fence = crate::markdown::fence_for(&copy);
+            ask.push_str(&format!(
+                " If its title shows it is about something else, send your answer again as it \
+                 was. Otherwise send back this copy of your answer with the file added, as it \
+                 stands:\n{fence}markdown\n{}\n{fence}",
+                copy.trim_end()
+            ));
+        }
+        None => ask.push_str(
+            " Answer again in the same format with that file listed first, and first among the \
+             files you suggest, unless its title shows it is about something else.",
+        ),
+    }
+    Some(ask)
+}
+
+/// `answer` with `file` added inside its `<answer>` block: listed first (after the block's first
+/// `##` heading), put first on the line that suggests files (one that is not a list item and
+/// names a path after a colon: "Suggested for analysis: `…`", "Start with: `…`"), and with the
+/// block's "nothing matches" line ("No documents … match …", "Nothing … matches …") taken out.
+/// `None` without an `<answer>` block.
+pub fn with_file(answer: &str, file: &str, title: Option<&str>) -> Option<String> {
+    let lines: Vec<&str> = answer.lines().collect();
+    let open = lines.iter().position(|l| l.trim() == "<answer>")?;
+    let close = open + lines[open..].iter().position(|l| l.trim() == "</answer>")?;
+    let entry = match title {
+        Some(t) => format!("- `{file}` — {t}"),
+        None => format!("- `{file}`"),
+    };
+    let heading = lines[open + 1..close]
+        .iter()
+        .position(|l| l.trim_start().starts_with("## "))
+        .map(|i| open + 1 + i);
+    let mut out: Vec<String> = Vec::with_capacity(lines.len() + 2);
+    let mut suggested = false;
+    for (i, line) in lines.iter().enumerate() {
+        let inside = open < i && i < close;
+        let t = line.trim();
+        let nothing = (t.starts_with("No ") || t.starts_with("Nothing ")) && t.contains("match");
+        if inside && nothing {
+            continue;
+        }
+        let suggests = !t.starts_with('-') && !t.starts_with('#') && t.contains(": `");
+        if inside && suggests && !suggested {
+            suggested = true;
+            let at = line.find(": `").unwrap_or(0) + 2;
+            out.push(format!("{}`{file}`, {}", &line[..at], &line[at..]));
+            continue;
+        }
+        out.push(line.to_string());
+        if Some(i) == heading || (heading.is_none() && i == open) {
+            out.push(entry.clone());
+        }
+    }
+    Some(out.join("\n"))
 }
 
 /// The first Markdown heading (`# …`) of `path` in `project`, for [`left_out_ask`]: at most
@@ -403,5 +461,36 @@ mod tests {
             "{ask}"
         );
         assert!(!ask.contains("exactly as before"), "{ask}");
+    }
+
+    #[test]
+    fn the_ask_ends_with_the_answer_with_the_first_file_added() {
+        let first = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+        let answer = "---\nmessage_id: m\n---\n\n<thinking>\nSuggested for analysis: `x`\n\
+                      </thinking>\n\n<answer>\n## Documents about YAML\n\nNo documents under \
+                      thoughts/ match YAML.\n\n### Specs\n- `thoughts/shared/specs/s.md`\n\n\
+                      Suggested for analysis: `thoughts/shared/specs/s.md`\n</answer>";
+        let copy = with_file(answer, first, Some("YAML parser")).unwrap();
+        assert_eq!(
+            copy,
+            format!(
+                "---\nmessage_id: m\n---\n\n<thinking>\nSuggested for analysis: `x`\n\
+                 </thinking>\n\n<answer>\n## Documents about YAML\n- `{first}` — YAML parser\n\n\n\
+                 ### Specs\n- `thoughts/shared/specs/s.md`\n\nSuggested for analysis: `{first}`, \
+                 `thoughts/shared/specs/s.md`\n</answer>"
+            )
+        );
+        let ask = left_out_ask(answer, first, Some("YAML parser")).unwrap();
+        assert!(ask.ends_with(&format!("{copy}\n```")), "{ask}");
+        // Without a heading the file goes first in the block; without a block, no copy.
+        let bare = with_file("<answer>\nStart with: `a.rs`\n</answer>", "b.rs", None).unwrap();
+        assert_eq!(
+            bare,
+            "<answer>\n- `b.rs`\nStart with: `b.rs`, `a.rs`\n</answer>"
+        );
+        assert_eq!(with_file("a list", first, None), None);
+        assert!(left_out_ask("a list", first, None)
+            .unwrap()
+            .contains("Answer again in the same format"));
     }
 }

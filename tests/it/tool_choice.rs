@@ -373,13 +373,13 @@ async fn locator_left_out(replies: &[String]) -> (Vec<String>, String, Mock) {
 async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
     let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
     let notes = "thoughts/shared/research/2026-11-10-parser-notes.md";
-    let (asks, answered, mock) = locator_left_out(&[
-        crate::fixed_copy::locator_answer(notes),
-        crate::fixed_copy::locator_answer(doc),
-    ])
-    .await;
+    // The ask offers the answer with the file added; a model that sends it back is taken.
+    let first = crate::fixed_copy::locator_answer(notes);
+    let copy = switchboard::runtime::search_first::with_file(&first, doc, Some("YAML parser"))
+        .expect("the answer has an <answer> block");
+    let (asks, answered, mock) = locator_left_out(&[first.clone(), copy.clone()]).await;
     assert_eq!(asks, ["search_first_left_out", "search_first_named"]);
-    assert!(answered.contains(doc), "{answered}");
+    assert_eq!(answered.trim_end(), copy.trim_end());
     let ask = mock.requests()[1].body["messages"]
         .as_array()
         .and_then(|m| m.last())
@@ -392,6 +392,7 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
         )),
         "{ask}"
     );
+    assert!(ask.ends_with(&format!("{copy}\n```")), "{ask}");
     // A second answer that still leaves it out: the first one stands, and no second ask.
     let (asks, answered, mock) = locator_left_out(&[
         crate::fixed_copy::locator_answer(notes),

@@ -1,0 +1,141 @@
+//! Asks made once after an answer is accepted: `evidence_goal:` (more verified items) and
+//! `search_first:` (the file the runtime's search ranked first).
+//!
+//! Both exist because a small model's first acceptable answer is often thinner than it could be,
+//! and a contract rule that refused it would, after its repairs, lose what was good in it. So the
+//! hop accepts the answer, keeps it, asks once, and lets the second answer go up only if it is
+//! accepted too and passes the ask's [`Test`]; otherwise the first answer stands. The events are
+//! `hop.steered` `<why>` when asking, then `<why>_<won>` or `<why>_kept` (see [`Asked::outcome`]).
+
+use crate::project::Project;
+
+/// What the second answer must do to replace the first.
+#[derive(Debug, Clone)]
+pub enum Test {
+    /// `evidence_goal:`: hold more verified Evidence items than the first answer's.
+    Richer { verified: usize },
+    /// `search_first:`: name this file.
+    Names { file: String },
+}
+
+/// An ask made after an accepted answer, with that answer kept until the next one is judged.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub test: Test,
+    pub answer: String,
+    pub conformant: Option<bool>,
+}
+
+impl Asked {
+    /// The ask's event name: `evidence_goal` or `search_first_left_out`.
+    pub fn why(&self) -> &'static str {
+        match self.test {
+            Test::Richer { .. } => "evidence_goal",
+            Test::Names { .. } => "search_first_left_out",
+        }
+    }
+
+    /// The `count` of its events: the first answer's verified items, or 1.
+    pub fn count(&self) -> u32 {
+        match self.test {
+            Test::Richer { verified } => verified as u32,
+            Test::Names { .. } => 1,
+        }
+    }
+
+    /// Whether `answer`, accepted, goes up instead of the kept one.
+    pub fn won_by(&self, answer: &str, project: &Project) -> bool {
+        match &self.test {
+            Test::Richer { verified } => {
+                super::evidence_goal::verified(answer, project) > *verified
+            }
+            Test::Names { file } => answer.contains(file.as_str()),
+        }
+    }
+
+    /// The event name once the second answer is judged.
+    pub fn outcome(&self, won: bool) -> &'static str {
+        match (&self.test, won) {
+            (Test::Richer { .. }, true) => "evidence_goal_richer",
+            (Test::Richer { .. }, false) => "evidence_goal_kept",
+            (Test::Names { .. }, true) => "search_first_named",
+            (Test::Names { .. }, false) => "search_first_kept",
+        }
+    }
+}
+
+/// The asks a hop may still make, each at most once: taken when made.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// `evidence_goal:` with the contract's signal headings.
+    pub evidence_goal: Option<(u32, Vec<String>)>,
+    /// The file `search_first:` ranked first.
+    pub search_first: Option<String>,
+}
+
+impl Pending {
+    /// The first ask `answer` calls for, with the message to send: `None` when it needs none.
+    /// The ask is then spent.
+    pub fn next(
+        &mut self,
+        answer: &str,
+        conformant: Option<bool>,
+        project: &Project,
+    ) -> Option<(Asked, String)> {
+        if let Some((goal, headings)) = &self.evidence_goal {
+            if let Some((have, note)) = super::evidence_goal::ask(answer, *goal, headings, project)
+            {
+                self.evidence_goal = None;
+                let test = Test::Richer { verified: have };
+                return Some((Asked::new(test, answer, conformant), note));
+            }
+        }
+        if let Some(file) = &self.search_first {
+            let title = super::search_first::title(project, file);
+            if let Some(note) = super::search_first::left_out_ask(answer, file, title.as_deref()) {
+                let test = Test::Names { file: file.clone() };
+                self.search_first = None;
+                return Some((Asked::new(test, answer, conformant), note));
+            }
+        }
+        None
+    }
+}
+
+impl Asked {
+    fn new(test: Test, answer: &str, conformant: Option<bool>) -> Self {
+        Asked {
+            test,
+            answer: answer.to_string(),
+            conformant,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ask_is_made_once_and_judged_by_its_own_test() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
+        std::fs::write(dir.path().join("thoughts/a.md"), "# About A\n\ntext\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some("thoughts/a.md".into()),
+        };
+        assert!(pending
+            .next("lists `thoughts/a.md`", Some(true), &project)
+            .is_none());
+        let (asked, note) = pending.next("nothing", Some(true), &project).unwrap();
+        assert!(note.contains("About A"), "{note}");
+        assert_eq!(asked.why(), "search_first_left_out");
+        assert!(asked.won_by("- `thoughts/a.md`", &project));
+        assert!(!asked.won_by("nothing again", &project));
+        assert_eq!(asked.outcome(false), "search_first_kept");
+        assert_eq!(asked.answer, "nothing");
+        assert!(pending.next("nothing", Some(true), &project).is_none());
+    }
+}
