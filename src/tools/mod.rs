@@ -349,19 +349,38 @@ pub(crate) fn resolve_new(
 }
 
 /// The parts of `name` that exist, when it is several paths joined with commas (at least one
-/// existing). Qwen2.5-Coder-1.5B, as codebase-locator, called `grep` and `list` with `path` set
-/// to four files joined with commas, four times over, reading only "does not exist".
+/// existing), each relative to the project root. Qwen2.5-Coder-1.5B, as codebase-locator, called
+/// `grep` and `list` with `path` set to four files joined with commas, four times over, reading
+/// only "does not exist"; it also joined them after the project's absolute root
+/// (`/tmp/…/src/a.rs,src/b.rs`).
 fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
     if !name.contains(',') {
         return None;
     }
+    let root = project.root().display().to_string();
     let parts: Vec<String> = name
         .split(',')
         .map(|p| p.trim().trim_matches(['`', '"', '\'']).trim())
+        .map(|p| match p.strip_prefix(root.as_str()) {
+            Some(rest) if rest.starts_with('/') || rest.is_empty() => rest.trim_start_matches('/'),
+            _ => p,
+        })
         .filter(|p| !p.is_empty() && project.resolve(p).is_ok())
         .map(|p| format!("`{p}`"))
         .collect();
     (!parts.is_empty()).then_some(parts)
+}
+
+/// The error for a `path` that is several joined with commas (see [`joined_paths`]).
+fn joined_error(tool: &str, e: impl std::fmt::Display, parts: &[String]) -> ToolError {
+    ToolError::Failed {
+        tool: tool.to_string(),
+        message: format!(
+            "{e}: `path` names one file or folder, and this is several joined with commas; \
+             make one `{tool}` call for each of {}",
+            parts.join(", ")
+        ),
+    }
 }
 
 /// The policy both share: the project's resolution, then the folders tools never touch.
@@ -374,15 +393,11 @@ fn resolve_with(
     let path = how(ctx.project, name).map_err(|e| match e {
         // A path that is not there is a mistake the model can fix (list the folder), not an
         // attempt to leave the project: a tool error it reads, never a refusal that blocks.
-        crate::project::PathError::NotFound(_) => ToolError::Failed {
-            tool: tool.to_string(),
-            message: match joined_paths(ctx.project, name) {
-                Some(parts) => format!(
-                    "{e}: `path` names one file or folder, and this is several joined with \
-                     commas; make one `{tool}` call for each of {}",
-                    parts.join(", ")
-                ),
-                None => format!("{e}; `list` or `glob` its folder to see what is there"),
+        crate::project::PathError::NotFound(_) => match joined_paths(ctx.project, name) {
+            Some(parts) => joined_error(tool, e, &parts),
+            None => ToolError::Failed {
+                tool: tool.to_string(),
+                message: format!("{e}; `list` or `glob` its folder to see what is there"),
             },
         },
         // The project's own absolute path (the prompt shows the root): a slip, not an escape.
@@ -390,6 +405,9 @@ fn resolve_with(
         crate::project::PathError::Absolute(_)
             if std::path::Path::new(name).starts_with(ctx.project.root()) =>
         {
+            if let Some(parts) = joined_paths(ctx.project, name) {
+                return joined_error(tool, e, &parts);
+            }
             let relative = std::path::Path::new(name)
                 .strip_prefix(ctx.project.root())
                 .map(|p| p.display().to_string())

@@ -357,6 +357,27 @@ fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() 
         "read",
         json!({"path": f.outside("secret.txt").display().to_string()}),
     ));
+    // Several joined with commas after the root (Qwen2.5-Coder-1.5B as codebase-locator): named
+    // as such, each part relative; joined after an outside path, still a refusal.
+    let joined = format!(
+        "{},docs/nope.md, {}",
+        absolute.display(),
+        absolute.display()
+    );
+    match call(&f, &a, "grep", json!({"pattern": "x", "path": joined})) {
+        Err(ToolError::Failed { message, .. }) => assert!(
+            message.contains("make one `grep` call for each of `docs/a.md`, `docs/a.md`"),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let outside = format!("{},docs/a.md", f.outside("secret.txt").display());
+    refused(call(
+        &f,
+        &a,
+        "grep",
+        json!({"pattern": "x", "path": outside}),
+    ));
 }
 
 /// Issue #28 item 8: a hard link inside the root to a file outside shares its inode, so
