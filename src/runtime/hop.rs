@@ -53,6 +53,15 @@ pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64
 /// The call id of the runtime's `delegate_first` delegation.
 pub const DELEGATE_FIRST_ID: &str = "delegate_first";
 
+/// Whether call `id` is one the runtime makes before the agent's first turn (`delegate_first`,
+/// `read_first`, `search_first`): the agent did not choose it, so no step of its workflow
+/// closes it.
+fn made_by_runtime(id: &str) -> bool {
+    id == DELEGATE_FIRST_ID
+        || id.starts_with(super::read_first::CALL_ID_PREFIX)
+        || id.starts_with(super::search_first::CALL_ID_PREFIX)
+}
+
 /// Turns in a row whose every tool call was refused as a repeat of an earlier one, after which
 /// the hop's next turn offers no tools and asks for the final answer. A refusal says why and
 /// what to do instead; a model that repeats refused calls anyway is not going to get anything

@@ -92,6 +92,22 @@ pub fn check(wf: &Workflow, text: &str, project: &Project) -> Vec<Problem> {
                 }
             }
         }
+        for tool in step.tools.iter().flatten() {
+            let known =
+                crate::agent::grants::BUILTIN_TOOLS.contains(&tool.as_str()) || tool.contains('_');
+            if !known || tool == super::tool::TOOL {
+                out.push(at(
+                    "workflow/tools",
+                    step.tools_at,
+                    format!(
+                        "step `{}` opens `{tool}`, which is no tool a step can open",
+                        step.name
+                    ),
+                    "name built-in tools (`read`, `grep`, `task`, …) or MCP tools \
+                     (`server_tool`, `mcp__server__tool`); `step` is always open",
+                ));
+            }
+        }
         if let Err(e) = crate::contract::schema::compile(
             &crate::contract::SchemaSource::Inline(step.schema.clone()),
             project,
@@ -261,6 +277,24 @@ mod tests {
         let p = Project::open(dir.path()).unwrap();
         let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
         check(&wf, text, &p)
+    }
+
+    #[test]
+    fn a_step_that_opens_an_unknown_tool_or_step_is_located() {
+        let text = "steps:\n  - name: a\n    tools: [read, task, fs_read, step]\n  - name: b\n    tools: [raed]\noutput: {path: o.md, template: x}\n";
+        let found: Vec<(String, usize, usize)> = lint(text)
+            .iter()
+            .map(|p| (p.message.clone(), p.line, p.column))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].0.contains("`step`") && found[0].1 == 3,
+            "{found:?}"
+        );
+        assert!(
+            found[1].0.contains("`raed`") && found[1].1 == 5,
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -60,6 +60,12 @@ pub struct Step {
     /// The result field that says why, for a stopping reply.
     pub reason: Option<String>,
     pub checks: Vec<Check>,
+    /// The tools the agent may call while this step is the one it owes, besides `step`: `None`
+    /// for any it is granted. The 1.5B planner, owing `intent`, delegated to thoughts-analyzer
+    /// instead of restating its request.
+    pub tools: Option<Vec<String>>,
+    /// Where `tools:` is written (the step's name when it is not).
+    pub tools_at: Pos,
     pub at: Pos,
     pub requires_at: Vec<Pos>,
     pub schema_at: Pos,
@@ -159,6 +165,8 @@ struct RawStep {
     reason: Option<String>,
     #[serde(default)]
     checks: Option<Spanned<Vec<Check>>>,
+    #[serde(default)]
+    tools: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -189,7 +197,7 @@ pub fn parse(file: &str, text: &str) -> Result<Workflow, Box<Problem>> {
         .at_line_of(text, line.max(1), col.max(1))
         .with_help(
             "a workflow file has `steps:` (each with `name:`, optional `requires:`, `schema:`, \
-             `decides:`, `checks:`) and `output:` with `path:` and `template:`; see docs/workflows.md",
+             `decides:`, `checks:`, `tools:`) and `output:` with `path:` and `template:`; see docs/workflows.md",
         )
         )
     })?;
@@ -215,6 +223,10 @@ pub fn parse(file: &str, text: &str) -> Result<Workflow, Box<Problem>> {
             Some(c) => (c.value.clone(), Pos::of(&c)),
             None => (Vec::new(), Pos::of(&s.name)),
         };
+        let (tools, tools_at) = match s.tools {
+            Some(t) => (Some(t.value.clone()), Pos::of(&t)),
+            None => (None, Pos::of(&s.name)),
+        };
         steps.push(Step {
             name: s.name.value.clone(),
             description: s.description,
@@ -225,6 +237,8 @@ pub fn parse(file: &str, text: &str) -> Result<Workflow, Box<Problem>> {
             question: s.question,
             reason: s.reason,
             checks,
+            tools,
+            tools_at,
             at: Pos::of(&s.name),
             requires_at,
             schema_at,

@@ -86,6 +86,34 @@ pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
     Some(serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)}))
 }
 
+/// The refusal of `tool` (called as `called`) when the step owed next does not open it (its
+/// `tools:`), naming the `step` call owed: `None` when the step opens it, declares no `tools:`,
+/// or the agent has no workflow. `step` itself is always open.
+pub fn closed_tool(call: &Call, tool: &str, called: &str) -> Option<String> {
+    if tool == TOOL {
+        return None;
+    }
+    let name = next_step_name(call)?;
+    let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
+    let step = wf.step(&name)?;
+    let open = step.tools.as_ref()?;
+    if open.iter().any(|t| t == tool || t == called) {
+        return None;
+    }
+    let owed = serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)});
+    let opens = if open.is_empty() {
+        "only `step`".to_string()
+    } else {
+        let list: Vec<String> = open.iter().map(|t| format!("`{t}`")).collect();
+        format!("`step` and {}", list.join(", "))
+    };
+    Some(format!(
+        "`{called}` is not open yet: your workflow's step `{name}` comes first, and it opens \
+         {opens}. Report it with the `step` tool, every `…` filled in and one choice of each \
+         `a | b`: {owed}"
+    ))
+}
+
 /// The spec: what the tool does, the steps, and where this run stands.
 pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
     let names = wf.names();

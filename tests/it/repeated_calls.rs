@@ -303,3 +303,65 @@ async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
         "{refused}"
     );
 }
+
+/// A step that opens only some tools (`tools:`) refuses the others while it is owed, naming
+/// the `step` call owed; once it is accepted, the next step's tools are open (the 1.5B planner,
+/// owing `intent`, delegated to thoughts-analyzer instead).
+#[tokio::test]
+async fn a_step_that_opens_no_tools_refuses_a_task_until_it_is_reported() {
+    let (dir, project) = boss_and_helper("workflow: w\n");
+    std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("workflow/w.yaml"),
+        "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    tools: []\n    schema: {type: object, required: [goal], properties: {goal: {type: string}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.goal }}\"}\n",
+    )
+    .expect("write");
+    let task = "{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}";
+    let step = "{name: step, arguments: {name: ask, result: {goal: g}}}";
+    let script = format!(
+        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{task}]\n        - tool_calls: [{step}]\n        - tool_calls: [{task}]\n        - content: done\n        - content: done\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n"
+    );
+    let (_outcome, events) = crate::support::scripted::run_agent(
+        &project,
+        switchboard::config::Config::default(),
+        &script,
+        "boss",
+        "x",
+    )
+    .await;
+    let boss: Vec<_> = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("boss"))
+        .collect();
+    let results: Vec<(bool, String)> = boss
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                is_error, output, ..
+            } => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(results.len() >= 3, "{results:?}");
+    let (refused, why) = &results[0];
+    assert!(
+        *refused
+            && why.contains("`task` is not open yet: your workflow's step `ask` comes first")
+            && why.contains("it opens only `step`")
+            && why.contains(r#""name":"ask""#),
+        "{why}"
+    );
+    assert!(!results[1].0, "the step: {:?}", results[1]);
+    assert!(
+        !results[2].0 && results[2].1.contains("first answer"),
+        "the task once `ask` is accepted: {:?}",
+        results[2]
+    );
+    let steered = boss
+        .iter()
+        .filter(
+            |e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "workflow_step_owed"),
+        )
+        .count();
+    assert_eq!(steered, 1);
+}

@@ -135,6 +135,23 @@ impl HopState {
                 refused += 1;
                 continue;
             }
+            // A workflow step that opens only some tools (`tools:`) while it is owed: the
+            // others are refused with the `step` call owed (the 1.5B planner, owing `intent`,
+            // delegated to thoughts-analyzer instead).
+            let closed = (!super::made_by_runtime(&call.id))
+                .then(|| {
+                    let wf = self.workflow_call(&shared);
+                    crate::workflow::tool::closed_tool(&wf, &tool, &call.name)
+                })
+                .flatten();
+            if let Some(why) = closed {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "workflow_step_owed".into(),
+                    count: 1,
+                });
+                pending.push(Pending::Done(Message::tool(&call.id, why, true), None));
+                continue;
+            }
             self.seen_calls
                 .entry(key)
                 .or_insert_with(|| SeenCall::pending(self.steps));
