@@ -53,6 +53,27 @@ pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64
 /// The call id of the runtime's `delegate_first` delegation.
 pub const DELEGATE_FIRST_ID: &str = "delegate_first";
 
+/// How the answer of the `delegate_first` subagent begins in the task message.
+const DELEGATED_FIRST: &str = "[runtime] The runtime gave your task to ";
+
+/// The `delegate_first` subagent's answer (or failure) as it goes with the task, then `note`.
+fn delegated_first(target: &str, result: Option<&Message>, note: &str) -> String {
+    let Some(result) = result else {
+        return note.to_string();
+    };
+    let fence = crate::markdown::fence_for(&result.content);
+    let how = if result.is_error {
+        "it failed"
+    } else {
+        "its answer"
+    };
+    format!(
+        "\n\n{DELEGATED_FIRST}`{target}` first (a `task` call with your task word for word); \
+         {how}:\n{fence}markdown\n{}\n{fence}{note}",
+        result.content.trim_end()
+    )
+}
+
 /// Whether call `id` is one the runtime makes before the agent's first turn (`delegate_first`,
 /// `read_first`, `search_first`): the agent did not choose it, so no step of its workflow
 /// closes it.
@@ -226,7 +247,6 @@ pub(crate) fn run_hop_on(
             blocked: Default::default(),
             answered: Default::default(),
             found_paths: Vec::new(),
-            result_note: None,
             seen_calls: Default::default(),
             refused_turns: 0,
             stalled: false,
@@ -285,9 +305,6 @@ struct HopState {
     /// a few): the next delegation named is another subagent, given those paths.
     answered: std::collections::BTreeSet<String>,
     found_paths: Vec<String>,
-    /// A note the runtime adds to the result of one call of the next tool turn (call id, text),
-    /// before its `tool.result` event is written, so the log shows what the model read.
-    result_note: Option<(String, String)>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
     /// Set once the hop stalled on refused calls: no more tools, the final answer now.
@@ -426,23 +443,26 @@ impl HopState {
         // runtime with the task word for word; the first turn reads its answer. A 1.5B planner
         // never delegated: it invented its scope's files (`src/bin/run.rs`) and looped on them.
         if let Some(call) = self.delegate_first_call() {
+            let target = self.agent.delegate_first.clone().unwrap_or_default();
+            let calls = vec![call];
+            let results = self.tools_turn(&calls).await;
             // A workflow agent is told which step it owes first: shown the locator's files, the
             // planner reported `scope` before `intent`.
             let owed = crate::workflow::tool::next_step_call(&self.workflow_call(&shared));
-            self.result_note = owed.map(|step| {
-                let note = format!(
+            let note = owed.map_or(String::new(), |step| {
+                format!(
                     "\n\n[runtime] Your workflow starts with its step `{}`: report it now with \
                      the `step` tool, every `…` filled in and one choice of each `a | b`: {step}",
                     step["name"].as_str().unwrap_or_default()
-                );
-                (call.id.clone(), note)
+                )
             });
-            let calls = vec![call];
-            self.messages
-                .push(Message::assistant(String::new(), calls.clone()));
-            let results = self.tools_turn(&calls).await;
-            self.result_note = None;
-            self.messages.extend(results);
+            // With the task, not as a call of the agent's own: the 1.5B planner, shown the
+            // runtime's `task` call as its own last turn, made it again word for word, turn
+            // after turn, and never reported `intent`.
+            let folded = delegated_first(&target, results.first(), &note);
+            if let Some(task) = self.messages.last_mut() {
+                task.content.push_str(&folded);
+            }
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
         let (contract, message_id) = (self.agent.contract.clone(), self.message_id.clone());
@@ -726,7 +746,9 @@ impl HopState {
                         (answer, conformant) = (first.answer, first.conformant);
                         (status, error, violations) = (HopStatus::Completed, None, Vec::new());
                     }
-                } else if status == HopStatus::Completed {
+                }
+                // Then the next ask not yet made, if the answer that stands calls for it.
+                if status == HopStatus::Completed {
                     if let Some((ask, note)) = asks.next(&answer, conformant, &shared.project) {
                         self.ctx.emit(EventKind::HopSteered {
                             why: ask.why().into(),
@@ -1019,8 +1041,7 @@ impl HopState {
         let made = self
             .messages
             .iter()
-            .flat_map(|m| m.tool_calls.iter())
-            .any(|c| c.id == DELEGATE_FIRST_ID);
+            .any(|m| m.content.contains(DELEGATED_FIRST));
         (!made).then(|| crate::model::ToolCall {
             id: DELEGATE_FIRST_ID.to_string(),
             name: "task".to_string(),

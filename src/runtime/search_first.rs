@@ -289,10 +289,11 @@ fn named_in(path: &str, word: &str) -> bool {
 /// parser", listed the directory three times, then answered "No documents under thoughts/ match"
 /// and suggested two files from lower in the list; the researcher passed those on and the report
 /// never cited the decision. Asked to answer again with the file, with or without a way out, it
-/// sent its answer back word for word: this model copies the last answer it sees. So the answer
-/// it sees last is the one with the file, and the way out (send the first answer again) comes
-/// before it. The model's answer still decides: `ask_once` keeps the first answer unless the
-/// second names the file.
+/// sent its answer back word for word: this model copies the last answer it sees. Offered the
+/// copy with the file and, before it, the way out "send your answer again as it was", it took
+/// the way out word for word. So the copy is the one answer shown, and the way out is an edit of
+/// it (take the file out). The model's answer still decides: `ask_once` keeps the first answer
+/// unless the second names the file.
 pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<String> {
     if answer.contains(first) {
         return None;
@@ -306,9 +307,9 @@ pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<St
         Some(copy) => {
             let fence = crate::markdown::fence_for(&copy);
             ask.push_str(&format!(
-                " If its title shows it is about something else, send your answer again as it \
-                 was. Otherwise send back this copy of your answer with the file added, as it \
-                 stands:\n{fence}markdown\n{}\n{fence}",
+                " Send back this copy of your answer, with the file added, as it stands (if its \
+                 title shows it is about something else, take the file out of the copy \
+                 first):\n{fence}markdown\n{}\n{fence}",
                 copy.trim_end()
             ));
         }

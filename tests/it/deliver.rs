@@ -167,7 +167,8 @@ async fn planner_session_with(
 
 /// `delegate_first: codebase-locator`: before the planner's first turn the runtime hands the
 /// task, word for word, to the locator (a real `task` call and child hop), and the planner's
-/// first request carries the locator's answer as that call's result.
+/// first request carries the locator's answer with its task, not as a call of its own (the 1.5B
+/// planner made the runtime's call again, word for word, turn after turn).
 #[tokio::test]
 async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
     let mut replies = vec![answer("The locator found src/cli/run.rs.", vec![])];
@@ -178,17 +179,41 @@ async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
         std::path::Path::new(&outcome.events).with_file_name("transcripts.jsonl"),
     )
     .expect("transcripts");
-    let planner_line = transcripts
+    let planner: serde_json::Value = transcripts
         .lines()
-        .find(|l| l.contains("delegate_first") && l.contains("# Planner"))
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|t| {
+            t["agent_system_prompt"]
+                .as_str()
+                .is_some_and(|p| p.contains("# Planner"))
+        })
         .expect("the planner's transcript");
+    let messages = planner["messages"].as_array().expect("messages");
+    let task = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .expect("the task");
+    let locator = task
+        .find("[runtime] The runtime gave your task to `codebase-locator` first")
+        .expect("the locator's answer with the task");
+    let owed = task
+        .find("[runtime] Your workflow starts with its step `intent`")
+        .expect("the step owed");
     assert!(
-        planner_line.contains("[runtime] Your workflow starts with its step `intent`"),
-        "{planner_line}"
+        locator < owed && task.contains(r#""name":"intent""#),
+        "{task}"
+    );
+    // Here the scripted locator answers without a call, so the result is its failure.
+    assert!(
+        task[locator..owed].contains("it failed:\n```markdown\nsubagent `codebase-locator`"),
+        "{task}"
     );
     assert!(
-        planner_line.contains(r#"\"name\":\"intent\""#),
-        "{planner_line}"
+        !messages
+            .iter()
+            .any(|m| m["tool_calls"].to_string().contains("delegate_first")),
+        "no call of the planner's own: {messages:?}"
     );
     let first_call = events
         .iter()
@@ -205,7 +230,7 @@ async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
         .expect("a call of the planner");
     assert_eq!(first_call.0, "delegate_first");
     assert_eq!(first_call.1, "task");
-    // The log holds the result as the planner read it, the runtime's note included.
+    // The log holds the call's result.
     let logged = events
         .iter()
         .find_map(|e| match &e.kind {
@@ -215,10 +240,7 @@ async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
             _ => None,
         })
         .expect("the delegate_first result");
-    assert!(
-        logged.contains("[runtime] Your workflow starts with its step `intent`"),
-        "{logged}"
-    );
+    assert!(logged.contains("subagent `codebase-locator`"), "{logged}");
     assert_eq!(first_call.2["subagent_type"], "codebase-locator");
     assert_eq!(
         first_call.2["prompt"],

@@ -416,9 +416,6 @@ impl HopState {
                     message.content.push_str(&note);
                 }
             }
-            if let Some((_, note)) = self.result_note.take_if(|(id, _)| *id == call.id) {
-                message.content.push_str(&note);
-            }
             self.written.extend(written.iter().cloned());
             self.ctx.emit(EventKind::ToolResult {
                 call_id: call.id.clone(),
