@@ -69,34 +69,54 @@ impl Asked {
 pub struct Pending {
     /// `evidence_goal:` with the contract's signal headings.
     pub evidence_goal: Option<(u32, Vec<String>)>,
-    /// The file `search_first:` ranked first.
-    pub search_first: Option<String>,
+    /// The file `search_first:` ranked first, and whether its name holds every word searched.
+    pub search_first: Option<(String, bool)>,
+}
+
+/// What an accepted answer calls for.
+#[derive(Debug)]
+pub enum Next {
+    /// Ask once, with this message, keeping the answer.
+    Ask(Asked, String),
+    /// Hand up this answer instead: the answer with the file `search_first:` ranked first
+    /// added by the runtime, when the file's name holds every word searched. Qwen2.5-Coder-1.5B
+    /// as thoughts-locator, asked to add such a file (`2026-11-02-yaml-parser-serde-saphyr.md`
+    /// for "the YAML parser"), sent its first answer back word for word in every session, even
+    /// when the ask showed only a ready copy with the file; the entry says the runtime added it.
+    Added(String),
 }
 
 impl Pending {
-    /// The first ask `answer` calls for, with the message to send: `None` when it needs none.
-    /// The ask is then spent.
+    /// What `answer` calls for first: `None` when nothing. The ask is then spent.
     pub fn next(
         &mut self,
         answer: &str,
         conformant: Option<bool>,
         project: &Project,
-    ) -> Option<(Asked, String)> {
+    ) -> Option<Next> {
         if let Some((goal, headings)) = &self.evidence_goal {
             if let Some((have, note)) = super::evidence_goal::ask(answer, *goal, headings, project)
             {
                 self.evidence_goal = None;
                 let test = Test::Richer { verified: have };
-                return Some((Asked::new(test, answer, conformant), note));
+                return Some(Next::Ask(Asked::new(test, answer, conformant), note));
             }
         }
-        if let Some(file) = &self.search_first {
-            let title = super::search_first::title(project, file);
-            if let Some(note) = super::search_first::left_out_ask(answer, file, title.as_deref()) {
-                let test = Test::Names { file: file.clone() };
-                self.search_first = None;
-                return Some((Asked::new(test, answer, conformant), note));
+        if let Some((file, named_for_all)) = self.search_first.clone() {
+            let title = super::search_first::title(project, &file);
+            let note = super::search_first::left_out_ask(answer, &file, title.as_deref())?;
+            self.search_first = None;
+            if named_for_all {
+                let entry = match &title {
+                    Some(t) => format!("{t} {}", super::search_first::ADDED),
+                    None => super::search_first::ADDED.to_string(),
+                };
+                if let Some(added) = super::search_first::with_file(answer, &file, Some(&entry)) {
+                    return Some(Next::Added(added));
+                }
             }
+            let test = Test::Names { file };
+            return Some(Next::Ask(Asked::new(test, answer, conformant), note));
         }
         None
     }
@@ -124,12 +144,14 @@ mod tests {
         let project = Project::open(dir.path()).unwrap();
         let mut pending = Pending {
             evidence_goal: None,
-            search_first: Some("thoughts/a.md".into()),
+            search_first: Some(("thoughts/a.md".into(), false)),
         };
         assert!(pending
             .next("lists `thoughts/a.md`", Some(true), &project)
             .is_none());
-        let (asked, note) = pending.next("nothing", Some(true), &project).unwrap();
+        let Some(Next::Ask(asked, note)) = pending.next("nothing", Some(true), &project) else {
+            panic!("asked")
+        };
         assert!(note.contains("About A"), "{note}");
         assert_eq!(asked.why(), "search_first_left_out");
         assert!(asked.won_by("- `thoughts/a.md`", &project));
@@ -137,5 +159,31 @@ mod tests {
         assert_eq!(asked.outcome(false), "search_first_kept");
         assert_eq!(asked.answer, "nothing");
         assert!(pending.next("nothing", Some(true), &project).is_none());
+        // A file named for every word searched is added, not asked, when the answer has a block.
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some(("thoughts/a.md".into(), true)),
+        };
+        let answer = "<answer>\nNo documents under thoughts/ match A.\n</answer>";
+        let Some(Next::Added(added)) = pending.next(answer, Some(true), &project) else {
+            panic!("added")
+        };
+        assert_eq!(
+            added,
+            format!(
+                "<answer>\n- `thoughts/a.md` — About A {}\n</answer>",
+                crate::runtime::search_first::ADDED
+            )
+        );
+        assert!(pending.next(answer, Some(true), &project).is_none());
+        // Without a block, it is asked.
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some(("thoughts/a.md".into(), true)),
+        };
+        assert!(matches!(
+            pending.next("nothing", Some(true), &project),
+            Some(Next::Ask(..))
+        ));
     }
 }

@@ -249,6 +249,7 @@ pub(crate) fn run_hop_on(
             found_paths: Vec::new(),
             seen_calls: Default::default(),
             refused_turns: 0,
+            follows_workflow: false,
             stalled: false,
             called_tool: false,
             tool_reminders: 0,
@@ -307,6 +308,9 @@ struct HopState {
     found_paths: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
+    /// Whether the agent is offered `step` (it follows a checkpoint workflow): only then is a
+    /// call checked against the step it owes, which reads the workflow's files.
+    follows_workflow: bool,
     /// Set once the hop stalled on refused calls: no more tools, the final answer now.
     stalled: bool,
     /// Whether the agent has made a tool call in this hop (the runtime's own reads aside), for
@@ -360,7 +364,9 @@ impl HopState {
             tool_specs.push(gate.tool_spec(&shared.project));
         }
         // An agent that follows a checkpoint workflow reports its steps with `step`.
-        tool_specs.extend(crate::workflow::tool::offer(&self.workflow_call(&shared)));
+        let step_spec = crate::workflow::tool::offer(&self.workflow_call(&shared));
+        self.follows_workflow = step_spec.is_some();
+        tool_specs.extend(step_spec);
         let response_contract = self
             .agent
             .contract
@@ -391,7 +397,7 @@ impl HopState {
         // `tool_choice: required` asks for no more.
         let searches = super::search_first::calls(&self.agent, &self.req.prompt, &shared.project);
         // The file those searches ranked first: an answer that leaves it out is asked once.
-        let mut search_first_file: Option<String> = None;
+        let mut search_first_file: Option<(String, bool)> = None;
         let task = if searches.is_empty() {
             task
         } else {
@@ -401,7 +407,7 @@ impl HopState {
                 .iter()
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
             let listing = super::search_first::listing(&task, &searches, &results);
-            search_first_file = listing.first;
+            search_first_file = listing.first.map(|f| (f, listing.named_for_all));
             listing.message
         };
         // `tool_choice: required`: said with the task too, since a server may not enforce it and a
@@ -749,16 +755,26 @@ impl HopState {
                 }
                 // Then the next ask not yet made, if the answer that stands calls for it.
                 if status == HopStatus::Completed {
-                    if let Some((ask, note)) = asks.next(&answer, conformant, &shared.project) {
-                        self.ctx.emit(EventKind::HopSteered {
-                            why: ask.why().into(),
-                            count: ask.count(),
-                        });
-                        asked = Some(ask);
-                        // Like a repair turn: not a step of the agent's own.
-                        self.steps -= 1;
-                        self.messages.push(Message::user(note));
-                        continue;
+                    match asks.next(&answer, conformant, &shared.project) {
+                        Some(super::ask_once::Next::Ask(ask, note)) => {
+                            self.ctx.emit(EventKind::HopSteered {
+                                why: ask.why().into(),
+                                count: ask.count(),
+                            });
+                            asked = Some(ask);
+                            // Like a repair turn: not a step of the agent's own.
+                            self.steps -= 1;
+                            self.messages.push(Message::user(note));
+                            continue;
+                        }
+                        Some(super::ask_once::Next::Added(added)) => {
+                            self.ctx.emit(EventKind::HopSteered {
+                                why: "search_first_added".into(),
+                                count: 1,
+                            });
+                            answer = added;
+                        }
+                        None => {}
                     }
                 }
                 // What the agent owes besides its answer (`deliver:`): repair, then PARTIAL.

@@ -150,11 +150,18 @@ pub struct Listing {
     pub message: String,
     /// The file that matched the most words (`None` when nothing matched).
     pub first: Option<String>,
+    /// Whether that file is named for every word searched (see [`named_in`]): a locator that
+    /// leaves it out has it added by the runtime, not asked (see [`with_file`]).
+    pub named_for_all: bool,
 }
 
 /// [`with_results`], with the file it ranks first.
 pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
-    let listing = |message: String, first: Option<String>| Listing { message, first };
+    let listing = |message: String, first: Option<String>| Listing {
+        message,
+        first,
+        named_for_all: false,
+    };
     struct Hits<'r> {
         path: &'r str,
         /// Matching lines per searched word, in the order of `searched`.
@@ -257,10 +264,15 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     if !unmatched.is_empty() {
         out.push_str(&format!("No file matches {}.\n", unmatched.join(", ")));
     }
-    listing(
-        out.trim_end().to_string(),
-        files.first().map(|f| f.path.to_string()),
-    )
+    Listing {
+        named_for_all: files
+            .first()
+            .is_some_and(|f| searched.iter().all(|w| named(f, w))),
+        ..listing(
+            out.trim_end().to_string(),
+            files.first().map(|f| f.path.to_string()),
+        )
+    }
 }
 
 /// Whether `path` is named for `word`: one of its parts (split at `/`, `.`, `-`, `_`) is the word
@@ -361,6 +373,10 @@ pub fn with_file(answer: &str, file: &str, title: Option<&str>) -> Option<String
     }
     Some(out.join("\n"))
 }
+
+/// What an entry the runtime added says after the file's title.
+pub const ADDED: &str = "(added by the runtime: its search ranked this file first, and the \
+                         file's name holds every word searched)";
 
 /// The first Markdown heading (`# …`) of `path` in `project`, for [`left_out_ask`]: at most
 /// 120 characters.
@@ -478,6 +494,8 @@ mod tests {
         ];
         assert!(with_results("t", &calls, &half).ends_with("No file matches `parser`."));
         assert_eq!(listing("t", &calls, &half).first.as_deref(), Some("a.md"));
+        assert!(!listing("t", &calls, &half).named_for_all);
+        assert!(listing("t", &calls, &named).named_for_all);
         assert_eq!(listing("t", &calls[..1], &none).first, None);
     }
 

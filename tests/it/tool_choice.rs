@@ -330,11 +330,10 @@ async fn a_runtime_search_that_found_nothing_leaves_the_call_required() {
     assert!(task.contains("[runtime] Start with a tool call"), "{task}");
 }
 
-/// The shipped thoughts-locator, its search finding the decision first and a research note
+/// The shipped thoughts-locator, its search finding the decision `doc` first and a research note
 /// second; its model answers `replies` in turn. Returns the asks the runtime made (hop.steered)
 /// and what the hop answered.
-async fn locator_left_out(replies: &[String]) -> (Vec<String>, String, Mock) {
-    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+async fn locator_left_out(doc: &str, replies: &[String]) -> (Vec<String>, String, Mock) {
     let (dir, project) = support::fs::shipped_agents_with(
         doc,
         "# YAML parser\n\nWe parse YAML with serde-saphyr; the parser never panics.\n",
@@ -371,13 +370,14 @@ async fn locator_left_out(replies: &[String]) -> (Vec<String>, String, Mock) {
 /// the file it ranked first: it is asked once, and the answer that names the file goes up.
 #[tokio::test]
 async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
-    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    // Named for `yaml` only, not `parser`: asked, not added.
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-choice.md";
     let notes = "thoughts/shared/research/2026-11-10-parser-notes.md";
     // The ask offers the answer with the file added; a model that sends it back is taken.
     let first = crate::fixed_copy::locator_answer(notes);
     let copy = switchboard::runtime::search_first::with_file(&first, doc, Some("YAML parser"))
         .expect("the answer has an <answer> block");
-    let (asks, answered, mock) = locator_left_out(&[first.clone(), copy.clone()]).await;
+    let (asks, answered, mock) = locator_left_out(doc, &[first.clone(), copy.clone()]).await;
     assert_eq!(asks, ["search_first_left_out", "search_first_named"]);
     assert_eq!(answered.trim_end(), copy.trim_end());
     let ask = mock.requests()[1].body["messages"]
@@ -394,16 +394,39 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
     );
     assert!(ask.ends_with(&format!("{copy}\n```")), "{ask}");
     // A second answer that still leaves it out: the first one stands, and no second ask.
-    let (asks, answered, mock) = locator_left_out(&[
-        crate::fixed_copy::locator_answer(notes),
-        crate::fixed_copy::locator_answer(notes),
-    ])
+    let (asks, answered, mock) = locator_left_out(
+        doc,
+        &[
+            crate::fixed_copy::locator_answer(notes),
+            crate::fixed_copy::locator_answer(notes),
+        ],
+    )
     .await;
     assert_eq!(asks, ["search_first_left_out", "search_first_kept"]);
     assert!(answered.contains(notes), "{answered}");
     assert_eq!(mock.requests().len(), 2);
     // An answer that names it is not asked.
-    let (asks, _, mock) = locator_left_out(&[crate::fixed_copy::locator_answer(doc)]).await;
+    let (asks, _, mock) = locator_left_out(doc, &[crate::fixed_copy::locator_answer(doc)]).await;
     assert!(asks.is_empty(), "{asks:?}");
     assert_eq!(mock.requests().len(), 1);
+}
+
+/// A file whose name holds every word searched (`yaml`, `parser`) is added by the runtime, marked
+/// as such, when the answer leaves it out: no ask (the 1.5B locator sent its first answer back
+/// to every ask).
+#[tokio::test]
+async fn a_left_out_file_named_for_every_word_searched_is_added_by_the_runtime() {
+    let doc = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    let notes = "thoughts/shared/research/2026-11-10-parser-notes.md";
+    let (asks, answered, mock) =
+        locator_left_out(doc, &[crate::fixed_copy::locator_answer(notes)]).await;
+    assert_eq!(asks, ["search_first_added"]);
+    assert_eq!(mock.requests().len(), 1);
+    assert!(
+        answered.contains(&format!(
+            "- `{doc}` — YAML parser {}",
+            switchboard::runtime::search_first::ADDED
+        )) && answered.contains(notes),
+        "{answered}"
+    );
 }

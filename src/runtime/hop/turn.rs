@@ -120,7 +120,7 @@ impl HopState {
                 // workflow agent is shown the step call it owes. The 1.5B planner, given its
                 // locator's answer, sent the same `task` three times and ended PARTIAL without
                 // ever reporting `intent`.
-                if tool != "step" {
+                if tool != "step" && self.follows_workflow {
                     if let Some(step) =
                         crate::workflow::tool::next_step_call(&self.workflow_call(&shared))
                     {
@@ -138,7 +138,7 @@ impl HopState {
             // A workflow step that opens only some tools (`tools:`) while it is owed: the
             // others are refused with the `step` call owed (the 1.5B planner, owing `intent`,
             // delegated to thoughts-analyzer instead).
-            let closed = (!super::made_by_runtime(&call.id))
+            let closed = (self.follows_workflow && !super::made_by_runtime(&call.id))
                 .then(|| {
                     let wf = self.workflow_call(&shared);
                     crate::workflow::tool::closed_tool(&wf, &tool, &call.name)
