@@ -259,21 +259,23 @@ async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
     assert!(results[2].1.contains("second answer"), "{results:?}");
 }
 
-/// A workflow agent's repeated call is refused with the step call it owes written out: "do the
-/// next step of your task" names nothing a small model acts on (the 1.5B planner sent its
-/// locator's task three times and never reported `intent`).
-#[tokio::test]
-async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
+/// The boss of [`boss_and_helper`] on workflow `w` (steps `ask`, with `ask_extra` in its
+/// definition, then `end`), its turns `boss_turns` (YAML list items); the helper answers
+/// "first answer". Returns the boss's events.
+async fn workflow_boss(ask_extra: &str, boss_turns: &[&str]) -> Vec<switchboard::runtime::Event> {
     let (dir, project) = boss_and_helper("workflow: w\n");
     std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
     std::fs::write(
         dir.path().join("workflow/w.yaml"),
-        "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    schema: {type: object, required: [goal], properties: {goal: {type: string}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.goal }}\"}\n",
+        format!("name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n{ask_extra}    schema: {{type: object, required: [goal], properties: {{goal: {{type: string}}}}}}\n  - name: end\noutput: {{path: o.md, template: \"{{{{ ask.goal }}}}\"}}\n"),
     )
     .expect("write");
-    let ask = "{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}";
+    let turns: String = boss_turns
+        .iter()
+        .map(|t| format!("        - {t}\n"))
+        .collect();
     let script = format!(
-        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{ask}]\n        - tool_calls: [{ask}]\n        - content: done\n        - content: done\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n"
+        "agents:\n  boss:\n    - turns:\n{turns}  helper:\n    - turns: [{{content: first answer}}]\n"
     );
     let (_outcome, events) = crate::support::scripted::run_agent(
         &project,
@@ -283,9 +285,22 @@ async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
         "x",
     )
     .await;
+    events
+        .into_iter()
+        .filter(|e| e.agent.as_deref() == Some("boss"))
+        .collect()
+}
+
+/// A workflow agent's repeated call is refused with the step call it owes written out: "do the
+/// next step of your task" names nothing a small model acts on (the 1.5B planner sent its
+/// locator's task three times and never reported `intent`).
+#[tokio::test]
+async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
+    let ask = "tool_calls: [{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}]";
+    let done = "content: done";
+    let events = workflow_boss("", &[ask, ask, done, done, done]).await;
     let refused = events
         .iter()
-        .filter(|e| e.agent.as_deref() == Some("boss"))
         .filter_map(|e| match &e.kind {
             EventKind::ToolResult {
                 is_error: true,
@@ -309,30 +324,10 @@ async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
 /// owing `intent`, delegated to thoughts-analyzer instead).
 #[tokio::test]
 async fn a_step_that_opens_no_tools_refuses_a_task_until_it_is_reported() {
-    let (dir, project) = boss_and_helper("workflow: w\n");
-    std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
-    std::fs::write(
-        dir.path().join("workflow/w.yaml"),
-        "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    tools: []\n    schema: {type: object, required: [goal], properties: {goal: {type: string}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.goal }}\"}\n",
-    )
-    .expect("write");
-    let task = "{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}";
-    let step = "{name: step, arguments: {name: ask, result: {goal: g}}}";
-    let script = format!(
-        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{task}]\n        - tool_calls: [{step}]\n        - tool_calls: [{task}]\n        - content: done\n        - content: done\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n"
-    );
-    let (_outcome, events) = crate::support::scripted::run_agent(
-        &project,
-        switchboard::config::Config::default(),
-        &script,
-        "boss",
-        "x",
-    )
-    .await;
-    let boss: Vec<_> = events
-        .iter()
-        .filter(|e| e.agent.as_deref() == Some("boss"))
-        .collect();
+    let task = "tool_calls: [{name: task, arguments: {subagent_type: helper, description: d, prompt: p1}}]";
+    let step = "tool_calls: [{name: step, arguments: {name: ask, result: {goal: g}}}]";
+    let done = "content: done";
+    let boss = workflow_boss("    tools: []\n", &[task, step, task, done, done, done]).await;
     let results: Vec<(bool, String)> = boss
         .iter()
         .filter_map(|e| match &e.kind {
