@@ -245,7 +245,12 @@ pub enum EventKind {
     /// the last `count` turns was refused as a repeat of an earlier call: the next
     /// turn offers no tools and asks for the final answer. It is `tool_required` when an agent
     /// with `tool_choice: required` answered before calling any tool: it is told to call one
-    /// (`count` is that reminder's number).
+    /// (`count` is that reminder's number). The asks made once after an accepted answer
+    /// (`runtime::ask_once`) are `evidence_goal` (then `evidence_goal_richer` or
+    /// `evidence_goal_kept`; `count` is the first answer's verified items) and
+    /// `search_first_left_out` (then `search_first_named` or `search_first_kept`), and
+    /// `search_first_added` when the runtime added the search's first file itself.
+    /// `workflow_step_owed` is a call refused because the step owed does not open its tool.
     #[serde(rename = "hop.steered")]
     HopSteered { why: String, count: u32 },
     #[serde(rename = "hop.completed")]
