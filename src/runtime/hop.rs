@@ -75,10 +75,11 @@ fn delegated_first(target: &str, result: Option<&Message>, note: &str) -> String
 }
 
 /// Whether call `id` is one the runtime makes before the agent's first turn (`delegate_first`,
-/// `read_first`, `search_first`): the agent did not choose it, so no step of its workflow
-/// closes it.
+/// `gate_plan`, `read_first`, `search_first`): the agent did not choose it, so no step of its
+/// workflow closes it.
 fn made_by_runtime(id: &str) -> bool {
     id == DELEGATE_FIRST_ID
+        || id == super::plan_gate::RUNTIME_CALL_ID
         || id.starts_with(super::read_first::CALL_ID_PREFIX)
         || id.starts_with(super::search_first::CALL_ID_PREFIX)
 }
@@ -425,6 +426,7 @@ impl HopState {
         } else {
             task
         };
+        let task_at = self.messages.len();
         self.messages.push(Message::user(task));
         // `gate.ask: runtime`: the plan request is the runtime's to make, word for word; the
         // agent's first turn reads its result (the plan, or why it failed).
@@ -466,7 +468,7 @@ impl HopState {
             // runtime's `task` call as its own last turn, made it again word for word, turn
             // after turn, and never reported `intent`.
             let folded = delegated_first(&target, results.first(), &note);
-            if let Some(task) = self.messages.last_mut() {
+            if let Some(task) = self.messages.get_mut(task_at) {
                 task.content.push_str(&folded);
             }
         }
@@ -1051,14 +1053,10 @@ impl HopState {
         })
     }
 
-    /// The `task` call of `delegate_first:`, unless this hop's messages hold it already.
+    /// The `task` call of `delegate_first:`, made once, before the hop's first turn.
     fn delegate_first_call(&self) -> Option<crate::model::ToolCall> {
         let target = self.agent.delegate_first.as_deref()?;
-        let made = self
-            .messages
-            .iter()
-            .any(|m| m.content.contains(DELEGATED_FIRST));
-        (!made).then(|| crate::model::ToolCall {
+        Some(crate::model::ToolCall {
             id: DELEGATE_FIRST_ID.to_string(),
             name: "task".to_string(),
             arguments: serde_json::json!({

@@ -26,9 +26,9 @@ pub const CALL_ID_PREFIX: &str = "search_first_";
 /// Three-letter words that say nothing about a question's subject; other three-letter words
 /// (`run`, `cli`, `log`, `toml`'s `key`) often are the subject.
 const FILLER3: &[&str] = &[
-    "add", "all", "and", "any", "are", "but", "can", "did", "for", "get", "has", "had", "how",
-    "its", "new", "not", "one", "our", "out", "per", "set", "the", "two", "use", "via", "was",
-    "way", "who", "why", "you",
+    "add", "all", "and", "any", "are", "but", "can", "did", "etc", "for", "get", "has", "had",
+    "how", "its", "let", "may", "new", "not", "now", "one", "own", "our", "out", "per", "see",
+    "set", "the", "too", "two", "use", "via", "was", "way", "who", "why", "yet", "you",
 ];
 
 /// Words of a question that say nothing about its subject.
@@ -150,8 +150,9 @@ pub struct Listing {
     pub message: String,
     /// The file that matched the most words (`None` when nothing matched).
     pub first: Option<String>,
-    /// Whether that file is named for every word searched (see [`named_in`]): a locator that
-    /// leaves it out has it added by the runtime, not asked (see [`with_file`]).
+    /// Whether every search succeeded and found files, and the first file's own name (not its
+    /// folders') is named for every word searched (see [`named_in`]): a locator that leaves it
+    /// out has it added by the runtime, not asked (see [`with_file`]).
     pub named_for_all: bool,
 }
 
@@ -171,8 +172,10 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     let mut unmatched: Vec<String> = Vec::new();
     let mut files: Vec<Hits> = Vec::new();
     let mut more = false;
+    let mut failed = false;
     for (call, result) in calls.iter().zip(results) {
         if result.is_error {
+            failed = true;
             continue;
         }
         let pattern = call.arguments["pattern"].as_str().unwrap_or_default();
@@ -264,10 +267,15 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     if !unmatched.is_empty() {
         out.push_str(&format!("No file matches {}.\n", unmatched.join(", ")));
     }
+    // Every word of the task searched, each found, and each in the file's own name (not a
+    // folder's: under `thoughts/shared/…` every file is "named" for `shared`).
+    let file_name = |f: &Hits| f.path.rsplit('/').next().unwrap_or(f.path).to_string();
     Listing {
-        named_for_all: files
-            .first()
-            .is_some_and(|f| searched.iter().all(|w| named(f, w))),
+        named_for_all: !failed
+            && unmatched.is_empty()
+            && files
+                .first()
+                .is_some_and(|f| searched.iter().all(|w| named_in(&file_name(f), w))),
         ..listing(
             out.trim_end().to_string(),
             files.first().map(|f| f.path.to_string()),
@@ -496,6 +504,17 @@ mod tests {
         assert_eq!(listing("t", &calls, &half).first.as_deref(), Some("a.md"));
         assert!(!listing("t", &calls, &half).named_for_all);
         assert!(listing("t", &calls, &named).named_for_all);
+        // Named by a folder only, or with a word that found nothing: not named for all.
+        let in_folder = vec![
+            Message::tool("search_first_1", "yaml/parser/a.md:1:yaml", false),
+            Message::tool("search_first_2", "yaml/parser/a.md:2:parser", false),
+        ];
+        assert!(!listing("t", &calls, &in_folder).named_for_all);
+        let one_found = vec![
+            Message::tool("search_first_1", "d/yaml.md:1:yaml", false),
+            Message::tool("search_first_2", "no matches for `parser`", false),
+        ];
+        assert!(!listing("t", &calls, &one_found).named_for_all);
         assert_eq!(listing("t", &calls[..1], &none).first, None);
     }
 

@@ -365,7 +365,7 @@ fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
             Some(rest) if rest.starts_with('/') || rest.is_empty() => rest.trim_start_matches('/'),
             _ => p,
         })
-        .filter(|p| !p.is_empty() && project.resolve(p).is_ok())
+        .filter(|p| !p.is_empty() && project.resolve_visible(p).is_ok())
         .map(|p| format!("`{p}`"))
         .collect();
     (!parts.is_empty()).then_some(parts)

@@ -97,7 +97,18 @@ pub fn closed_tool(call: &Call, tool: &str, called: &str) -> Option<String> {
     let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
     let step = wf.step(&name)?;
     let open = step.tools.as_ref()?;
-    if open.iter().any(|t| t == tool || t == called) {
+    // Either spelling of a tool (`mcp__fs__read` for `fs_read`, a grant's alias) opens it.
+    let same = |t: &String| {
+        t == tool
+            || t == called
+            || crate::agent::grants::canonical_tool_name(t) == tool
+            || t.strip_prefix("mcp__")
+                .and_then(|rest| rest.split_once("__"))
+                .is_some_and(|(server, name)| {
+                    crate::mcp::names::offered_name(server, name) == called
+                })
+    };
+    if open.iter().any(same) {
         return None;
     }
     let owed = serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)});
@@ -295,6 +306,36 @@ pub fn finish(project: &Project, wf: &Workflow, state: &mut State) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_opens_its_tools_in_either_spelling_and_closes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("workflow")).unwrap();
+        std::fs::write(
+            dir.path().join("workflow/w.yaml"),
+            "steps:\n  - name: a\n    tools: [read, mcp__fs__list]\n  - name: b\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let call = Call {
+            project: &p,
+            agent: "boss",
+            declared: Some("w"),
+            run_id: "r1",
+            session_id: "s",
+            correlation_id: "c",
+            task: "t",
+        };
+        assert_eq!(closed_tool(&call, "read", "read"), None);
+        assert_eq!(closed_tool(&call, "fs_list", "fs_list"), None);
+        assert_eq!(closed_tool(&call, TOOL, TOOL), None);
+        let why = closed_tool(&call, "task", "task").expect("closed");
+        assert!(
+            why.contains("`task` is not open yet: your workflow's step `a` comes first")
+                && why.contains("it opens `step` and `read`, `mcp__fs__list`"),
+            "{why}"
+        );
+    }
 
     #[test]
     fn the_description_names_the_accepted_steps_and_the_next_one() {
