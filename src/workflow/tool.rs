@@ -67,23 +67,34 @@ pub fn offer(call: &Call) -> Option<ToolSpec> {
 /// loaded, or every step is accepted. (A model that writes a step's result as its answer, without
 /// the `step` call around it, is read as reporting this step: see `runtime::hop`.)
 pub fn next_step_name(call: &Call) -> Option<String> {
+    owed(call).map(|(_, name)| name)
+}
+
+/// The workflow, loaded once, and the name of the step this run reports next.
+fn owed(call: &Call) -> Option<(Workflow, String)> {
     let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
     let state = state::load_existing(call.project, call.run_id)
         .ok()
         .flatten();
-    match &state {
+    let name = match &state {
         Some(s) => engine::next_step(&wf, s).map(str::to_string),
         None => wf.names().first().map(|n| n.to_string()),
-    }
+    }?;
+    Some((wf, name))
 }
 
-/// The step to report next with the shape of its result (see [`super::shape`]), written as the
-/// `step` call to make: for a note that shows a small model the call it owes.
-pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
-    let name = next_step_name(call)?;
-    let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
-    let step = wf.step(&name)?;
+/// The `step` call that reports step `name` of `wf`, its result the shape of that step's
+/// result (see [`super::shape`]).
+fn step_call(wf: &Workflow, name: &str) -> Option<serde_json::Value> {
+    let step = wf.step(name)?;
     Some(serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)}))
+}
+
+/// The step to report next with the shape of its result, written as the `step` call to make:
+/// for a note that shows a small model the call it owes.
+pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
+    let (wf, name) = owed(call)?;
+    step_call(&wf, &name)
 }
 
 /// The refusal of `tool` (called as `called`) when the step owed next does not open it (its
@@ -93,10 +104,8 @@ pub fn closed_tool(call: &Call, tool: &str, called: &str) -> Option<String> {
     if tool == TOOL {
         return None;
     }
-    let name = next_step_name(call)?;
-    let wf = super::for_agent(call.project, call.agent, call.declared)?.ok()?;
-    let step = wf.step(&name)?;
-    let open = step.tools.as_ref()?;
+    let (wf, name) = owed(call)?;
+    let open = wf.step(&name)?.tools.as_ref()?;
     // Either spelling of a tool (`mcp__fs__read` for `fs_read`, a grant's alias) opens it.
     let same = |t: &String| {
         t == tool
@@ -111,7 +120,7 @@ pub fn closed_tool(call: &Call, tool: &str, called: &str) -> Option<String> {
     if open.iter().any(same) {
         return None;
     }
-    let owed = serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)});
+    let owed = step_call(&wf, &name)?;
     let opens = if open.is_empty() {
         "only `step`".to_string()
     } else {
