@@ -30,12 +30,22 @@ pub fn server_binary() -> PathBuf {
     bin
 }
 
-/// A port nobody listens on right now.
+/// A port nobody listens on right now, taken from below Linux's ephemeral range (32768–60999):
+/// a port from inside it can be handed to some outgoing connection between this check and the
+/// server's own bind, which CI saw as restate's "failed binding … Address in use". Each process
+/// starts at its own offset so parallel test binaries rarely try the same ports.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let offset = std::process::id().wrapping_mul(37) % 12_000;
+    for _ in 0..12_000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + ((offset + n) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 20000–31999 on 127.0.0.1")
 }
 
 /// A restate-server process: its ports and data dir survive a restart.
@@ -48,19 +58,28 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts a server on fresh ports; a start that loses a port to another process (the
+    /// check in `free_port` and the server's bind are not atomic) is tried again on new ports.
     pub fn start() -> Server {
-        let mut s = Server {
-            child: None,
-            data: tempfile::tempdir().expect("data dir"),
-            ingress: free_port(),
-            admin: free_port(),
-            node: free_port(),
-        };
-        s.spawn();
-        s
+        let mut last = String::new();
+        for _ in 0..3 {
+            let mut s = Server {
+                child: None,
+                data: tempfile::tempdir().expect("data dir"),
+                ingress: free_port(),
+                admin: free_port(),
+                node: free_port(),
+            };
+            match s.spawn() {
+                Ok(()) => return s,
+                Err(log) if log.contains("Address in use") => last = log,
+                Err(log) => panic!("restate-server did not get ready: {log}"),
+            }
+        }
+        panic!("restate-server did not get ready on three sets of ports: {last}")
     }
 
-    fn spawn(&mut self) {
+    fn spawn(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -96,20 +115,30 @@ impl Server {
             .spawn()
             .expect("start restate-server");
         self.child = Some(child);
-        self.wait_ready();
+        let ready = self.wait_ready();
+        if ready.is_err() {
+            self.kill();
+        }
+        ready
     }
 
-    fn wait_ready(&self) {
+    /// Ok once both health endpoints answer; the server's log when it exits first (a port
+    /// taken, say) or is not ready within a minute.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(60);
         let ready =
             |port: u16, path: &str| http_get(port, path).is_some_and(|(status, _)| status == 200);
         while Instant::now() < deadline {
             if ready(self.admin, "/health") && ready(self.ingress, "/restate/health") {
-                return;
+                return Ok(());
+            }
+            let exited = self.child.as_mut().map(|c| c.try_wait());
+            if let Some(Ok(Some(status))) = exited {
+                return Err(format!("exited ({status}): {}", self.log()));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("restate-server did not get ready: {}", self.log());
+        Err(self.log())
     }
 
     pub fn log(&self) -> String {
@@ -130,9 +159,22 @@ impl Server {
 
     /// Kills the server (SIGKILL: nothing is flushed on the way out) and starts it again on the
     /// same ports and data.
+    /// A port the killed server held can linger for a moment, so a bind refused as in use is
+    /// tried again after a pause, up to three times.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        let mut last = String::new();
+        for _ in 0..3 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(log) if log.contains("Address in use") => {
+                    last = log;
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                Err(log) => panic!("restate-server did not come back: {log}"),
+            }
+        }
+        panic!("restate-server did not come back on its ports: {last}")
     }
 
     fn kill(&mut self) {
