@@ -156,6 +156,135 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
     notes
 }
 
+/// Evidence items offered at most in an INVALID reply's `expected`.
+const OFFERED: usize = 3;
+/// Lines each offered item quotes when the result cited none of its file.
+const OFFERED_LINES: usize = 3;
+
+/// Fills the evidence arrays of `expected` (the step's shape, for an INVALID reply) with items
+/// the runtime can vouch for: the lines each item of `result` cites, as the file has them, or,
+/// for an item without usable lines and for the files `files_exist` selects, the file's first
+/// lines. Only `fact` is left to write. Qwen2.5-Coder-1.5B, shown the shape's placeholders,
+/// reported the planner's `scope` with `"excerpt": "…"` until its turns ran out: a small model
+/// copies lines it is shown, and does not go to fetch them. Returns whether anything was filled.
+pub fn offer_evidence(
+    checks: &[Check],
+    project: &Project,
+    result: &Value,
+    expected: &mut Value,
+) -> bool {
+    let named: Vec<String> = checks
+        .iter()
+        .filter_map(|c| match c {
+            Check::FilesExist(pointers) => Some(pointers),
+            _ => None,
+        })
+        .flat_map(|pointers| {
+            pointers
+                .iter()
+                .filter(|p| split_pointer(p).0.is_none())
+                .flat_map(|p| select(result, p))
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    let mut filled = false;
+    for check in checks {
+        let Check::Evidence(pointer) = check else {
+            continue;
+        };
+        let (None, ptr) = split_pointer(pointer) else {
+            continue;
+        };
+        let Some(array) = ptr.strip_suffix("/*") else {
+            continue;
+        };
+        let mut offered: Vec<Value> = Vec::new();
+        let push = |offered: &mut Vec<Value>, item: Value| {
+            let same = |o: &Value| o["path"] == item["path"] && o["start"] == item["start"];
+            if offered.len() < OFFERED && !offered.iter().any(same) {
+                offered.push(item);
+            }
+        };
+        for item in select(result, ptr) {
+            let Some(path) = item["path"].as_str() else {
+                continue;
+            };
+            let fact = item["fact"]
+                .as_str()
+                .filter(|f| super::shape::placeholders(&Value::from(*f)).is_empty())
+                .unwrap_or(super::shape::PLACEHOLDER);
+            let lines = match (item["start"].as_u64(), item["end"].as_u64()) {
+                (Some(s), Some(e)) if s >= 1 && e >= s && e - s < 6 => {
+                    quoted_lines(project, path, s as usize, e as usize)
+                }
+                _ => None,
+            }
+            .or_else(|| first_lines(project, path));
+            if let Some(item) = lines.map(|l| offered_item(fact, path, l)) {
+                push(&mut offered, item);
+            }
+        }
+        // A file named but not cited yet: its first lines.
+        for path in &named {
+            if offered.iter().any(|o| o["path"] == path.as_str()) {
+                continue;
+            }
+            if let Some(l) = first_lines(project, path) {
+                push(
+                    &mut offered,
+                    offered_item(super::shape::PLACEHOLDER, path, l),
+                );
+            }
+        }
+        // Only what the check itself would accept is offered.
+        offered.retain(|item| evidence(project, item).is_ok());
+        if offered.is_empty() {
+            continue;
+        }
+        if let Some(slot) = select_mut(expected, array).into_iter().next() {
+            *slot = Value::Array(offered);
+            filled = true;
+        }
+    }
+    filled
+}
+
+/// Lines `start..=end` of `path` (inside the root) as the file has them, trailing blanks cut;
+/// `None` when the file cannot be read or is shorter.
+fn quoted_lines(
+    project: &Project,
+    path: &str,
+    start: usize,
+    end: usize,
+) -> Option<(usize, usize, String)> {
+    let text = std::fs::read_to_string(file_inside(project, path).ok()?).ok()?;
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    lines.get(start - 1..end)?;
+    cited(&lines, start - 1, end)
+}
+
+/// The first [`OFFERED_LINES`] lines of `path` from its first line that is not blank.
+fn first_lines(project: &Project, path: &str) -> Option<(usize, usize, String)> {
+    let text = std::fs::read_to_string(file_inside(project, path).ok()?).ok()?;
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let start = lines.iter().position(|l| !l.trim().is_empty())?;
+    cited(&lines, start, (start + OFFERED_LINES).min(lines.len()))
+}
+
+/// Lines `from..to` (0-based, end exclusive) without the blank ones at the end, which an
+/// excerpt cannot show: (first line, last line, excerpt), 1-based; `None` when all are blank.
+fn cited(lines: &[&str], from: usize, mut to: usize) -> Option<(usize, usize, String)> {
+    while to > from && lines[to - 1].trim().is_empty() {
+        to -= 1;
+    }
+    (to > from).then(|| (from + 1, to, lines[from..to].join("\n")))
+}
+
+fn offered_item(fact: &str, path: &str, (start, end, excerpt): (usize, usize, String)) -> Value {
+    serde_json::json!({"fact": fact, "path": path, "start": start, "end": end, "excerpt": excerpt})
+}
+
 /// What the checks work on: the project, the result being checked, accepted results by step.
 pub struct Subject<'a> {
     pub project: &'a Project,
@@ -364,5 +493,65 @@ mod tests {
         let (errors, _) = run(&[check], &subject);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].contains("src/b.rs"));
+    }
+
+    #[test]
+    fn a_refused_scope_is_offered_evidence_quoting_the_files_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/cli")).unwrap();
+        std::fs::write(
+            dir.path().join("src/cli/run.rs"),
+            "\n//! `run`: one session.\nuse x;\n\nfn run() {}\nfn quiet() {}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "pub mod cli;\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let checks = [
+            Check::FilesExist(vec!["/primary/*".into(), "/secondary/*".into()]),
+            Check::Evidence("/evidence/*".into()),
+        ];
+        let shape = || json!({"primary": ["…"], "evidence": [{"fact": "…", "path": "…", "start": 1, "end": 1, "excerpt": "…"}]});
+        // The shape copied back, the path aside: its file's lines are offered at the lines
+        // cited, the fact kept when written; then the first lines of each other file named
+        // (blank lines at either end left out), each file once.
+        let result = json!({
+            "primary": ["src/cli/run.rs"], "secondary": ["src/lib.rs", "src/gone.rs"],
+            "evidence": [
+                {"fact": "lib declares cli", "path": "src/lib.rs", "start": 1, "end": 1, "excerpt": "…"},
+                {"fact": "…", "path": "…", "start": 1, "end": 1, "excerpt": "…"}
+            ]
+        });
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(
+            expected["evidence"],
+            json!([
+                {"fact": "lib declares cli", "path": "src/lib.rs", "start": 1, "end": 1,
+                 "excerpt": "pub mod cli;"},
+                {"fact": "…", "path": "src/cli/run.rs", "start": 2, "end": 3,
+                 "excerpt": "//! `run`: one session.\nuse x;"}
+            ])
+        );
+        // Lines cited are kept as cited (the check accepts them as offered).
+        let result =
+            json!({"evidence": [{"fact": "f", "path": "src/cli/run.rs", "start": 5, "end": 6}]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(
+            expected["evidence"][0]["excerpt"],
+            "fn run() {}\nfn quiet() {}"
+        );
+        assert_eq!(expected["primary"], json!(["…"]), "only evidence is filled");
+        // Lines past the end, or a range too long to cite, fall back to the first lines.
+        let result =
+            json!({"evidence": [{"fact": "f", "path": "src/lib.rs", "start": 3, "end": 4}]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(expected["evidence"][0]["start"], 1);
+        // Nothing that names a file inside the root: nothing offered, the shape unchanged.
+        let result = json!({"primary": ["../outside.rs"], "evidence": [{"path": "src/none.rs"}]});
+        let mut expected = shape();
+        assert!(!offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(expected, shape());
     }
 }

@@ -185,10 +185,23 @@ pub fn submit(
         if record.status != StepStatus::Accepted {
             record.status = StepStatus::Invalid;
         }
+        // Evidence is offered filled in from the files whenever the result is refused, a
+        // schema error or a check's (see `check::offer_evidence`).
+        let mut shape = expected
+            .clone()
+            .unwrap_or_else(|| super::shape::shape(&step.schema));
+        let offered = check::offer_evidence(&step.checks, project, result, &mut shape);
+        if offered {
+            errors.push(
+                "`expected` quotes lines of the files as they are now: keep those items or \
+                 cite other lines the same way, and write each `fact` from them"
+                    .to_string(),
+            );
+        }
         Reply::Invalid {
             step: name.into(),
             errors,
-            expected,
+            expected: (expected.is_some() || offered).then_some(shape),
         }
     } else {
         let decision = step

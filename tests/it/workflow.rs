@@ -356,6 +356,30 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     result["evidence"][0]["excerpt"] = json!("pub fn backoff() {}");
     let r = run.step("scope", result);
     assert!(r["errors"].to_string().contains("does not match"), "{r}");
+    // … and the reply offers the lines cited as the file has them, the fact kept, then the
+    // first lines of the other file named; copied back, they pass the check.
+    assert_eq!(
+        r["expected"]["evidence"],
+        json!([
+            {"fact": "Backoff doubles per attempt", "path": "src/retry.rs", "start": 2, "end": 3,
+             "excerpt": "pub fn backoff(attempt: u32) -> u64 {\n    100 * 2u64.pow(attempt)"},
+            {"fact": "…", "path": "tests/retry.rs", "start": 1, "end": 3,
+             "excerpt": "#[test]\nfn backoff_doubles() {\n    assert_eq!(demo::retry::backoff(1), 200);"}
+        ]),
+        "{r}"
+    );
+    // The shape's placeholders copied back as they are: the files' lines are offered.
+    let mut unfilled = good("scope");
+    unfilled["evidence"] = r["expected"]["evidence"].clone();
+    let again = run.step("scope", unfilled.clone());
+    assert_eq!(again["action"], "INVALID", "{again}");
+    assert!(
+        again["errors"].to_string().contains("/evidence/1/fact"),
+        "only the unwritten fact is left: {again}"
+    );
+    unfilled["evidence"][1]["fact"] = json!("A test checks the doubling");
+    let copied = run.step("scope", unfilled);
+    assert_eq!(copied["action"], "PROCEED", "{copied}");
     // The right quote at the wrong lines is cited where it stands, and the reply says so.
     let mut result = good("scope");
     result["evidence"][0]["start"] = json!(1);
