@@ -251,6 +251,8 @@ pub enum EventKind {
     /// `search_first_left_out` (then `search_first_named` or `search_first_kept`), and
     /// `search_first_added` when the runtime added the search's first file itself.
     /// `workflow_step_owed` is a call refused because the step owed does not open its tool.
+    /// `read_first_shown` is a `read` of lines `read_first` put in the task message, answered
+    /// with where they are instead of running.
     #[serde(rename = "hop.steered")]
     HopSteered { why: String, count: u32 },
     #[serde(rename = "hop.completed")]

@@ -249,6 +249,7 @@ pub(crate) fn run_hop_on(
             answered: Default::default(),
             found_paths: Vec::new(),
             seen_calls: Default::default(),
+            read_ahead: Vec::new(),
             refused_turns: 0,
             follows_workflow: false,
             stalled: false,
@@ -321,6 +322,9 @@ struct HopState {
     tool_reminders: u32,
     /// Tool calls made so far (tool and arguments), to refuse identical repeats.
     seen_calls: std::collections::HashMap<String, turn::SeenCall>,
+    /// What `read_first` showed in the task message: a `read` of those lines is answered
+    /// with where they are (until a write may have changed them).
+    read_ahead: Vec<super::read_first::Shown>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
     plan_gate: Option<PlanGate>,
     /// The checkpoint of this hop's earlier PARTIAL attempt, when `resume` runs it again.
@@ -391,6 +395,7 @@ impl HopState {
             task
         } else {
             let results = self.tools_turn(&reads).await;
+            self.read_ahead = super::read_first::shown(&reads, &results, &shared.project);
             super::read_first::with_reads(&task, &reads, &results)
         };
         // `search_first: FOLDER`: the task's words are grepped there first (`search_first`). A
@@ -459,9 +464,9 @@ impl HopState {
             let owed = crate::workflow::tool::next_step_call(&self.workflow_call(&shared));
             let note = owed.map_or(String::new(), |step| {
                 format!(
-                    "\n\n[runtime] Your workflow starts with its step `{}`: report it now with \
-                     the `step` tool, every `…` filled in and one choice of each `a | b`: {step}",
-                    step["name"].as_str().unwrap_or_default()
+                    "\n\n[runtime] Your workflow starts with its step `{}`: report it now with {}",
+                    step["name"].as_str().unwrap_or_default(),
+                    crate::workflow::tool::how_to_report(&step)
                 )
             });
             // With the task, not as a call of the agent's own: the 1.5B planner, shown the

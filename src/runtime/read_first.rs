@@ -62,6 +62,40 @@ pub fn named_files(task: &str, project: &Project, max: usize) -> Vec<String> {
     seen
 }
 
+/// How a read's block in the task message begins, the path following.
+const SHOWN: &str = "The runtime has read `";
+
+/// The reads [`with_reads`] put in `message`: (path, `read`'s output) in order. For a model
+/// that reads the task message itself (the built-in offline model).
+pub fn shown_in(message: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (at, _) in message.match_indices(SHOWN) {
+        let rest = &message[at + SHOWN.len()..];
+        let Some((path, rest)) = rest.split_once('`') else {
+            continue;
+        };
+        let Some((_, rest)) = rest.split_once('\n') else {
+            continue;
+        };
+        let Some((fence, body)) = rest.split_once('\n') else {
+            continue;
+        };
+        if fence.len() < 3 || !fence.chars().all(|c| c == '`') {
+            continue;
+        }
+        let mut text = String::new();
+        for line in body.lines() {
+            if line == fence {
+                out.push((path.to_string(), text));
+                break;
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    out
+}
+
 /// `task` followed by the output of each read that succeeded (a failed one is left out: the
 /// agent can still `read` the file itself and see why).
 pub fn with_reads(task: &str, calls: &[ToolCall], results: &[Message]) -> String {
@@ -73,7 +107,7 @@ pub fn with_reads(task: &str, calls: &[ToolCall], results: &[Message]) -> String
         let path = call.arguments["path"].as_str().unwrap_or_default();
         let fence = fence_for(&result.content);
         out.push_str(&format!(
-            "\n\nThe runtime has read `{path}` for you; its numbered lines, as `read` prints \
+            "\n\n{SHOWN}{path}` for you; its numbered lines, as `read` prints \
              them (cite these numbers):\n{fence}\n{}{}{fence}",
             result.content,
             if result.content.ends_with('\n') {
@@ -84,6 +118,81 @@ pub fn with_reads(task: &str, calls: &[ToolCall], results: &[Message]) -> String
         ));
     }
     out
+}
+
+/// What one `read_first` read put in the task message: the file and how many of its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// The file, canonical (as the project resolves it).
+    file: std::path::PathBuf,
+    /// As the task message names it.
+    path: String,
+    /// Lines 1..=`last` were shown, of `total`.
+    last: usize,
+    total: usize,
+}
+
+/// The lines each successful read showed (a failed one showed nothing).
+pub fn shown(calls: &[ToolCall], results: &[Message], project: &Project) -> Vec<Shown> {
+    calls
+        .iter()
+        .zip(results)
+        .filter(|(_, r)| !r.is_error)
+        .filter_map(|(call, _)| {
+            let path = call.arguments["path"].as_str()?;
+            let file = project.resolve_visible(path).ok()?;
+            let total = std::fs::read_to_string(&file).ok()?.lines().count();
+            Some(Shown {
+                file,
+                path: path.to_string(),
+                last: total.min(MAX_LINES),
+                total,
+            })
+        })
+        .collect()
+}
+
+/// The answer to an agent's `read` (arguments `args`) of lines a `read_first` read showed it
+/// already; `None` for any other call, which runs as usual: another file, lines past those
+/// shown, or arguments `read` itself should judge. The 1.5B thoughts-analyzer, its document's
+/// lines in its task, read the same file again with another `limit` (so it was no repeat of an
+/// earlier call) and spent a turn and ~4k tokens of context on lines it had.
+pub fn already_shown(
+    shown: &[Shown],
+    args: &serde_json::Value,
+    project: &Project,
+) -> Option<String> {
+    let file = project.resolve_visible(args["path"].as_str()?).ok()?;
+    let seen = shown.iter().find(|s| s.file == file)?;
+    let number = |key: &str, default: usize| match args.get(key) {
+        None | Some(serde_json::Value::Null) => Some(default),
+        Some(v) => v.as_u64().and_then(|n| usize::try_from(n).ok()),
+    };
+    let offset = number("offset", 1)?;
+    let limit = number("limit", crate::tools::read::DEFAULT_LIMIT)?;
+    if offset == 0 || limit == 0 || offset > seen.last {
+        return None;
+    }
+    if (offset - 1).saturating_add(limit).min(seen.total) > seen.last {
+        return None;
+    }
+    let path = &seen.path;
+    Some(if seen.last == seen.total {
+        format!(
+            "not run: the runtime read all of `{path}` (lines 1-{}) for you before your first \
+             turn; its numbered lines are in your task message. Cite those line numbers, and \
+             do the next step of your task.",
+            seen.total
+        )
+    } else {
+        format!(
+            "not run: the runtime read lines 1-{} of `{path}` for you before your first turn; \
+             they are in your task message, numbered. Cite those line numbers; `read` with \
+             offset {} only for the lines after them.",
+            seen.last,
+            seen.last + 1
+        )
+    })
 }
 
 /// The file path one whitespace-separated word of a task names, without the quotes, brackets
@@ -179,6 +288,10 @@ mod tests {
         ];
         let text = with_reads("Analyze a.md and b.md", &calls, &results);
         assert_eq!(
+            shown_in(&text),
+            [("a.md".to_string(), "     1\t```rust\n".to_string())]
+        );
+        assert_eq!(
             text,
             "Analyze a.md and b.md\n\nThe runtime has read `a.md` for you; its numbered lines, \
              as `read` prints them (cite these numbers):\n````\n     1\t```rust\n````"
@@ -198,5 +311,64 @@ mod tests {
             warned.iter().any(|d| d.code == "agent/read-first"),
             "{warned:?}"
         );
+    }
+
+    fn read(path: &str) -> ToolCall {
+        ToolCall {
+            id: "read_first_1".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({"path": path, "limit": MAX_LINES}),
+        }
+    }
+
+    #[test]
+    fn a_read_of_lines_already_shown_is_answered_from_the_task() {
+        let (dir, project) = project();
+        let long: String = (1..=300).map(|n| format!("line {n}\n")).collect();
+        std::fs::write(dir.path().join("src/long.rs"), long).unwrap();
+        let calls = [
+            read("thoughts/d/one.md"),
+            read("src/long.rs"),
+            read("src/two.rs"),
+        ];
+        let results = [
+            Message::tool("read_first_1", "     1\tx\n", false),
+            Message::tool("read_first_2", "lines", false),
+            Message::tool("read_first_3", "refused", true),
+        ];
+        let shown = shown(&calls, &results, &project);
+        assert_eq!(shown.len(), 2, "a failed read showed nothing: {shown:?}");
+        let ask = |args: serde_json::Value| already_shown(&shown, &args, &project);
+
+        // The whole short file was shown: any read of it, however spelled, is answered.
+        let whole = ask(serde_json::json!({"path": "thoughts/d/one.md", "limit": 2000})).unwrap();
+        assert!(
+            whole.contains("all of `thoughts/d/one.md` (lines 1-1)"),
+            "{whole}"
+        );
+        assert!(ask(serde_json::json!({"path": "./thoughts/d/../d/one.md"})).is_some());
+        // Of the long one, lines 1-250 were: a read within them is answered and points past
+        // them; one that reaches past line 250, or starts there, runs.
+        let part =
+            ask(serde_json::json!({"path": "src/long.rs", "offset": 10, "limit": 20})).unwrap();
+        assert!(part.contains("lines 1-250 of `src/long.rs`"), "{part}");
+        assert!(part.contains("offset 251"), "{part}");
+        assert_eq!(ask(serde_json::json!({"path": "src/long.rs"})), None);
+        assert_eq!(
+            ask(serde_json::json!({"path": "src/long.rs", "offset": 251})),
+            None
+        );
+        // Other files, a failed read's file and arguments `read` must judge run as usual.
+        assert_eq!(ask(serde_json::json!({"path": "src/two.rs"})), None);
+        assert_eq!(ask(serde_json::json!({"path": "src/lib.rs"})), None);
+        assert_eq!(
+            ask(serde_json::json!({"path": "thoughts/d/one.md", "offset": "x"})),
+            None
+        );
+        assert_eq!(
+            ask(serde_json::json!({"path": "thoughts/d/one.md", "offset": 0})),
+            None
+        );
+        assert_eq!(ask(serde_json::json!({"limit": 5})), None);
     }
 }

@@ -129,9 +129,16 @@ pub fn closed_tool(call: &Call, tool: &str, called: &str) -> Option<String> {
     };
     Some(format!(
         "`{called}` is not open yet: your workflow's step `{name}` comes first, and it opens \
-         {opens}. Report it with the `step` tool, every `…` filled in and one choice of each \
-         `a | b`: {owed}"
+         {opens}. Report it with {}",
+        how_to_report(&owed)
     ))
+}
+
+/// How to report the step call `owed` (from [`next_step_call`]), the end of every sentence
+/// that tells an agent which step it owes: said one way wherever it is said, with the call to
+/// copy last.
+pub fn how_to_report(owed: &serde_json::Value) -> String {
+    format!("the `step` tool, every `…` filled in and one choice of each `a | b`: {owed}")
 }
 
 /// The spec: what the tool does, the steps, and where this run stands.

@@ -107,3 +107,68 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
     );
     assert!(repair.contains(&item), "{repair}");
 }
+
+#[tokio::test]
+async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are() {
+    let (_dir, project) = support::fs::shipped_agents_with(DOC, TEXT);
+    let mock = Mock::start().await;
+    let lines: Vec<&str> = TEXT.lines().collect();
+    // The model reads its document again with another `limit` (no repeat of `read_first_1`'s
+    // call), is told where the lines are, and answers from them.
+    mock.push(answer(
+        "",
+        vec![support::mock::call(
+            "c1",
+            "read",
+            serde_json::json!({"path": DOC, "limit": 2000}),
+        )],
+    ))
+    .push(answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]))
+    .push(answer(
+        r#"{"verdict": "accept", "feedback": "quotes hold"}"#,
+        vec![],
+    ));
+    let options = RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let task = format!("Analyze {DOC}: what was decided about the YAML parser?");
+    let (outcome, events) =
+        support::wire::session_with(&project, &mock, "thoughts-analyzer", &task, options).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(outcome.status, "completed", "{outcome:?} {kinds:?}");
+
+    // The call is logged and answered as an error that says where the lines are.
+    let result = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id, is_error, ..
+            } if call_id == "c1" => Some(*is_error),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for c1: {kinds:?}"));
+    assert!(result, "answered as a refusal");
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::HopSteered { why, .. } if why == "read_first_shown")),
+        "{kinds:?}"
+    );
+    let requests = mock.requests();
+    let told = requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        told.contains(&format!(
+            "not run: the runtime read all of `{DOC}` (lines 1-12)"
+        )),
+        "{told}"
+    );
+    assert!(
+        !told.contains("serde-saphyr"),
+        "the lines are not sent again: {told}"
+    );
+}

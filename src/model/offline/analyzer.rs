@@ -44,17 +44,36 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
             "The task names no document, and no search found one.",
         ));
     };
+    // `read_first`: the document's numbered lines are in the task message already. Lines
+    // past those shown are read on from where they stop.
+    let ahead = crate::runtime::read_first::shown_in(history.task)
+        .into_iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, output)| output)
+        .filter(|output| !parse::numbered_lines(output).is_empty());
     let Some(read) = reads.first() else {
+        if let Some(output) = &ahead {
+            return match read_on_offset(output) {
+                Some(offset) if has_tool(request, "read") => Turn::Calls(vec![call(
+                    "read",
+                    0,
+                    "read",
+                    json!({ "path": path, "offset": offset }),
+                )]),
+                _ => Turn::Answer(analysis(request, &Document::from_read(&path, output))),
+            };
+        }
         if !has_tool(request, "read") {
             return Turn::Answer(no_document(request, "This agent has no `read` tool."));
         }
         return Turn::Calls(vec![call("read", 0, "read", json!({ "path": path }))]);
     };
-    match read.ok() {
-        Some(output) if !parse::numbered_lines(output).is_empty() => {
-            let doc = Document::from_read(&path, output);
-            Turn::Answer(analysis(request, &doc))
+    match (read.ok(), ahead) {
+        (Some(output), ahead) if !parse::numbered_lines(output).is_empty() => {
+            let whole = format!("{}{output}", ahead.unwrap_or_default());
+            Turn::Answer(analysis(request, &Document::from_read(&path, &whole)))
         }
+        (_, Some(ahead)) => Turn::Answer(analysis(request, &Document::from_read(&path, &ahead))),
         _ => {
             let why = read
                 .result
@@ -63,6 +82,17 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
             Turn::Answer(unreadable(request, &path, &why))
         }
     }
+}
+
+/// Where `read`'s output says to read on ("(lines 1-250 of 300; read on with offset 251)").
+fn read_on_offset(output: &str) -> Option<usize> {
+    let line = output.lines().last()?;
+    line.split("read on with offset ")
+        .nth(1)?
+        .trim_end_matches(')')
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn max_lines(request: &ModelRequest) -> usize {
@@ -342,5 +372,80 @@ mod tests {
         let out = drive("Analyze thoughts/missing.md", &[]);
         assert!(out.contains("could not be read"), "{out}");
         assert!(!out.contains("**Evidence**"));
+    }
+
+    /// The task message as `read_first` leaves it: the task, then the lines `read` showed.
+    fn with_ahead(task: &str, path: &str, shown: &str) -> String {
+        let call = crate::model::ToolCall {
+            id: "read_first_1".into(),
+            name: "read".into(),
+            arguments: serde_json::json!({ "path": path }),
+        };
+        let result = Message::tool("read_first_1", shown, false);
+        crate::runtime::read_first::with_reads(task, &[call], &[result])
+    }
+
+    #[test]
+    fn lines_the_runtime_read_ahead_are_used_and_only_the_rest_is_read() {
+        // The whole document shown: no `read` at all (the drive has no file to give).
+        let task = with_ahead(
+            "Extract the decisions in thoughts/d.md.",
+            "thoughts/d.md",
+            &numbered(DOC),
+        );
+        let out = drive(&task, &[]);
+        assert!(
+            out.contains("- **Evidence**: `thoughts/d.md:16-17`"),
+            "{out}"
+        );
+        // Only its first ten lines shown: the rest is read from line 11, and both make the
+        // document.
+        let first: String = numbered(DOC)
+            .lines()
+            .take(10)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let total = DOC.lines().count();
+        let shown = format!("{first}(lines 1-10 of {total}; read on with offset 11)\n");
+        let task = with_ahead(
+            "Extract the decisions in thoughts/d.md.",
+            "thoughts/d.md",
+            &shown,
+        );
+        assert_eq!(super::read_on_offset(&shown), Some(11));
+        let mut messages = vec![Message::user(&task)];
+        let req = request(
+            "Analyze.",
+            &["read"],
+            Some(Contract::document_analysis()),
+            messages.clone(),
+        );
+        let resp = super::super::respond(&req);
+        assert_eq!(resp.tool_calls.len(), 1, "{resp:?}");
+        assert_eq!(
+            resp.tool_calls[0].arguments,
+            serde_json::json!({"path": "thoughts/d.md", "offset": 11})
+        );
+        let rest: String = numbered(DOC)
+            .lines()
+            .skip(10)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        play(&mut messages, &resp, |_| Ok(rest.clone()));
+        let req = request(
+            "Analyze.",
+            &["read"],
+            Some(Contract::document_analysis()),
+            messages,
+        );
+        let out = super::super::respond(&req).content;
+        assert!(
+            out.contains("- **Evidence**: `thoughts/d.md:16-17`"),
+            "{out}"
+        );
+        assert!(
+            out.contains("document_status: accepted"),
+            "frontmatter from the shown lines: {out}"
+        );
     }
 }

@@ -125,9 +125,9 @@ impl HopState {
                         crate::workflow::tool::next_step_call(&self.workflow_call(&shared))
                     {
                         msg.push_str(&format!(
-                            " Your workflow's next step is `{}`: report it with the `step` tool, \
-                             every `…` filled in and one choice of each `a | b`: {step}",
-                            step["name"].as_str().unwrap_or_default()
+                            " Your workflow's next step is `{}`: report it with {}",
+                            step["name"].as_str().unwrap_or_default(),
+                            crate::workflow::tool::how_to_report(&step)
                         ));
                     }
                 }
@@ -150,6 +150,26 @@ impl HopState {
                     count: 1,
                 });
                 pending.push(Pending::Done(Message::tool(&call.id, why, true), None));
+                continue;
+            }
+            // A `read` of lines `read_first` put in the task message is answered with where
+            // they are, whatever its `limit` (see `read_first::already_shown`).
+            let shown = (tool == "read" && !super::made_by_runtime(&call.id))
+                .then(|| {
+                    super::super::read_first::already_shown(
+                        &self.read_ahead,
+                        &call.arguments,
+                        &shared.project,
+                    )
+                })
+                .flatten();
+            if let Some(msg) = shown {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "read_first_shown".into(),
+                    count: 1,
+                });
+                pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
+                refused += 1;
                 continue;
             }
             self.seen_calls
@@ -403,6 +423,7 @@ impl HopState {
             });
             if !written.is_empty() {
                 self.seen_calls.retain(|k, _| Some(k) == key.as_ref());
+                self.read_ahead.clear();
             }
             if let Some(seen) = key.and_then(|k| self.seen_calls.get_mut(&k)) {
                 seen.settle(&message);
