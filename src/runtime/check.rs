@@ -62,6 +62,25 @@ pub fn check_partial(
     check_answer(text, contract, project, (correlation_id, message_id), None)
 }
 
+/// Whether `changed`, a copy of the accepted `answer` that the runtime edited (a file it added),
+/// breaks `contract` no more than `answer` does: the runtime's own edit goes up only then, so
+/// it can never cost an answer its conformance.
+pub fn holds_as_well(
+    changed: &str,
+    answer: &str,
+    contract: &Contract,
+    project: &Project,
+    ids: (&str, &str),
+) -> bool {
+    let (correlation_id, message_id) = ids;
+    let count = |text: &str| {
+        check_partial(text, contract, project, correlation_id, message_id)
+            .violations
+            .len()
+    };
+    count(changed) <= count(answer)
+}
+
 /// What the gate decides about a final answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -360,6 +379,19 @@ fn outcome_of(report: &contract::Report) -> CheckOutcome {
 mod tests {
     use super::*;
     use std::cell::RefCell;
+
+    #[test]
+    fn an_edit_of_the_runtimes_holds_only_if_it_breaks_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = Contract::builtin("envelope").unwrap();
+        let answer = "<thinking>\nt\n</thinking>\n\n<answer>\n## Found\n- one\n</answer>\n";
+        let ids = ("c-1", "m-1");
+        let added = answer.replace("- one\n", "- one\n- two (added)\n");
+        assert!(holds_as_well(&added, answer, &contract, &project, ids));
+        let broken = answer.replace("</answer>\n", "");
+        assert!(!holds_as_well(&broken, answer, &contract, &project, ids));
+    }
 
     fn judge_twice_over(contract: &Contract) -> (Vec<Verdict>, Vec<&'static str>) {
         let dir = tempfile::tempdir().unwrap();

@@ -249,7 +249,9 @@ pub enum EventKind {
     /// (`runtime::ask_once`) are `evidence_goal` (then `evidence_goal_richer` or
     /// `evidence_goal_kept`; `count` is the first answer's verified items) and
     /// `search_first_left_out` (then `search_first_named` or `search_first_kept`), and
-    /// `search_first_added` when the runtime added the search's first file itself.
+    /// `search_first_added` when the runtime added the search's first file itself
+    /// (`search_first_not_added` when that copy broke the contract more than the answer did,
+    /// which then goes up as it was).
     /// `workflow_step_owed` is a call refused because the step owed does not open its tool.
     /// `read_first_shown` is a `read` of lines `read_first` put in the task message, answered
     /// with where they are instead of running.

@@ -74,14 +74,14 @@ fn delegated_first(target: &str, result: Option<&Message>, note: &str) -> String
     )
 }
 
-/// Whether call `id` is one the runtime makes before the agent's first turn (`delegate_first`,
-/// `gate_plan`, `read_first`, `search_first`): the agent did not choose it, so no step of its
-/// workflow closes it.
-fn made_by_runtime(id: &str) -> bool {
-    id == DELEGATE_FIRST_ID
-        || id == super::plan_gate::RUNTIME_CALL_ID
-        || id.starts_with(super::read_first::CALL_ID_PREFIX)
-        || id.starts_with(super::search_first::CALL_ID_PREFIX)
+/// Who made a turn's tool calls. The runtime's own, before the agent's first turn
+/// (`delegate_first`, `gate_plan`, `read_first`, `search_first`), were not the agent's choice:
+/// no step of its workflow closes them, and none is answered as already shown. Told apart by
+/// the caller, not by call ids, which a model's server may choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum By {
+    Runtime,
+    Agent,
 }
 
 /// Turns in a row whose every tool call was refused as a repeat of an earlier one, after which
@@ -394,7 +394,7 @@ impl HopState {
         let task = if reads.is_empty() {
             task
         } else {
-            let results = self.tools_turn(&reads).await;
+            let results = self.tools_turn(&reads, By::Runtime).await;
             self.read_ahead = super::read_first::shown(&reads, &results, &shared.project);
             super::read_first::with_reads(&task, &reads, &results)
         };
@@ -407,7 +407,7 @@ impl HopState {
         let task = if searches.is_empty() {
             task
         } else {
-            let results = self.tools_turn(&searches).await;
+            let results = self.tools_turn(&searches, By::Runtime).await;
             // `grep` says "no matches …" or "no file under … matches the glob …" for nothing.
             self.called_tool = results
                 .iter()
@@ -449,7 +449,7 @@ impl HopState {
             let calls = vec![call];
             self.messages
                 .push(Message::assistant(String::new(), calls.clone()));
-            let results = self.tools_turn(&calls).await;
+            let results = self.tools_turn(&calls, By::Runtime).await;
             self.messages.extend(results);
         }
         // `delegate_first`: the delegation the agent's prompt asks for first, made by the
@@ -458,7 +458,7 @@ impl HopState {
         if let Some(call) = self.delegate_first_call() {
             let target = self.agent.delegate_first.clone().unwrap_or_default();
             let calls = vec![call];
-            let results = self.tools_turn(&calls).await;
+            let results = self.tools_turn(&calls, By::Runtime).await;
             // A workflow agent is told which step it owes first: shown the locator's files, the
             // planner reported `scope` before `intent`.
             let owed = crate::workflow::tool::next_step_call(&self.workflow_call(&shared));
@@ -775,11 +775,29 @@ impl HopState {
                             continue;
                         }
                         Some(super::ask_once::Next::Added(added)) => {
+                            // Checked again: the runtime's edit must not break the contract
+                            // the answer met.
+                            let holds = self.agent.contract.as_ref().is_none_or(|c| {
+                                super::check::holds_as_well(
+                                    &added,
+                                    &answer,
+                                    c,
+                                    &shared.project,
+                                    (&shared.correlation_id, &self.message_id),
+                                )
+                            });
+                            let why = if holds {
+                                "search_first_added"
+                            } else {
+                                "search_first_not_added"
+                            };
                             self.ctx.emit(EventKind::HopSteered {
-                                why: "search_first_added".into(),
+                                why: why.into(),
                                 count: 1,
                             });
-                            answer = added;
+                            if holds {
+                                answer = added;
+                            }
                         }
                         None => {}
                     }
@@ -836,7 +854,7 @@ impl HopState {
             if last_step {
                 return self.partial(format!("steps limit reached ({max_steps})"));
             }
-            let results = self.tools_turn(&response.tool_calls).await;
+            let results = self.tools_turn(&response.tool_calls, By::Agent).await;
             self.messages.extend(results);
             // Tier 3: a tool was refused a path (outside the root, a hidden folder).
             if let Some(reason) = shared.take_refusal(&self.ctx.hop_id) {

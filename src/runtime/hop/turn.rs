@@ -74,9 +74,9 @@ pub(super) async fn complete(
 }
 
 impl HopState {
-    /// Runs one turn's tool calls: built-ins inline, `task` calls as concurrent child hops;
-    /// results come back in call order.
-    pub(super) async fn tools_turn(&mut self, calls: &[ToolCall]) -> Vec<Message> {
+    /// Runs one turn's tool calls, made `by` the agent or the runtime: built-ins inline, `task`
+    /// calls as concurrent child hops; results come back in call order.
+    pub(super) async fn tools_turn(&mut self, calls: &[ToolCall], by: super::By) -> Vec<Message> {
         enum Pending {
             Done(Message, Option<String>),
             Child(Child),
@@ -137,8 +137,9 @@ impl HopState {
             }
             // A workflow step that opens only some tools (`tools:`) while it is owed: the
             // others are refused with the `step` call owed (the 1.5B planner, owing `intent`,
-            // delegated to thoughts-analyzer instead).
-            let closed = (self.follows_workflow && !super::made_by_runtime(&call.id))
+            // delegated to thoughts-analyzer instead). Not counted toward the stall: a stalled
+            // hop is offered no tools, `step` included, and the step is what it owes.
+            let closed = (self.follows_workflow && by == super::By::Agent)
                 .then(|| {
                     let wf = self.workflow_call(&shared);
                     crate::workflow::tool::closed_tool(&wf, &tool, &call.name)
@@ -154,7 +155,7 @@ impl HopState {
             }
             // A `read` of lines `read_first` put in the task message is answered with where
             // they are, whatever its `limit` (see `read_first::already_shown`).
-            let shown = (tool == "read" && !super::made_by_runtime(&call.id))
+            let shown = (tool == "read" && by == super::By::Agent)
                 .then(|| {
                     super::super::read_first::already_shown(
                         &self.read_ahead,
