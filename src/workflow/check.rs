@@ -156,10 +156,16 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
     notes
 }
 
-/// Evidence items offered at most in an INVALID reply's `expected`.
-const OFFERED: usize = 3;
-/// Lines each offered item quotes when the result cited none of its file.
-const OFFERED_LINES: usize = 3;
+/// Evidence items offered at most in an INVALID reply's `expected`, the lines each quotes at
+/// most, and the characters of its excerpt at most. Few and short: the 1.5B planner, offered
+/// three items of up to three lines, copied the first whole and broke off inside the second's
+/// 180-character excerpt, where the local engine's grammar ends a JSON string (160 characters
+/// at its loosest, `model::local::grammar::Limits`).
+const OFFERED: usize = 2;
+const OFFERED_LINES: usize = 2;
+const OFFERED_CHARS: usize = 120;
+/// Lines searched from the top of a file for a first line short enough to offer.
+const SCANNED_LINES: usize = 40;
 
 /// Fills the evidence arrays of `expected` (the step's shape, for an INVALID reply) with items
 /// the runtime can vouch for: the lines each item of `result` cites, as the file has them, or,
@@ -250,8 +256,9 @@ pub fn offer_evidence(
     filled
 }
 
-/// Lines `start..=end` of `path` (inside the root) as the file has them, trailing blanks cut;
-/// `None` when the file cannot be read or is shorter.
+/// The first lines of `start..=end` of `path` (inside the root) that fit an offer, as the file
+/// has them; `None` when the file cannot be read, is shorter, or its line `start` alone is too
+/// long to offer.
 fn quoted_lines(
     project: &Project,
     path: &str,
@@ -261,15 +268,32 @@ fn quoted_lines(
     let text = std::fs::read_to_string(file_inside(project, path).ok()?).ok()?;
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     lines.get(start - 1..end)?;
-    cited(&lines, start - 1, end)
+    fitting(&lines, start - 1, end)
 }
 
-/// The first [`OFFERED_LINES`] lines of `path` from its first line that is not blank.
+/// The first lines of `path` that fit an offer, from a line near its top that is not blank.
 fn first_lines(project: &Project, path: &str) -> Option<(usize, usize, String)> {
     let text = std::fs::read_to_string(file_inside(project, path).ok()?).ok()?;
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
-    let start = lines.iter().position(|l| !l.trim().is_empty())?;
-    cited(&lines, start, (start + OFFERED_LINES).min(lines.len()))
+    (0..lines.len().min(SCANNED_LINES))
+        .filter(|&i| !lines[i].trim().is_empty())
+        .find_map(|i| fitting(&lines, i, lines.len()))
+}
+
+/// Lines from `from` (0-based) up to `upto` (exclusive): at most [`OFFERED_LINES`], while the
+/// excerpt stays within [`OFFERED_CHARS`].
+fn fitting(lines: &[&str], from: usize, upto: usize) -> Option<(usize, usize, String)> {
+    let mut to = from;
+    let mut chars = 0;
+    while to < upto && to - from < OFFERED_LINES {
+        let more = lines[to].chars().count() + usize::from(to > from);
+        if chars + more > OFFERED_CHARS {
+            break;
+        }
+        chars += more;
+        to += 1;
+    }
+    cited(lines, from, to)
 }
 
 /// Lines `from..to` (0-based, end exclusive) without the blank ones at the end, which an
@@ -548,6 +572,16 @@ mod tests {
         let mut expected = shape();
         assert!(offer_evidence(&checks, &project, &result, &mut expected));
         assert_eq!(expected["evidence"][0]["start"], 1);
+        // A line too long to copy whole in one JSON string is passed over for a short one.
+        let long = format!("//! {}\nshort line\n", "x".repeat(200));
+        std::fs::write(dir.path().join("src/long.rs"), long).unwrap();
+        let result = json!({"primary": ["src/long.rs"], "evidence": [{"path": "src/long.rs", "start": 1, "end": 2}]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(
+            expected["evidence"],
+            json!([{"fact": "…", "path": "src/long.rs", "start": 2, "end": 2, "excerpt": "short line"}])
+        );
         // Nothing that names a file inside the root: nothing offered, the shape unchanged.
         let result = json!({"primary": ["../outside.rs"], "evidence": [{"path": "src/none.rs"}]});
         let mut expected = shape();

@@ -190,6 +190,7 @@ pub fn submit(
         let mut shape = expected
             .clone()
             .unwrap_or_else(|| super::shape::shape(&step.schema));
+        super::shape::keep_given(&mut shape, result, &errors);
         let offered = check::offer_evidence(&step.checks, project, result, &mut shape);
         if offered {
             errors.push(

@@ -73,6 +73,45 @@ fn shape_at(schema: &Value, depth: usize) -> Value {
     }
 }
 
+/// Puts into `expected` (a shape, for an INVALID reply) each top-level field of `result` that
+/// no error in `errors` concerns and that holds no placeholder, so the shape to copy keeps what
+/// was right. The 1.5B planner, shown a bare shape beside one error about its evidence,
+/// copied the shape whole, the files it had scoped gone back to `…`. An error concerns a field
+/// when it begins with its pointer (`/primary/0: …`) or quotes one of its strings in backticks
+/// (a check's "`src/x.rs` does not exist").
+pub fn keep_given(expected: &mut Value, result: &Value, errors: &[String]) {
+    let (Some(shape), Some(given)) = (expected.as_object_mut(), result.as_object()) else {
+        return;
+    };
+    for (key, value) in given {
+        let Some(slot) = shape.get_mut(key) else {
+            continue;
+        };
+        let pointer = format!("/{key}");
+        let mut strings = Vec::new();
+        strings_in(value, &mut strings);
+        let concerned = errors.iter().any(|e| {
+            e.strip_prefix(&pointer)
+                .is_some_and(|rest| rest.starts_with(['/', ':']))
+                || strings
+                    .iter()
+                    .any(|s| !s.is_empty() && e.contains(&format!("`{s}`")))
+        });
+        if !concerned && placeholders(value).is_empty() {
+            *slot = value.clone();
+        }
+    }
+}
+
+fn strings_in<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings_in(v, out)),
+        _ => {}
+    }
+}
+
 /// The JSON pointers of `result`'s strings that are still a shape's placeholder (or an enum's
 /// `A | B` choices, which the schema rejects on its own).
 pub fn placeholders(result: &Value) -> Vec<String> {
@@ -137,6 +176,26 @@ mod tests {
         assert_eq!(
             placeholders(&json!({"a": "<the request in one sentence>", "b": "<a> or <b>"})),
             ["/a"]
+        );
+    }
+
+    #[test]
+    fn the_shape_keeps_the_fields_no_error_concerns() {
+        let mut expected =
+            json!({"primary": ["…"], "secondary": ["…"], "goal": "…", "evidence": [{"fact": "…"}]});
+        let result = json!({
+            "primary": ["src/a.rs"], "secondary": ["src/gone.rs"], "goal": "…",
+            "evidence": [{"fact": "f"}], "extra": 1
+        });
+        let errors = [
+            "/evidence/0/excerpt: \"…\" is shorter than 3 characters".to_string(),
+            "`src/gone.rs` does not exist under the project root".to_string(),
+        ];
+        keep_given(&mut expected, &result, &errors);
+        assert_eq!(
+            expected,
+            json!({"primary": ["src/a.rs"], "secondary": ["…"], "goal": "…", "evidence": [{"fact": "…"}]}),
+            "kept: primary; not: what an error names, a placeholder, a field the shape lacks"
         );
     }
 }

@@ -124,12 +124,18 @@ fn the_four_actions() {
         r["errors"][0].as_str().unwrap().contains("refined_intent"),
         "{r}"
     );
-    // The reply shows the result's shape to fill in, and that shape sent back unfilled is
-    // refused for each placeholder.
+    // The reply shows the result's shape to fill in, what the result got right kept in it,
+    // and that shape sent back unfilled is refused for each placeholder.
     assert_eq!(r["expected"]["refined_intent"], "…", "{r}");
+    assert_eq!(r["expected"]["action"], "PROCEED", "{r}");
+    let wrong = run.step("intent", json!({"action": "GO", "refined_intent": "x"}));
     assert_eq!(
-        r["expected"]["action"], "PROCEED | CLARIFY | AMBIGUOUS",
-        "{r}"
+        (
+            &wrong["expected"]["action"],
+            &wrong["expected"]["refined_intent"]
+        ),
+        (&json!("PROCEED | CLARIFY | AMBIGUOUS"), &json!("…")),
+        "what an error concerns is shown as its shape: {wrong}"
     );
     let unfilled = run.step(
         "intent",
@@ -177,7 +183,7 @@ fn the_four_actions() {
         r["next_call"]["result"]["action"], "PROCEED | CLARIFY",
         "{r}"
     );
-    assert_eq!(run.state().steps["intent"].attempts, 5);
+    assert_eq!(run.state().steps["intent"].attempts, 6);
     // STOP: an ambiguous request ends the run, and the run stays closed.
     let run2 = Run {
         project: &p,
@@ -363,8 +369,8 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
         json!([
             {"fact": "Backoff doubles per attempt", "path": "src/retry.rs", "start": 2, "end": 3,
              "excerpt": "pub fn backoff(attempt: u32) -> u64 {\n    100 * 2u64.pow(attempt)"},
-            {"fact": "…", "path": "tests/retry.rs", "start": 1, "end": 3,
-             "excerpt": "#[test]\nfn backoff_doubles() {\n    assert_eq!(demo::retry::backoff(1), 200);"}
+            {"fact": "…", "path": "tests/retry.rs", "start": 1, "end": 2,
+             "excerpt": "#[test]\nfn backoff_doubles() {"}
         ]),
         "{r}"
     );
