@@ -316,9 +316,13 @@ pub fn with_defaults(schema: &Value, result: &Value) -> (Value, serde_json::Map<
 /// The schema's complaints about `result`, each with the place in the result it concerns.
 pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> Vec<String> {
     let waived = waived_fields(step, result);
+    // A placeholder is reported once, as one (below): "`…` is shorter than 3 characters" beside
+    // it told the 1.5B planner the same thing twice about its `fact`.
+    let unfilled = super::shape::placeholders(result);
     let mut errors: Vec<String> = match step.contract.validator(project) {
         Ok(v) => {
             v.0.iter_errors(result)
+                .filter(|e| !unfilled.contains(&e.instance_path().to_string()))
                 .filter(|e| match e.kind() {
                     jsonschema::error::ValidationErrorKind::Required { property } => {
                         !(e.instance_path().as_str().is_empty()
@@ -353,7 +357,7 @@ pub fn schema_errors(step: &super::Step, project: &Project, result: &Value) -> V
         ));
     }
     // A shape sent back unfilled passes a schema that only asks for a string.
-    errors.extend(super::shape::placeholders(result).into_iter().map(|at| {
+    errors.extend(unfilled.into_iter().map(|at| {
         format!(
             "{at}: still the placeholder \"{}\" of the expected shape; write the value itself",
             super::shape::PLACEHOLDER
