@@ -74,12 +74,7 @@ async fn a_repair_offers_the_answer_with_the_wrong_folder_fixed_when_a_problem_i
     let right = locator_answer(DOC);
     let (mock, outcome, events) = locator_session(&[wrong, right]).await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
-    let repair = mock.requests()[1].body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
+    let repair = mock.requests()[1].last_content();
     assert!(
         repair.contains("Your answer with the fixes that could be made for you already made (1 of 3 problem(s) left)"),
         "{repair}"

@@ -5,7 +5,7 @@
 use crate::support;
 
 use support::mock::{answer, Mock};
-use switchboard::runtime::{EventKind, RunOptions};
+use switchboard::runtime::{Event, EventKind, RunOptions};
 
 const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml.md";
 
@@ -38,21 +38,19 @@ fn analysis(range: &str, excerpt: &str) -> String {
     )
 }
 
-#[tokio::test]
-async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_copying() {
+/// A thoughts-analyzer session on [`DOC`] over the wire: the model answers `replies` in turn,
+/// the validator's acceptance last; correlation id `corr-1`. The mock, the task, the outcome
+/// and the events, once the session has completed.
+async fn analyze(replies: Vec<support::mock::Reply>) -> (Mock, String, Vec<Event>) {
     let (_dir, project) = support::fs::shipped_agents_with(DOC, TEXT);
     let mock = Mock::start().await;
-    let lines: Vec<&str> = TEXT.lines().collect();
-    // Eight lines (5-12) against a limit of six; then the item the repair offers, copied:
-    // lines 5-10; then the agent's validator accepts.
-    let too_long = analysis("5-12", &lines[4..12].join("\n"));
-    let offered = analysis("5-10", &lines[4..10].join("\n"));
-    mock.push(answer(&too_long, vec![]))
-        .push(answer(&offered, vec![]))
-        .push(answer(
-            r#"{"verdict": "accept", "feedback": "quotes hold"}"#,
-            vec![],
-        ));
+    for reply in replies {
+        mock.push(reply);
+    }
+    mock.push(answer(
+        r#"{"verdict": "accept", "feedback": "quotes hold"}"#,
+        vec![],
+    ));
     let options = RunOptions {
         correlation_id: Some("corr-1".into()),
         ..Default::default()
@@ -62,6 +60,19 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
         support::wire::session_with(&project, &mock, "thoughts-analyzer", &task, options).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(outcome.status, "completed", "{outcome:?} {kinds:?}");
+    (mock, task, events)
+}
+
+#[tokio::test]
+async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_copying() {
+    let lines: Vec<&str> = TEXT.lines().collect();
+    // Eight lines (5-12) against a limit of six; then the item the repair offers, copied:
+    // lines 5-10; then the agent's validator accepts.
+    let too_long = analysis("5-12", &lines[4..12].join("\n"));
+    let offered = analysis("5-10", &lines[4..10].join("\n"));
+    let (mock, task, events) =
+        analyze(vec![answer(&too_long, vec![]), answer(&offered, vec![])]).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
 
     // The read is a logged tool call made before the model's first request.
     let read_at = events
@@ -94,12 +105,7 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
     );
 
     // The repair offers lines 5-10 as a filled item: exactly what the second answer copied.
-    let repair = requests[1].body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
+    let repair = requests[1].last_content();
     assert!(repair.contains("[excerpt/too-long]"), "{repair}");
     let item = format!(
         "   - **Evidence**: `{DOC}:5-10`\n   - **Excerpt**:\n     ```\n     {}\n     ```",
@@ -110,33 +116,20 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
 
 #[tokio::test]
 async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are() {
-    let (_dir, project) = support::fs::shipped_agents_with(DOC, TEXT);
-    let mock = Mock::start().await;
     let lines: Vec<&str> = TEXT.lines().collect();
     // The model reads its document again with another `limit` (no repeat of `read_first_1`'s
     // call), is told where the lines are, and answers from them.
-    mock.push(answer(
-        "",
-        vec![support::mock::call(
-            "c1",
-            "read",
-            serde_json::json!({"path": DOC, "limit": 2000}),
-        )],
-    ))
-    .push(answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]))
-    .push(answer(
-        r#"{"verdict": "accept", "feedback": "quotes hold"}"#,
-        vec![],
-    ));
-    let options = RunOptions {
-        correlation_id: Some("corr-1".into()),
-        ..Default::default()
-    };
-    let task = format!("Analyze {DOC}: what was decided about the YAML parser?");
-    let (outcome, events) =
-        support::wire::session_with(&project, &mock, "thoughts-analyzer", &task, options).await;
+    let reread = support::mock::call(
+        "c1",
+        "read",
+        serde_json::json!({"path": DOC, "limit": 2000}),
+    );
+    let (mock, _task, events) = analyze(vec![
+        answer("", vec![reread]),
+        answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]),
+    ])
+    .await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
-    assert_eq!(outcome.status, "completed", "{outcome:?} {kinds:?}");
 
     // The call is logged and answered as an error that says where the lines are.
     let result = events
@@ -155,12 +148,7 @@ async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are()
         "{kinds:?}"
     );
     let requests = mock.requests();
-    let told = requests[1].body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
+    let told = requests[1].last_content();
     assert!(
         told.contains(&format!(
             "not run: the runtime read all of `{DOC}` (lines 1-12)"

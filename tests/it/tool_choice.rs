@@ -380,12 +380,7 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
     let (asks, answered, mock) = locator_left_out(doc, &[first.clone(), copy.clone()]).await;
     assert_eq!(asks, ["search_first_left_out", "search_first_named"]);
     assert_eq!(answered.trim_end(), copy.trim_end());
-    let ask = mock.requests()[1].body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
+    let ask = mock.requests()[1].last_content();
     assert!(
         ask.contains(&format!(
             "Your answer leaves out `{doc}` (its title: \"YAML parser\")"

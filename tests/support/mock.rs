@@ -105,6 +105,17 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// The text of the request's last message (what the runtime said last: a repair, an ask,
+    /// a tool result); empty when there is none.
+    pub fn last_content(&self) -> String {
+        self.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
