@@ -9,6 +9,21 @@ pub const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut (and marked) so one minified file cannot flood the context.
 pub const MAX_LINE_CHARS: usize = 2000;
 
+/// How the output of a read that stopped before the file's end says where to go on.
+const READ_ON: &str = "read on with offset ";
+
+/// The offset `output` (of this tool) says to read on from: `None` when it reached the end of
+/// the file. Beside the note's writer, so the two cannot drift apart.
+pub fn read_on_offset(output: &str) -> Option<usize> {
+    let line = output.lines().last()?;
+    line.split(READ_ON)
+        .nth(1)?
+        .trim_end_matches(')')
+        .trim()
+        .parse()
+        .ok()
+}
+
 pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
     let name = str_arg("read", args, "path")?;
     let offset = opt_usize("read", args, "offset")?.unwrap_or(1);
@@ -46,7 +61,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         ));
     } else if last < total {
         out.push_str(&format!(
-            "(lines {offset}-{last} of {total}; read on with offset {})\n",
+            "(lines {offset}-{last} of {total}; {READ_ON}{})\n",
             last + 1
         ));
     }

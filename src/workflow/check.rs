@@ -131,10 +131,7 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
             if quoted.is_empty() || quoted.len() > 6 || quoted.iter().all(|l| l.trim().is_empty()) {
                 continue;
             }
-            let Some(text) = file_inside(project, &path)
-                .ok()
-                .and_then(|f| std::fs::read_to_string(f).ok())
-            else {
+            let Some(text) = text_inside(project, &path) else {
                 continue;
             };
             let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
@@ -179,20 +176,19 @@ pub fn offer_evidence(
     result: &Value,
     expected: &mut Value,
 ) -> bool {
+    // The files `files_exist` selects in this result (no other step's result is looked at).
+    let subject = Subject {
+        project,
+        result,
+        accepted: &BTreeMap::new(),
+    };
     let named: Vec<String> = checks
         .iter()
         .filter_map(|c| match c {
-            Check::FilesExist(pointers) => Some(pointers),
+            Check::FilesExist(pointers) => Some(subject.strings(pointers)),
             _ => None,
         })
-        .flat_map(|pointers| {
-            pointers
-                .iter()
-                .filter(|p| split_pointer(p).0.is_none())
-                .flat_map(|p| select(result, p))
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-        })
+        .flatten()
         .collect();
     let mut filled = false;
     for check in checks {
@@ -220,14 +216,18 @@ pub fn offer_evidence(
                 .as_str()
                 .filter(|f| super::shape::placeholders(&Value::from(*f)).is_empty())
                 .unwrap_or(super::shape::PLACEHOLDER);
-            let lines = match (item["start"].as_u64(), item["end"].as_u64()) {
+            let Some(text) = text_inside(project, path) else {
+                continue;
+            };
+            let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+            let span = match (item["start"].as_u64(), item["end"].as_u64()) {
                 (Some(s), Some(e)) if s >= 1 && e >= s && e - s < 6 => {
-                    quoted_lines(project, path, s as usize, e as usize)
+                    quoted_lines(&lines, s as usize, e as usize)
                 }
                 _ => None,
             }
-            .or_else(|| first_lines(project, path));
-            if let Some(item) = lines.map(|l| offered_item(fact, path, l)) {
+            .or_else(|| first_lines(&lines));
+            if let Some(item) = span.map(|l| offered_item(fact, path, l)) {
                 push(&mut offered, item);
             }
         }
@@ -236,7 +236,9 @@ pub fn offer_evidence(
             if offered.iter().any(|o| o["path"] == path.as_str()) {
                 continue;
             }
-            if let Some(l) = first_lines(project, path) {
+            let text = text_inside(project, path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+            if let Some(l) = first_lines(&lines) {
                 push(
                     &mut offered,
                     offered_item(super::shape::PLACEHOLDER, path, l),
@@ -256,28 +258,23 @@ pub fn offer_evidence(
     filled
 }
 
-/// The first lines of `start..=end` of `path` (inside the root) that fit an offer, as the file
-/// has them; `None` when the file cannot be read, is shorter, or its line `start` alone is too
-/// long to offer.
-fn quoted_lines(
-    project: &Project,
-    path: &str,
-    start: usize,
-    end: usize,
-) -> Option<(usize, usize, String)> {
-    let text = std::fs::read_to_string(file_inside(project, path).ok()?).ok()?;
-    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
-    lines.get(start - 1..end)?;
-    fitting(&lines, start - 1, end)
+/// The text of `path` when it is a file inside the root that can be read.
+fn text_inside(project: &Project, path: &str) -> Option<String> {
+    std::fs::read_to_string(file_inside(project, path).ok()?).ok()
 }
 
-/// The first lines of `path` that fit an offer, from a line near its top that is not blank.
-fn first_lines(project: &Project, path: &str) -> Option<(usize, usize, String)> {
-    let text = std::fs::read_to_string(file_inside(project, path).ok()?).ok()?;
-    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+/// The first lines of `start..=end` (1-based) of a file's `lines` that fit an offer; `None`
+/// when the file is shorter, or its line `start` alone is too long to offer.
+fn quoted_lines(lines: &[&str], start: usize, end: usize) -> Option<(usize, usize, String)> {
+    lines.get(start - 1..end)?;
+    fitting(lines, start - 1, end)
+}
+
+/// The first of a file's `lines` that fit an offer, from a line near its top that is not blank.
+fn first_lines(lines: &[&str]) -> Option<(usize, usize, String)> {
     (0..lines.len().min(SCANNED_LINES))
         .filter(|&i| !lines[i].trim().is_empty())
-        .find_map(|i| fitting(&lines, i, lines.len()))
+        .find_map(|i| fitting(lines, i, lines.len()))
 }
 
 /// Lines from `from` (0-based) up to `upto` (exclusive): at most [`OFFERED_LINES`], while the

@@ -151,7 +151,8 @@ pub fn submit(
     }
     let (mut filled, defaults) = with_defaults(&step.schema, result);
     let mut errors = schema_errors(step, project, &filled);
-    let expected = (!errors.is_empty()).then(|| super::shape::shape(&step.schema));
+    // The schema's refusal is answered with the result's shape to fill in (`expected`).
+    let schema_refused = !errors.is_empty();
     let mut computed = serde_json::Map::new();
     let corrected = if errors.is_empty() {
         check::relocate(&step.checks, project, &mut filled)
@@ -187,9 +188,7 @@ pub fn submit(
         }
         // Evidence is offered filled in from the files whenever the result is refused, a
         // schema error or a check's (see `check::offer_evidence`).
-        let mut shape = expected
-            .clone()
-            .unwrap_or_else(|| super::shape::shape(&step.schema));
+        let mut shape = super::shape::shape(&step.schema);
         super::shape::keep_given(&mut shape, result, &errors);
         let offered = check::offer_evidence(&step.checks, project, result, &mut shape);
         if offered {
@@ -202,7 +201,7 @@ pub fn submit(
         Reply::Invalid {
             step: name.into(),
             errors,
-            expected: (expected.is_some() || offered).then_some(shape),
+            expected: (schema_refused || offered).then_some(shape),
         }
     } else {
         let decision = step

@@ -53,7 +53,7 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         .filter(|output| !parse::numbered_lines(output).is_empty());
     let Some(read) = reads.first() else {
         if let Some(output) = &ahead {
-            return match read_on_offset(output) {
+            return match crate::tools::read::read_on_offset(output) {
                 Some(offset) if has_tool(request, "read") => Turn::Calls(vec![call(
                     "read",
                     0,
@@ -82,17 +82,6 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
             Turn::Answer(unreadable(request, &path, &why))
         }
     }
-}
-
-/// Where `read`'s output says to read on ("(lines 1-250 of 300; read on with offset 251)").
-fn read_on_offset(output: &str) -> Option<usize> {
-    let line = output.lines().last()?;
-    line.split("read on with offset ")
-        .nth(1)?
-        .trim_end_matches(')')
-        .trim()
-        .parse()
-        .ok()
 }
 
 fn max_lines(request: &ModelRequest) -> usize {
@@ -412,7 +401,7 @@ mod tests {
             "thoughts/d.md",
             &shown,
         );
-        assert_eq!(super::read_on_offset(&shown), Some(11));
+        assert_eq!(crate::tools::read::read_on_offset(&shown), Some(11));
         let mut messages = vec![Message::user(&task)];
         let req = request(
             "Analyze.",
