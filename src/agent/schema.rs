@@ -27,7 +27,7 @@ fn contract_spec() -> Value {
             "signal_headings": { "type": "array", "items": { "type": "string" } },
             "required_sections": { "type": "array", "items": { "type": "string" } },
             "named_paths": { "enum": ["unchecked", "exist"] },
-            "on_violation": { "enum": ["fail", "mark", "fallback"] },
+            "on_violation": { "enum": ["fail", "mark", "fallback", "drop_items"] },
             "max_repairs": { "type": "integer", "minimum": 0 },
             "schema": {
                 "description": "format: json: a JSON Schema 2020-12 (inline) or the path of a .json/.yaml schema file in the project",

@@ -30,6 +30,7 @@ mod report;
 mod rule;
 pub mod schema;
 pub mod spec;
+pub mod trim;
 
 pub(crate) use check::similar_files;
 pub use check::{

@@ -95,6 +95,9 @@ pub enum OnViolation {
     Mark,
     /// Hand up the contract's declared `fallback` object instead, marked `fallback` (JSON only).
     Fallback,
+    /// Envelope only: take out the items whose evidence still does not verify
+    /// (`contract::trim`) and hand up the rest if it then holds the contract; fail otherwise.
+    DropItems,
 }
 
 /// The type of an extra frontmatter field.
@@ -200,6 +203,8 @@ pub enum ContractError {
     JsonWithoutSchema,
     #[error("`{0}` is only meaningful with `format: json`")]
     JsonOnly(&'static str),
+    #[error("`on_violation: drop_items` is only meaningful for an envelope contract: a JSON answer has no items to take out")]
+    DropItemsOnJson,
     #[error("`on_violation: fallback` needs a `fallback:` object")]
     FallbackMissing,
     #[error("`fallback` must be a mapping (a JSON object)")]
@@ -340,6 +345,9 @@ impl Contract {
                 None
             }
         };
+        if c.json.is_some() && c.on_violation == OnViolation::DropItems {
+            return Err(ContractError::DropItemsOnJson);
+        }
         if let Some(json) = &c.json {
             if c.on_violation == OnViolation::Fallback && json.fallback.is_none() {
                 return Err(ContractError::FallbackMissing);

@@ -279,10 +279,29 @@ impl Gate<'_> {
             .as_ref()
             .and_then(|j| j.reason)
             .map(FailureReason::as_str);
+        if contract.on_violation == OnViolation::DropItems && json.is_none() {
+            // The `contract.checked` event above lists the problems of the items taken out;
+            // the answer's last line says how many went.
+            if let Some((trimmed, _)) = self.trimmed(answer, &outcome.violations, contract) {
+                self.settled = Some(EventKind::ContractOutcome {
+                    contract: contract.name.clone(),
+                    outcome: "repaired".into(),
+                    repairs,
+                    reason: Some("items_dropped".into()),
+                    sanitized: sanitized + 1,
+                    question: false,
+                });
+                return Verdict::Accept {
+                    conformant: Some(true),
+                    answer: Some(trimmed),
+                };
+            }
+        }
         let (status, answer) = match contract.on_violation {
             // Tier 3: the repairs are spent and the contract says fail, so the hop fails
-            // closed (BLOCKED) and a person fixes the prompt or the contract.
-            OnViolation::Fail => (HopStatus::Blocked, None),
+            // closed (BLOCKED) and a person fixes the prompt or the contract. `drop_items`
+            // comes here when taking items out left nothing that holds the contract.
+            OnViolation::Fail | OnViolation::DropItems => (HopStatus::Blocked, None),
             OnViolation::Mark => (HopStatus::NonConformant, None),
             OnViolation::Fallback => match self.fallback(contract) {
                 Ok(text) => (HopStatus::Fallback, Some(text)),
@@ -312,6 +331,27 @@ impl Gate<'_> {
             violations: outcome.violations,
             answer,
         }
+    }
+
+    /// `answer` (with the fixes that need no judgement made first) without the items whose
+    /// evidence does not verify, when that copy holds `contract` whole; with how many went.
+    fn trimmed(
+        &self,
+        answer: &str,
+        problems: &[Problem],
+        contract: &Contract,
+    ) -> Option<(String, usize)> {
+        let fixed = contract::fix::apply(answer, problems, self.project);
+        let base = fixed.as_deref().unwrap_or(answer);
+        let left = match &fixed {
+            Some(f) => self.check(f, contract).outcome.violations,
+            None => problems.to_vec(),
+        };
+        let (trimmed, dropped) = contract::trim::drop_items(base, &left)?;
+        self.check(&trimmed, contract)
+            .outcome
+            .conformant
+            .then_some((trimmed, dropped))
     }
 
     /// The answer with the fixes that need no judgement made (`contract::fix`), offered to copy
@@ -459,6 +499,70 @@ mod tests {
                 }
             ),
             "{verdicts:?}"
+        );
+    }
+
+    /// `drop_items`: after the repairs, an answer whose one bad item is taken out goes up with
+    /// the items that verify, settled as `repaired` for `items_dropped`; with every item bad, the
+    /// hop is BLOCKED as under `fail`.
+    #[test]
+    fn drop_items_hands_up_what_verifies_once_the_repairs_are_spent() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("d.md"), "# D\nWe use serde-saphyr.\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut contract = Contract::builtin("envelope").unwrap();
+        contract.max_repairs = 1;
+        contract.on_violation = OnViolation::DropItems;
+        let item = |title: &str, excerpt: &str| {
+            format!("### {title}\n- **Evidence**: `d.md:2-2`\n- **Excerpt**:\n  ```\n  {excerpt}\n  ```\n\n")
+        };
+        let envelope = |items: &str| {
+            format!("---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n{items}</answer>\n")
+        };
+        let good = item("Decision: serde-saphyr", "We use serde-saphyr.");
+        let bad = item("Constraint: made up", "We never parse YAML at all.");
+        let judge = |answer: &str| {
+            let mut gate = Gate {
+                contract: Some(&contract),
+                project: &project,
+                correlation_id: "c-1",
+                message_id: "t-2026-11-25-001",
+                template: None,
+                repairs: 0,
+                vars: serde_json::Value::Null,
+                settled: None,
+                questions_asked: 0,
+                asked: None,
+            };
+            let first = gate.judge(answer, &|_| {});
+            assert!(matches!(first, Verdict::Repair { .. }), "{first:?}");
+            (gate.judge(answer, &|_| {}), gate.settled)
+        };
+        let (verdict, settled) = judge(&envelope(&format!("{good}{bad}")));
+        let Verdict::Accept {
+            conformant: Some(true),
+            answer: Some(kept),
+        } = verdict
+        else {
+            panic!("{verdict:?}");
+        };
+        assert!(kept.contains(&good) && !kept.contains("made up"), "{kept}");
+        assert!(kept.contains("took out 1 item(s)"), "{kept}");
+        assert!(
+            matches!(&settled, Some(EventKind::ContractOutcome { outcome, reason: Some(r), .. })
+                if outcome == "repaired" && r == "items_dropped"),
+            "{settled:?}"
+        );
+        let (verdict, _) = judge(&envelope(&bad));
+        assert!(
+            matches!(
+                verdict,
+                Verdict::Reject {
+                    status: HopStatus::Blocked,
+                    ..
+                }
+            ),
+            "{verdict:?}"
         );
     }
 

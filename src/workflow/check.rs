@@ -302,8 +302,50 @@ fn cited(lines: &[&str], from: usize, mut to: usize) -> Option<(usize, usize, St
     (to > from).then(|| (from + 1, to, lines[from..to].join("\n")))
 }
 
+/// An offered item. A `fact` still to be written is taken from the quoted lines when they are
+/// the file's own comment or heading (`//! Runs a session…`, `# Decision: …`): what the file says
+/// of itself, in its author's words, with the path before it. The 1.5B planner copied an offered
+/// excerpt exactly and left the `fact` beside it as the placeholder through every INVALID
+/// reply: it copies what it is shown and writes little of its own.
 fn offered_item(fact: &str, path: &str, (start, end, excerpt): (usize, usize, String)) -> Value {
+    let own = (fact == super::shape::PLACEHOLDER)
+        .then(|| fact_of_comment(path, &excerpt))
+        .flatten();
+    let fact = own.as_deref().unwrap_or(fact);
     serde_json::json!({"fact": fact, "path": path, "start": start, "end": end, "excerpt": excerpt})
+}
+
+/// Characters of a fact taken from a comment at most: one JSON string of the local grammar
+/// holds it with room to spare (`OFFERED_CHARS`).
+const FACT_CHARS: usize = 100;
+
+/// `path: <the words>` when every line of `excerpt` is a comment or a heading that says at least
+/// three words; `None` for code, so no fact is made up from it.
+fn fact_of_comment(path: &str, excerpt: &str) -> Option<String> {
+    const MARKS: &[&str] = &["//!", "///", "//", "#", "--", "/*", "*", "<!--"];
+    let mut words: Vec<&str> = Vec::new();
+    for line in excerpt.lines() {
+        let line = line.trim();
+        let mark = MARKS.iter().find(|m| line.starts_with(**m))?;
+        let text = line
+            .trim_start_matches(*mark)
+            .trim_start_matches(['#', '!', '/'])
+            .trim_end_matches("-->")
+            .trim_end_matches("*/");
+        words.extend(text.split_whitespace());
+    }
+    if words.len() < 3 {
+        return None;
+    }
+    let mut fact = format!("{path}:");
+    for word in words {
+        if fact.chars().count() + 1 + word.chars().count() > FACT_CHARS {
+            break;
+        }
+        fact.push(' ');
+        fact.push_str(word);
+    }
+    Some(fact)
 }
 
 /// What the checks work on: the project, the result being checked, accepted results by step.
@@ -578,6 +620,38 @@ mod tests {
         assert_eq!(
             expected["evidence"],
             json!([{"fact": "…", "path": "src/long.rs", "start": 2, "end": 2, "excerpt": "short line"}])
+        );
+        // A file whose first lines are its own comment: the fact is that comment's words.
+        std::fs::write(
+            dir.path().join("src/doc.rs"),
+            "//! `switchboard run`: runs a session\n//! and shows its hop tree.\nfn x() {}\n",
+        )
+        .unwrap();
+        let result = json!({"primary": ["src/doc.rs"]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(
+            expected["evidence"][0]["fact"],
+            "src/doc.rs: `switchboard run`: runs a session and shows its hop tree."
+        );
+        assert_eq!(
+            fact_of_comment("a.rs", "# Decision: parse YAML"),
+            Some("a.rs: Decision: parse YAML".into())
+        );
+        assert_eq!(
+            fact_of_comment("a.rs", "// two words"),
+            None,
+            "too few words"
+        );
+        assert_eq!(
+            fact_of_comment("a.rs", "fn main() { run(); }"),
+            None,
+            "code is no fact"
+        );
+        let long = fact_of_comment("a.rs", &format!("//! {}", "word ".repeat(40))).unwrap();
+        assert!(
+            long.chars().count() <= FACT_CHARS && long.ends_with("word"),
+            "{long}"
         );
         // Nothing that names a file inside the root: nothing offered, the shape unchanged.
         let result = json!({"primary": ["../outside.rs"], "evidence": [{"path": "src/none.rs"}]});

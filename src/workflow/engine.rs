@@ -194,7 +194,8 @@ pub fn submit(
         if offered {
             errors.push(
                 "`expected` quotes lines of the files as they are now: keep those items or \
-                 cite other lines the same way, and write each `fact` from them"
+                 cite other lines the same way; a `fact` that is still `…` you write from the \
+                 lines, one the runtime took from a file's own comment you may keep"
                     .to_string(),
             );
         }
