@@ -581,6 +581,15 @@ fn clarify_without_its_action_proceeds_by_the_workflow_default() {
         json!({"action": "CLARIFY", "assumptions": [], "questions": ["Which command?"]}),
     );
     assert_eq!(r["action"], "CLARIFY", "{r}");
+    // test_strategy's verdict copied back as the shape's choices is the default, NEEDED.
+    run.step("clarify", good("clarify"));
+    run.step("scope", good("scope"));
+    let r = run.step(
+        "test_strategy",
+        json!({"verdict": "CRITICAL | NEEDED | OPTIONAL | NONE", "strategy": "unit tests of the flag"}),
+    );
+    assert_eq!(r["action"], "PROCEED", "{r}");
+    assert_eq!(r["defaults"], json!({"verdict": "NEEDED"}));
 }
 
 #[test]
