@@ -46,7 +46,25 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         ),
         None => None,
     };
-    let start = resolve(ctx, "grep", base)?;
+    // Several paths joined with commas are searched each: the 1.5B codebase-locator sent
+    // `src/cli/run.rs,src/cli/eval.rs,…` as one `path` again after being told to split it, so
+    // the search it means is made, and the output says how it was read.
+    let (starts, joined) = match resolve(ctx, "grep", base) {
+        Ok(start) => (vec![start], None),
+        // Only a path that is not there; a refused one stays refused.
+        Err(e @ ToolError::Failed { .. }) => {
+            let parts = (!ctx.project.root().join(base).exists())
+                .then(|| super::split_joined(ctx.project, base))
+                .flatten()
+                .ok_or(e)?;
+            let starts = parts
+                .iter()
+                .map(|p| resolve(ctx, "grep", p))
+                .collect::<Result<Vec<_>, _>>()?;
+            (starts, Some(parts))
+        }
+        Err(e) => return Err(e),
+    };
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(true)
@@ -54,7 +72,10 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     let mut results = Vec::new();
     let mut total = 0usize;
     let mut paths = Vec::new();
-    for (rel, entry) in walk_files(ctx.project, &start) {
+    for (rel, entry) in starts
+        .iter()
+        .flat_map(|start| walk_files(ctx.project, start))
+    {
         if let Some(f) = &filter {
             let file_name = entry.file_name().to_string_lossy();
             if !f.is_match(&rel) && !f.is_match(file_name.as_ref()) {
@@ -64,6 +85,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         paths.push((rel, entry.into_path()));
     }
     paths.sort();
+    paths.dedup();
     for (rel, path) in &paths {
         let _ = searcher.search_path(
             &matcher,
@@ -101,6 +123,13 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         if let Some(hint) = word_hints(pattern, &paths) {
             out.push_str(&hint);
         }
+    }
+    if let Some(parts) = joined {
+        out = format!(
+            "(`path` held {} paths joined with commas; each was searched: {})\n{out}",
+            parts.len(),
+            parts.join(", ")
+        );
     }
     Ok(ToolOutput::text(out))
 }

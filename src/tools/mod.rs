@@ -354,6 +354,12 @@ pub(crate) fn resolve_new(
 /// only "does not exist"; it also joined them after the project's absolute root
 /// (`/tmp/…/src/a.rs,src/b.rs`).
 fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
+    split_joined(project, name).map(|parts| parts.iter().map(|p| format!("`{p}`")).collect())
+}
+
+/// The parts of a comma-joined `name` that exist (see [`joined_paths`]), as written, relative to
+/// the root; `None` when `name` has no comma or no part exists.
+pub(crate) fn split_joined(project: &Project, name: &str) -> Option<Vec<String>> {
     if !name.contains(',') {
         return None;
     }
@@ -366,7 +372,7 @@ fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
             _ => p,
         })
         .filter(|p| !p.is_empty() && project.resolve_visible(p).is_ok())
-        .map(|p| format!("`{p}`"))
+        .map(str::to_string)
         .collect();
     (!parts.is_empty()).then_some(parts)
 }

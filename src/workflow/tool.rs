@@ -54,6 +54,7 @@ pub fn offer(call: &Call) -> Option<ToolSpec> {
                     call.declared.unwrap_or("?")
                 ),
                 &[],
+                &[],
             ))
         }
     };
@@ -168,22 +169,48 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
     if let Some(n) = next {
         text.push_str(&format!(" Next step: `{n}`."));
     }
-    spec_text(text, &names)
+    // The results this run can take now: the next step's, and those of the steps already
+    // accepted (one may be reported again). Under a local model's grammar the result can then
+    // only be written in one of those shapes: Qwen2.5-Coder-1.5B, told INVALID, sent the reply
+    // back as its `scope` (`{"errors": […], "expected": {…}}`) with the evidence it was to copy
+    // cut to `[]` where a free-form object's nesting ran out.
+    let mut results: Vec<&Value> = next
+        .into_iter()
+        .chain(done.iter().copied())
+        .filter_map(|n| wf.steps.iter().find(|s| s.name == n))
+        .map(|s| &s.schema)
+        .collect();
+    results.dedup();
+    spec_text(text, &names, &results)
 }
 
-fn spec_text(description: String, names: &[&str]) -> ToolSpec {
+fn spec_text(description: String, names: &[&str], results: &[&Value]) -> ToolSpec {
     let mut name = json!({"type": "string", "description": "the step's name"});
     if !names.is_empty() {
         name["enum"] = json!(names);
     }
+    let about = "the step's result, as its schema asks";
+    let result = match results {
+        [] => json!({"type": "object", "description": about}),
+        [one] => with_description((*one).clone(), about),
+        many => json!({"description": about, "anyOf": many}),
+    };
     ToolSpec {
         name: TOOL.to_string(),
         description,
         parameters: json!({"type": "object", "properties": {
             "name": name,
-            "result": {"type": "object", "description": "the step's result, as its schema asks"}},
+            "result": result},
             "required": ["name", "result"]}),
     }
+}
+
+fn with_description(mut schema: Value, about: &str) -> Value {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.entry("description")
+            .or_insert_with(|| Value::from(about));
+    }
+    schema
 }
 
 /// Handles a `step` call; `None` when the agent runs no workflow (the call is then an unknown
@@ -378,5 +405,39 @@ mod tests {
         assert!(later
             .description
             .contains("Already accepted: a. Next step: `b`."));
+    }
+
+    /// The result's schema is the next step's, or any of it and the accepted steps' schemas:
+    /// the shapes a result can take now, which a local model's grammar is written from.
+    #[test]
+    fn the_result_takes_the_schema_of_the_next_step_or_of_one_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse(
+            "workflow/t.yaml",
+            "steps:\n  - name: a\n    schema: {type: object, required: [x], properties: {x: {type: string}}}\n  - name: b\n    schema: {type: object, required: [count], properties: {count: {type: integer}}}\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let fresh = spec(&wf, None, "r1");
+        let result = &fresh.parameters["properties"]["result"];
+        assert_eq!(result["required"], json!(["x"]), "{result}");
+        assert!(result["description"].is_string());
+        let mut s = State::new("r1", &wf, "x", "s", "c", "t");
+        engine::submit(&wf, &mut s, &p, "a", &json!({"x": "done"}));
+        let later = spec(&wf, Some(&s), "r1");
+        let any = later.parameters["properties"]["result"]["anyOf"]
+            .as_array()
+            .expect("anyOf")
+            .clone();
+        assert_eq!(
+            any.iter()
+                .map(|s| s["required"].clone())
+                .collect::<Vec<_>>(),
+            [json!(["count"]), json!(["x"])],
+            "the next step's first"
+        );
+        // The grammar a local model decodes the call under is written from it.
+        let gbnf = crate::model::local::grammar::json_schema(&later.parameters).expect("grammar");
+        assert!(gbnf.contains("count"), "{gbnf}");
     }
 }

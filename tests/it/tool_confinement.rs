@@ -358,19 +358,29 @@ fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() 
         json!({"path": f.outside("secret.txt").display().to_string()}),
     ));
     // Several joined with commas after the root (Qwen2.5-Coder-1.5B as codebase-locator): named
-    // as such, each part relative; joined after an outside path, still a refusal.
+    // as such, each part relative; `grep` searches each part that is there, and says so;
+    // joined after an outside path, still a refusal.
     let joined = format!(
         "{},docs/nope.md, {}",
         absolute.display(),
         absolute.display()
     );
-    match call(&f, &a, "grep", json!({"pattern": "x", "path": joined})) {
+    match call(&f, &a, "read", json!({"path": joined})) {
         Err(ToolError::Failed { message, .. }) => assert!(
-            message.contains("make one `grep` call for each of `docs/a.md`, `docs/a.md`"),
+            message.contains("make one `read` call for each of `docs/a.md`, `docs/a.md`"),
             "{message}"
         ),
         other => panic!("{other:?}"),
     }
+    let found = call(&f, &a, "grep", json!({"pattern": "inside", "path": joined}))
+        .expect("each part searched")
+        .text;
+    assert_eq!(
+        found,
+        "(`path` held 2 paths joined with commas; each was searched: docs/a.md, docs/a.md)\n\
+         docs/a.md:1:inside doc",
+        "the file once, though named twice"
+    );
     let outside = format!("{},docs/a.md", f.outside("secret.txt").display());
     refused(call(
         &f,
