@@ -163,6 +163,49 @@ pub fn document_in_answer(answer: &str) -> Option<&str> {
     None
 }
 
+/// The document made of an answer that holds a report's sections but not its frontmatter: the
+/// answer from its first `## ` heading on, when an Evidence item follows, under frontmatter the
+/// runtime knows (`date`, `status: active`, `topic` from the task, `tags: [research]`,
+/// `correlation_id`) and the task's first line as its `# ` title. A fence line left unclosed at
+/// the end (the rest of a fence opened before the sections) goes. Qwen2.5-Coder-1.5B, as the
+/// researcher, answered twice with `## Findings` holding the two items its analyzer had verified,
+/// after a `task(…)` line written as text and without the frontmatter, and the session ended with
+/// no report: the sections are the agent's, the fields above are the runtime's own values.
+/// `None` when the answer is a document already, or has no such section.
+pub fn document_from_sections(
+    answer: &str,
+    today: &str,
+    task: &str,
+    correlation_id: &str,
+) -> Option<String> {
+    if document_in_answer(answer).is_some() {
+        return None;
+    }
+    let start = if answer.starts_with("## ") {
+        0
+    } else {
+        answer.find("\n## ")? + 1
+    };
+    let mut sections: Vec<&str> = answer[start..].trim_end().lines().collect();
+    if !sections.iter().any(|l| l.contains("**Evidence**")) {
+        return None;
+    }
+    let fences = sections
+        .iter()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count();
+    if fences % 2 == 1 && sections.last().is_some_and(|l| l.trim() == "```") {
+        sections.pop();
+    }
+    let question = task.lines().find(|l| !l.trim().is_empty())?.trim();
+    let topic = question.replace('"', "'");
+    Some(format!(
+        "---\ndate: {today}\nstatus: active\ntopic: \"{topic}\"\ntags: [research]\n\
+         correlation_id: {correlation_id}\n---\n\n# {question}\n\n{}\n",
+        sections.join("\n").trim_end()
+    ))
+}
+
 /// Where the runtime saves an answer that is the document: the glob's `*` replaced by
 /// `<today>-<slug>`, the slug from the frontmatter's `topic`/`title`, else the first `# `
 /// heading, else `task`; `-2`, `-3`, … when the name is taken (never over another file).
@@ -492,6 +535,44 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dir.path().join("reports/out")).expect("link");
         assert!(save(&p, "reports/out/x.md", document).is_err());
         assert!(!outside.path().join("x.md").exists());
+    }
+
+    #[test]
+    fn sections_answered_without_frontmatter_become_the_document() {
+        let (_dir, project) = project();
+        let answer = format!(
+            "```\ntask({{\"description\":\"Report\"}})\n\n## Findings\n\n### Decision: x\n{}\n```\n",
+            item("1", "alpha")
+        );
+        let doc = document_from_sections(
+            &answer,
+            "2026-11-26",
+            "What did we decide?\nCorrelation: c",
+            "c-1",
+        )
+        .expect("a document");
+        assert!(
+            doc.starts_with("---\ndate: 2026-11-26\nstatus: active\ntopic: \"What did we decide?\"\ntags: [research]\ncorrelation_id: c-1\n---\n\n# What did we decide?\n\n## Findings\n"),
+            "{doc}"
+        );
+        assert!(
+            !doc.contains("task("),
+            "the call written as text is left out: {doc}"
+        );
+        assert!(
+            !doc.trim_end().ends_with("```\n```"),
+            "the outer fence's end goes: {doc}"
+        );
+        let owed = owed(1);
+        let path = "reports/r.md";
+        save(&project, path, &doc).expect("saved");
+        assert!(check(&owed, &[path.to_string()], &project).is_ok(), "{doc}");
+        // A document already, or sections with no Evidence: nothing is made.
+        assert_eq!(document_from_sections(&doc, "d", "t", "c"), None);
+        assert_eq!(
+            document_from_sections("## Findings\nNone.\n", "d", "t", "c"),
+            None
+        );
     }
 
     #[test]

@@ -1002,6 +1002,18 @@ impl HopState {
             if let Some(document) = deliver::document_in_answer(answer) {
                 self.save_answer(owed, document);
                 found = deliver::check(owed, &self.written, &shared.project);
+            } else if let Some(document) = deliver::document_from_sections(
+                answer,
+                &self.started.format("%Y-%m-%d").to_string(),
+                &self.req.prompt,
+                &shared.correlation_id,
+            ) {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "report_frontmatter_added".into(),
+                    count: 1,
+                });
+                self.save_answer(owed, &document);
+                found = deliver::check(owed, &self.written, &shared.project);
             }
         }
         let (path, verified) = match &found {

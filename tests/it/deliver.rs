@@ -84,6 +84,44 @@ async fn an_answer_without_the_document_is_repaired_then_partial_never_completed
     assert!(!second.contains("written as text"), "{second}");
 }
 
+/// Qwen2.5-Coder-1.5B as the researcher: `## Findings` with its analyzer's verified item, after
+/// a `task(…)` line written as text, and no frontmatter. The sections are saved under the
+/// frontmatter the runtime knows, and the session completes with that report.
+#[tokio::test]
+async fn sections_answered_without_frontmatter_are_saved_as_the_report() {
+    let (dir, project) = project();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace("evidence: 1}", "evidence: 1, from_answer: true}"),
+    )
+    .expect("write");
+    let mock = Mock::start().await;
+    let sections = "## Findings\n\n### a.md greets\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n  ```\n  hello\n  ```\n";
+    mock.push(answer(
+        &format!("```\ntask({{\"description\":\"Report\",\"prompt\":\"p\"}})\n\n{sections}```\n"),
+        vec![],
+    ));
+    let (outcome, events) = session(&project, &mock).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(checks(&events), [("met".to_string(), 1)]);
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::HopSteered { why, .. } if why == "report_frontmatter_added")));
+    let saved = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::DeliverSaved { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .expect("deliver.saved");
+    let report = std::fs::read_to_string(dir.path().join(&saved)).expect("report");
+    assert!(
+        report.starts_with("---\ndate: ") && report.contains("topic: \"What is in a.md?\""),
+        "{report}"
+    );
+    assert!(report.contains(sections.trim_end()), "{report}");
+    assert!(!report.contains("task("), "{report}");
+}
+
 #[tokio::test]
 async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_one_completes() {
     let (dir, project) = project();
