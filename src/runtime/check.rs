@@ -213,6 +213,17 @@ impl Gate<'_> {
                 question,
             })
         };
+        // An answer the runtime edited into conformance: `repaired`, the edit counted as sanitized.
+        let edited = |why: &str| {
+            Some(EventKind::ContractOutcome {
+                contract: contract.name.clone(),
+                outcome: "repaired".into(),
+                repairs,
+                reason: Some(why.to_string()),
+                sanitized: sanitized + 1,
+                question: false,
+            })
+        };
         if outcome.conformant {
             self.settled = settle(
                 if self.repairs == 0 {
@@ -243,14 +254,7 @@ impl Gate<'_> {
             let fixed = contract::fix::apply(answer, &outcome.violations, self.project)
                 .filter(|f| self.check(f, contract).outcome.conformant);
             if let Some(fixed) = fixed {
-                self.settled = Some(EventKind::ContractOutcome {
-                    contract: contract.name.clone(),
-                    outcome: "repaired".into(),
-                    repairs,
-                    reason: Some("runtime_fix".into()),
-                    sanitized: sanitized + 1,
-                    question: false,
-                });
+                self.settled = edited("runtime_fix");
                 return Verdict::Accept {
                     conformant: Some(true),
                     answer: Some(fixed),
@@ -283,14 +287,7 @@ impl Gate<'_> {
             // The `contract.checked` event above lists the problems of the items taken out;
             // the answer's last line says how many went.
             if let Some((trimmed, _)) = self.trimmed(answer, &outcome.violations, contract) {
-                self.settled = Some(EventKind::ContractOutcome {
-                    contract: contract.name.clone(),
-                    outcome: "repaired".into(),
-                    repairs,
-                    reason: Some("items_dropped".into()),
-                    sanitized: sanitized + 1,
-                    question: false,
-                });
+                self.settled = edited("items_dropped");
                 return Verdict::Accept {
                     conformant: Some(true),
                     answer: Some(trimmed),
