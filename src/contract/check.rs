@@ -11,7 +11,7 @@ mod fields;
 mod paths;
 mod placeholders;
 
-use evidence::{check_evidence, stating_line};
+use evidence::{check_evidence, stating_line, words};
 pub(crate) use evidence::{PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
@@ -347,6 +347,14 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
                 ),
             });
         }
+        if has_evidence && offered < MAX_OFFERS && !cites_only_frontmatter(&items, ctx) {
+            for item in &items {
+                if let Some(v) = stated_elsewhere(env, ctx, item, title, statement) {
+                    offered += 1;
+                    out.push(v);
+                }
+            }
+        }
         // `#### Constraint: None` says there is no such item: there is nothing to cite. So does
         // `No constraints in this document.` (Qwen2.5-Coder-1.5B's way of saying it).
         let none = || {
@@ -382,6 +390,66 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
             });
         }
     }
+}
+
+/// Opens the help of a `contract/signal-stated-elsewhere`; its attached line is the one that
+/// states the item. [`crate::contract::fix`] cites it there.
+pub(crate) const STATED_AT: &str = "the line that states it is";
+
+/// Words an item's statement needs before its excerpt is weighed against it: a title of two or
+/// three words shares them with too many lines to point at one.
+const MIN_STATEMENT_WORDS: usize = 4;
+
+/// A problem for `item` (of the signal `title`, stating `statement`) when its excerpt does not
+/// say what the statement says and one line of the answer's sources does: that line, outside
+/// the cited range, shares at least two more of the statement's words than the excerpt, and at
+/// least 60 % of them ([`stating_line`]). Qwen2.5-Coder-1.5B titled an item with the decision
+/// record's own title, word for word, and quoted the header row of the record's options table
+/// for it; the excerpt verified, and the evidence-validator rejected the whole analysis because
+/// the lines did not carry the decision. The line that states it is attached, so the runtime
+/// cites it (`contract::fix`); the model's statement is kept as written.
+fn stated_elsewhere(
+    env: &Envelope,
+    ctx: &CheckContext,
+    item: &crate::contract::envelope::EvidenceItem,
+    title: &str,
+    statement: &str,
+) -> Option<Problem> {
+    let want = words(statement);
+    if want.len() < MIN_STATEMENT_WORDS {
+        return None;
+    }
+    let [r] = item.references.as_slice() else {
+        return None;
+    };
+    let block = item.excerpt.as_ref()?.block.as_ref()?;
+    let quoted = words(&block.content).intersection(&want).count();
+    let (from, line) = stating_line(env, ctx, statement)?;
+    let (path, range) = from.rsplit_once(':')?;
+    let n: usize = range.split('-').next()?.parse().ok()?;
+    if path == r.path && (r.first..=r.last).contains(&n) {
+        return None;
+    }
+    let stated = words(&line).intersection(&want).count();
+    if stated < quoted + 2 {
+        return None;
+    }
+    Some(
+        Rule::SignalStatedElsewhere
+            .problem(
+                block.span.clone(),
+                format!(
+                    "the excerpt of `{title}` does not say it: it holds {quoted} of the title's \
+                     {} words, `{from}` holds {stated}",
+                    want.len()
+                ),
+            )
+            .with_help(format!(
+                "{STATED_AT} `{from}`: cite `{from}` and quote that line, or reword the title to \
+                 what your excerpt says"
+            ))
+            .with_actual(from, line),
+    )
 }
 
 /// Whether every reference of `items` lies inside its file's YAML frontmatter (and there is at

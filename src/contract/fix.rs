@@ -16,12 +16,14 @@
 //!   range and its block those lines. The quote was the model's own and the lines are really
 //!   there; only the numbers (and any line it had reworded) change;
 //! * an excerpt whose every line is a piece of the cited line at its place (a quote cut short)
-//!   becomes those lines whole.
+//!   becomes those lines whole;
+//! * an item whose excerpt does not say what its title states, while one line of its sources
+//!   does (`contract/signal-stated-elsewhere`), is cited at that line, quoted whole.
 //!
 //! Nothing else is touched; the copy is checked again before it is taken or offered
 //! (`runtime::check`).
 
-use super::check::{path_item, similar_files, PART_FOUND, RELOCATED, SHORTENED};
+use super::check::{path_item, similar_files, PART_FOUND, RELOCATED, SHORTENED, STATED_AT};
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
@@ -30,6 +32,13 @@ use crate::project::Project;
 /// when none applies.
 pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<String> {
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    // A block whose item's title is stated at another line is cited there, whatever its own
+    // mismatch would have offered: the line that says the item beats the lines that match the quote.
+    let stated: Vec<std::ops::Range<usize>> = problems
+        .iter()
+        .filter(|p| p.code == Rule::SignalStatedElsewhere.code())
+        .filter_map(|p| p.span.clone())
+        .collect();
     for p in problems {
         let Some(span) = p.span.clone().filter(|s| s.end <= answer.len()) else {
             continue;
@@ -70,7 +79,12 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 let indent = &answer[start..start + indent_len];
                 edits.push((start..end, format!("{indent}{line}")));
             }
-        } else if p.code == Rule::ExcerptMismatch.code() {
+        } else if p.code == Rule::SignalStatedElsewhere.code() {
+            let at = p.help.as_deref().is_some_and(|h| h.starts_with(STATED_AT));
+            if let (true, Some(actual)) = (at, p.actual.as_ref()) {
+                edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
+            }
+        } else if p.code == Rule::ExcerptMismatch.code() && !stated.contains(&span) {
             let relocated = p.help.as_deref().is_some_and(|h| {
                 [RELOCATED, PART_FOUND, SHORTENED]
                     .iter()
@@ -241,6 +255,93 @@ mod tests {
         let problems = verify_evidence(&text, &ctx);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(apply(&text, &problems, &project), None);
+    }
+
+    /// The 1.5B analyzer's items, from a real session: the record's own title as the decision,
+    /// quoted with the header row of its options table (cited at other lines), and a
+    /// constraint quoted with the paragraph before the list that states it. Each is cited at
+    /// the line that states it; an item whose excerpt says what it claims is left alone.
+    #[test]
+    fn an_item_is_cited_at_the_line_that_states_its_title() {
+        use crate::contract::{check, CheckContext, Contract, FileCache};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc = "---\ndate: 2026-11-02\nstatus: accepted\n---\n\n\
+                   # Decision: parse YAML with serde-saphyr behind our own frontmatter splitter\n\n\
+                   | Option | What counts against it |\n| --- | --- |\n\
+                   | `serde_yaml` | archived by its author |\n\n\
+                   ## Our own frontmatter splitter\n\n\
+                   YAML parsing starts after the frontmatter has been cut out of the file. We keep a small splitter of our own\n\
+                   instead of a frontmatter crate. It MUST:\n\n\
+                   - accept and skip a UTF-8 byte order mark at the start of the file;\n\
+                   - accept CRLF line endings as well as LF.\n";
+        std::fs::write(dir.path().join("d.md"), doc).expect("write");
+        let project = Project::open(dir.path()).expect("project");
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let item = |title: &str, reference: &str, excerpt: &str| {
+            format!("#### {title}\n- **Evidence**: `{reference}`\n- **Excerpt**:\n```\n{excerpt}\n```\n\n")
+        };
+        let answer = |items: &str| {
+            format!(
+                "---\nmessage_id: a-2026-01-19-001\ncorrelation_id: c\n\
+                 timestamp: 2026-01-19T10:00:00Z\nmessage_type: DOCUMENT_ANALYSIS_RESPONSE\n\
+                 source_document: d.md\ndocument_date: 2026-11-02\n\
+                 document_status: accepted\nreliability: High\n---\n<thinking>\nt\n</thinking>\n\
+                 <answer>\n{items}</answer>\n"
+            )
+        };
+        let decision = "Decision: parse YAML with serde-saphyr behind our own frontmatter splitter";
+        let bom = "Constraint: Our own frontmatter splitter MUST accept and skip a UTF-8 byte order mark at the start of the file";
+        let splitter = "YAML parsing starts after the frontmatter has been cut out of the file. We keep a small splitter of our own\ninstead of a frontmatter crate. It MUST:";
+        let text = answer(&format!(
+            "{}{}",
+            item(
+                decision,
+                "d.md:10-12",
+                "| Option | What counts against it |\n| --- | --- |"
+            ),
+            item(bom, "d.md:14-15", splitter)
+        ));
+        let contract = Contract::document_analysis();
+        let problems = check(&text, &contract, &ctx).violations;
+        let mut codes: Vec<_> = problems.iter().map(|p| p.code.to_string()).collect();
+        codes.sort();
+        assert_eq!(
+            codes,
+            [
+                "contract/signal-stated-elsewhere",
+                "contract/signal-stated-elsewhere",
+                "excerpt/mismatch"
+            ],
+            "{problems:?}"
+        );
+        let fixed = apply(&text, &problems, &project).expect("fixed");
+        assert_eq!(
+            fixed,
+            answer(&format!(
+                "{}{}",
+                item(
+                    decision,
+                    "d.md:6-6",
+                    "# Decision: parse YAML with serde-saphyr behind our own frontmatter splitter"
+                ),
+                item(
+                    bom,
+                    "d.md:17-17",
+                    "- accept and skip a UTF-8 byte order mark at the start of the file;"
+                )
+            ))
+        );
+        let left = check(&fixed, &contract, &ctx).violations;
+        assert!(left.is_empty(), "{left:?}");
+        // The excerpt says it: nothing to move, though the title's words stand elsewhere too.
+        let said = answer(&item(
+            "Constraint: the splitter must accept CRLF line endings as well as LF",
+            "d.md:18",
+            "- accept CRLF line endings as well as LF.",
+        ));
+        let left = check(&said, &contract, &ctx).violations;
+        assert!(left.is_empty(), "{left:?}");
     }
 
     /// The 1.5B analyzer quoted line 25 of a decision record without its first word, which

@@ -105,6 +105,9 @@ rules! {
     SignalMissingEvidence => "contract/signal-missing-evidence",
     /// A signal item whose Evidence cites only the source's YAML frontmatter (its metadata).
     SignalFrontmatterOnly => "contract/signal-frontmatter-only",
+    /// A signal item whose excerpt does not say what its title states, while one line of its
+    /// sources does (see `check::STATED_AT`).
+    SignalStatedElsewhere => "contract/signal-stated-elsewhere",
     /// A heading the contract requires is absent from the answer.
     SectionMissing => "contract/section-missing",
     /// A `<placeholder>` of the answer template in the agent's prompt, left in the answer.
@@ -159,6 +162,7 @@ impl Rule {
                 | Rule::RangePastEnd
                 | Rule::ExcerptMismatch
                 | Rule::SignalFrontmatterOnly
+                | Rule::SignalStatedElsewhere
                 | Rule::JsonConflict
                 | Rule::JsonSanitized
                 | Rule::JsonQuestion

@@ -29,6 +29,7 @@ const DROPPABLE: &[Rule] = &[
     Rule::ExcerptTooLong,
     Rule::ExcerptMismatch,
     Rule::SignalMissingEvidence,
+    Rule::SignalStatedElsewhere,
 ];
 
 /// `answer` without the items (`#`-headed sections inside `<answer>`) that `problems` (found on

@@ -316,7 +316,7 @@ pub(super) fn stating_line(
 
 /// The words of `text` that carry meaning: lowercase runs of letters and digits, three or more
 /// long, without the commonest English ones.
-fn words(text: &str) -> std::collections::BTreeSet<String> {
+pub(super) fn words(text: &str) -> std::collections::BTreeSet<String> {
     const COMMON: &[&str] = &[
         "the", "and", "for", "with", "from", "that", "this", "are", "was", "not", "our", "its",
         "into", "over", "use", "uses", "used",
