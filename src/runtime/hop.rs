@@ -391,11 +391,16 @@ impl HopState {
         // their numbered lines go with the task, so a small model starts from the lines it has
         // to cite (see `read_first`).
         let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        // When every named file was shown whole, the first turn is offered no tools: the
+        // 1.5B thoughts-analyzer, its whole document in its task, spent its first three turns
+        // reading it again (each refused) before it answered.
+        let mut answer_first = false;
         let task = if reads.is_empty() {
             task
         } else {
             let results = self.tools_turn(&reads, By::Runtime).await;
             self.read_ahead = super::read_first::shown(&reads, &results, &shared.project);
+            answer_first = super::read_first::all_whole(&reads, &self.read_ahead);
             super::read_first::with_reads(&task, &reads, &results)
         };
         // `search_first: FOLDER`: the task's words are grepped there first (`search_first`). A
@@ -540,8 +545,18 @@ impl HopState {
                     self.refused_turns
                 )));
             }
-            let offer_tools =
-                !(last_step || checkpointing.is_some() || self.stalled || tool_specs.is_empty());
+            let held_back = answer_first && turn == 1 && !tool_specs.is_empty();
+            if held_back {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "read_first_whole".into(),
+                    count: self.read_ahead.len() as u32,
+                });
+            }
+            let offer_tools = !(last_step
+                || checkpointing.is_some()
+                || self.stalled
+                || held_back
+                || tool_specs.is_empty());
             // `tool_choice: required` holds until the agent's first call (see `ToolChoice`).
             let tool_choice = if offer_tools && !self.called_tool {
                 self.agent.tool_choice

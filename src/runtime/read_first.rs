@@ -132,6 +132,19 @@ pub struct Shown {
     total: usize,
 }
 
+impl Shown {
+    /// Whether every line of the file was shown.
+    pub fn whole(&self) -> bool {
+        self.last == self.total
+    }
+}
+
+/// Whether `shown` holds every file `calls` read, each whole: then the agent has all the task
+/// named, and its first turn is offered no tools (`runtime::hop`).
+pub fn all_whole(calls: &[ToolCall], shown: &[Shown]) -> bool {
+    !calls.is_empty() && shown.len() == calls.len() && shown.iter().all(Shown::whole)
+}
+
 /// The lines each successful read showed (a failed one showed nothing).
 pub fn shown(calls: &[ToolCall], results: &[Message], project: &Project) -> Vec<Shown> {
     calls

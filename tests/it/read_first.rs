@@ -97,6 +97,19 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
         .map(|m| m["role"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(roles, ["system", "user"], "{messages:?}");
+    // The whole document is there, so the first turn is offered no tools; the repair turn is.
+    let tools = |i: usize| {
+        requests[i].body["tools"]
+            .as_array()
+            .map_or(0, |tools| tools.len())
+    };
+    assert_eq!(tools(0), 0, "{}", requests[0].body);
+    assert!(tools(1) > 0, "{}", requests[1].body);
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::HopSteered { why, count } if why == "read_first_whole" && *count == 1)),
+        "{kinds:?}"
+    );
     let user = messages[1]["content"].as_str().unwrap_or_default();
     assert!(user.starts_with(&task), "{user}");
     assert!(
@@ -117,14 +130,16 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
 #[tokio::test]
 async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are() {
     let lines: Vec<&str> = TEXT.lines().collect();
-    // The model reads its document again with another `limit` (no repeat of `read_first_1`'s
-    // call), is told where the lines are, and answers from them.
+    // Asked to repair a too long excerpt (the first turn has no tools), the model reads its
+    // document again with another `limit` (no repeat of `read_first_1`'s call), is told where
+    // the lines are, and answers from them.
     let reread = support::mock::call(
         "c1",
         "read",
         serde_json::json!({"path": DOC, "limit": 2000}),
     );
     let (mock, _task, events) = analyze(vec![
+        answer(&analysis("5-12", &lines[4..12].join("\n")), vec![]),
         answer("", vec![reread]),
         answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]),
     ])
@@ -148,7 +163,7 @@ async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are()
         "{kinds:?}"
     );
     let requests = mock.requests();
-    let told = requests[1].last_content();
+    let told = requests[2].last_content();
     assert!(
         told.contains(&format!(
             "not run: the runtime read all of `{DOC}` (lines 1-12)"

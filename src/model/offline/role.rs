@@ -75,7 +75,9 @@ pub fn infer(request: &ModelRequest, history: &History) -> Role {
         {
             return Role::Primary;
         }
-        if history.did("read") {
+        // The runtime's `read_first` put whole files in the task and held the tools back for
+        // this first turn: reading is what this conversation is for.
+        if history.did("read") || !crate::runtime::read_first::shown_in(history.task).is_empty() {
             return Role::Analyzer;
         }
         if history.did("search") || history.did("meta") {
