@@ -91,7 +91,24 @@ const FILLER: &[&str] = &[
 ///
 /// Three letters, since stop 38's planner question "Plan adding a --quiet flag to the run
 /// command" lost `run` at four, and `src/cli/run.rs` was not ranked first.
+///
+/// A path the task names (a word holding `/`) gives no words unless nothing else does: the
+/// 1.5B researcher's delegation "… the YAML parser, and why? Read
+/// `thoughts/shared/decisions/…-yaml-parser-serde-saphyr.md`" searched for `thoughts`, which
+/// that file's name lacks, so the runtime did not add the file and asked for it instead.
 pub fn words(task: &str) -> Vec<String> {
+    let prose: String = task
+        .split_whitespace()
+        .filter(|w| !w.contains('/'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match words_of(&prose) {
+        none if none.is_empty() => words_of(task),
+        some => some,
+    }
+}
+
+fn words_of(task: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in task.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_') {
         let word = word.trim_matches(['-', '_']).to_lowercase();
@@ -416,6 +433,15 @@ mod tests {
             vec!["retry", "policy", "model"]
         );
         assert!(words("Why? How?").is_empty());
+        // A named path gives no words beside a question's own; alone, it is the subject.
+        assert_eq!(
+            words("What about the YAML parser? Read `thoughts/shared/d/yaml-parser.md`."),
+            vec!["yaml", "parser"]
+        );
+        assert_eq!(
+            words("Read `thoughts/shared/d/yaml-parser.md`."),
+            vec!["thoughts", "shared", "yaml-parser"]
+        );
         assert_eq!(
             words("Plan adding a --quiet flag to the run command."),
             vec!["quiet", "flag", "run"]
