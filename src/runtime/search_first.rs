@@ -145,7 +145,9 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
         .map(|(i, word)| ToolCall {
             id: format!("{CALL_ID_PREFIX}{}", i + 1),
             name: "grep".to_string(),
-            arguments: serde_json::json!({"pattern": format!("(?i){}", regex::escape(&word)), "path": folder}),
+            // Counts per file, every file: the ranking below needs them all, and the model is
+            // shown the ranking, not these results.
+            arguments: serde_json::json!({"pattern": format!("(?i){}", regex::escape(&word)), "path": folder, "output": "count"}),
         })
         .collect()
 }
@@ -204,15 +206,18 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
         let w = searched.len();
         searched.push(word);
         for line in result.content.lines() {
+            // `path:N` (a count, as these calls ask for) or `path:N:text` (one matching line).
             let mut parts = line.splitn(3, ':');
-            let (Some(path), Some(n), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(path), Some(n), text) = (parts.next(), parts.next(), parts.next()) else {
                 // grep's own closing note ("(N more lines)"): its counts are lower bounds.
                 more |= line.starts_with('(');
                 continue;
             };
-            if n.parse::<usize>().is_err() {
+            let Ok(n) = n.parse::<usize>() else {
+                more |= line.starts_with('(');
                 continue;
-            }
+            };
+            let n = if text.is_some() { 1 } else { n };
             let at = match files.iter().position(|f| f.path == path) {
                 Some(i) => i,
                 None => {
@@ -225,7 +230,7 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
             };
             let hits = &mut files[at];
             hits.lines.resize(hits.lines.len().max(w + 1), 0);
-            hits.lines[w] += 1;
+            hits.lines[w] += n;
         }
     }
     if files.is_empty() {

@@ -6,15 +6,34 @@ use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::Value;
 
-use super::{opt_str, resolve, str_arg, walk_files, ToolContext, ToolError, ToolOutput};
+use super::{opt_str, opt_usize, resolve, str_arg, walk_files, ToolContext, ToolError, ToolOutput};
 
-/// Result lines returned at most; the rest are counted.
-pub const MAX_RESULTS: usize = 500;
+/// Result lines returned at most unless the call asks for more (`limit`); the rest are
+/// counted. opencode's grep stops at 100 too.
+pub const MAX_RESULTS: usize = 100;
+/// The most result lines a call may ask for with `limit`.
+pub const MAX_LIMIT: usize = 500;
+/// Bytes of result lines returned at most. The 1.5B codebase-locator grepped all of `src` for
+/// `quiet|flag|run`: 500 lines made a 14,774-token prompt, 23 minutes of prompt evaluation on
+/// two cores, twice, until the session's limit. A call's result must fit the small context
+/// it goes into beside the prompt; what is left out is counted per file instead. A call that
+/// sets `limit` asked for that many lines, and gets them whatever their bytes.
+pub const MAX_OUTPUT_BYTES: usize = 8 * 1024;
+/// Files listed with their match counts when results were left out.
+const MAX_COUNTED_FILES: usize = 10;
 /// Matched lines are cut at this many characters.
 pub const MAX_LINE_CHARS: usize = 300;
 
 pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> {
     let pattern = str_arg("grep", args, "pattern")?;
+    // `output: "count"` (the runtime's own searches, `search_first`): one `path:N` line per
+    // file with matches, every file, instead of the lines; not offered to models.
+    let count_only = opt_str(args, "output") == Some("count");
+    let asked = opt_usize("grep", args, "limit")?;
+    let (max_lines, max_bytes) = match asked {
+        Some(n) => (n.clamp(1, MAX_LIMIT), usize::MAX),
+        None => (MAX_RESULTS, MAX_OUTPUT_BYTES),
+    };
     let base = opt_str(args, "path").unwrap_or(".");
     let bad = |message: String| ToolError::BadArguments {
         tool: "grep".into(),
@@ -70,7 +89,10 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         .line_number(true)
         .build();
     let mut results = Vec::new();
+    let mut bytes = 0usize;
     let mut total = 0usize;
+    // Matches per file, in search order (files are searched once each, sorted).
+    let mut per_file: Vec<(String, usize)> = Vec::new();
     let mut paths = Vec::new();
     for (rel, entry) in starts
         .iter()
@@ -92,24 +114,39 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
             path,
             UTF8(|line_no, line| {
                 total += 1;
-                if results.len() < MAX_RESULTS {
+                match per_file.last_mut() {
+                    Some((f, n)) if f == rel => *n += 1,
+                    _ => per_file.push((rel.clone(), 1)),
+                }
+                if results.len() < max_lines && bytes < max_bytes {
                     let line = line.trim_end_matches(['\n', '\r']);
                     let shown = match line.char_indices().nth(MAX_LINE_CHARS) {
                         Some((cut, _)) => format!("{}…", &line[..cut]),
                         None => line.to_string(),
                     };
-                    results.push(format!("{rel}:{line_no}:{shown}"));
+                    let result = format!("{rel}:{line_no}:{shown}");
+                    if bytes.saturating_add(result.len()) <= max_bytes {
+                        bytes += result.len() + 1;
+                        results.push(result);
+                    } else {
+                        bytes = max_bytes;
+                    }
                 }
                 Ok(true)
             }),
         );
     }
+    if count_only {
+        per_file.sort();
+        results = per_file.iter().map(|(f, n)| format!("{f}:{n}")).collect();
+    }
     let mut out = results.join("\n");
-    if total > MAX_RESULTS {
+    if !count_only && total > results.len() {
         out.push_str(&format!(
             "\n({} more matches not shown; narrow the pattern or path)",
-            total - MAX_RESULTS
+            total - results.len()
         ));
+        out.push_str(&counted(per_file));
     }
     if let (Some(g), true) = (&glob, paths.is_empty()) {
         return Ok(ToolOutput::text(format!(
@@ -195,6 +232,29 @@ fn word_hints(pattern: &str, paths: &[(String, std::path::PathBuf)]) -> Option<S
          them, e.g. `(?i){rarest}`.",
         listed.join(", ")
     ))
+}
+
+/// The files with the most matches, as `path (N)`, when results were left out: the locator's
+/// real question (which files?) answered without the lines.
+fn counted(mut per_file: Vec<(String, usize)>) -> String {
+    // Most matches first; equal counts keep the search's (path) order.
+    per_file.sort_by(|a, b| b.1.cmp(&a.1));
+    let files = per_file.len();
+    let shown: Vec<String> = per_file
+        .into_iter()
+        .take(MAX_COUNTED_FILES)
+        .map(|(f, n)| format!("{f} ({n})"))
+        .collect();
+    let more = files.saturating_sub(MAX_COUNTED_FILES);
+    format!(
+        "\nmatches per file, most first: {}{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(", and {more} more file(s)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 #[cfg(test)]

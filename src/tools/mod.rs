@@ -100,7 +100,8 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             json!({"type": "object", "properties": {
                 "pattern": {"type": "string", "description": "Rust regex, e.g. `(?i)event log`"},
                 "path": {"type": "string", "description": "file or directory; default `.`"},
-                "glob": {"type": "string", "description": "only files matching this glob"}},
+                "glob": {"type": "string", "description": "only files matching this glob"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "result lines at most; default 100"}},
                 "required": ["pattern"]}),
         ),
         "write" => (

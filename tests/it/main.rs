@@ -19,6 +19,7 @@ mod event_log_compat;
 mod evidence_goal;
 mod fixed_copy;
 mod gate;
+mod grep_output;
 mod heap;
 mod json_cli;
 mod json_runtime;

@@ -4,6 +4,7 @@
 //! Steps (each one turn): `search` (a glob of the scope and one grep for the query terms, in
 //! parallel), `meta` (one grep per kept document for its title, date and status lines), answer.
 
+use crate::tools::grep::MAX_LIMIT;
 use regex::Regex;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -59,14 +60,14 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
                 "refine",
                 0,
                 "grep",
-                json!({"pattern": headings_pattern(&terms), "path": scope}),
+                json!({"pattern": headings_pattern(&terms), "path": scope, "limit": MAX_LIMIT}),
             )];
             if !plan.kept.is_empty() && plan.kept.len() < terms.len() {
                 calls.push(call(
                     "refine",
                     1,
                     "grep",
-                    json!({"pattern": terms_pattern(&plan.kept), "path": scope}),
+                    json!({"pattern": terms_pattern(&plan.kept), "path": scope, "limit": MAX_LIMIT}),
                 ));
             }
             return Turn::Calls(calls);
@@ -170,7 +171,7 @@ pub fn search_calls(
             "search",
             calls.len(),
             "grep",
-            json!({"pattern": terms_pattern(terms), "path": scope}),
+            json!({"pattern": terms_pattern(terms), "path": scope, "limit": MAX_LIMIT}),
         ));
     }
     calls
