@@ -238,7 +238,7 @@ fn word_hints(pattern: &str, paths: &[(String, std::path::PathBuf)]) -> Option<S
 /// real question (which files?) answered without the lines.
 fn counted(mut per_file: Vec<(String, usize)>) -> String {
     // Most matches first; equal counts keep the search's (path) order.
-    per_file.sort_by(|a, b| b.1.cmp(&a.1));
+    per_file.sort_by_key(|f| std::cmp::Reverse(f.1));
     let files = per_file.len();
     let shown: Vec<String> = per_file
         .into_iter()
