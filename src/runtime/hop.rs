@@ -391,16 +391,18 @@ impl HopState {
         // their numbered lines go with the task, so a small model starts from the lines it has
         // to cite (see `read_first`).
         let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
-        // When every named file was shown whole, the first turn is offered no tools: the
-        // 1.5B thoughts-analyzer, its whole document in its task, spent its first three turns
-        // reading it again (each refused) before it answered.
-        let mut answer_first = false;
+        // When every named file was shown whole (or the runtime's searches found files, below),
+        // the first turn is offered no tools: the 1.5B thoughts-analyzer, its whole document in
+        // its task, spent its first three turns reading it again (each refused) before it
+        // answered.
+        let mut answer_first: Option<(&str, u32)> = None;
         let task = if reads.is_empty() {
             task
         } else {
             let results = self.tools_turn(&reads, By::Runtime).await;
             self.read_ahead = super::read_first::shown(&reads, &results, &shared.project);
-            answer_first = super::read_first::all_whole(&reads, &self.read_ahead);
+            answer_first = super::read_first::all_whole(&reads, &self.read_ahead)
+                .then_some(("read_first_whole", self.read_ahead.len() as u32));
             super::read_first::with_reads(&task, &reads, &results)
         };
         // `search_first: FOLDER`: the task's words are grepped there first (`search_first`). A
@@ -418,6 +420,12 @@ impl HopState {
                 .iter()
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
             let listing = super::search_first::listing(&task, &searches, &results);
+            // Files found: the first turn answers from them, with no tools. The 1.5B locators,
+            // their files listed in the task, called `list` with no arguments three turns in
+            // a row (two refused), about a minute and a half a hop, before answering.
+            if listing.first.is_some() && answer_first.is_none() {
+                answer_first = Some(("found_by_search", searches.len() as u32));
+            }
             search_first_file = listing.first.map(|f| (f, listing.named_for_all));
             listing.message
         };
@@ -545,11 +553,11 @@ impl HopState {
                     self.refused_turns
                 )));
             }
-            let held_back = answer_first && turn == 1 && !tool_specs.is_empty();
-            if held_back {
+            let held_back = turn == 1 && !tool_specs.is_empty() && answer_first.is_some();
+            if let (true, Some((why, count))) = (held_back, answer_first) {
                 self.ctx.emit(EventKind::HopSteered {
-                    why: "read_first_whole".into(),
-                    count: self.read_ahead.len() as u32,
+                    why: why.into(),
+                    count,
                 });
             }
             let offer_tools = !(last_step
