@@ -334,6 +334,22 @@ mod tests {
         );
         let left = check(&fixed, &contract, &ctx).violations;
         assert!(left.is_empty(), "{left:?}");
+        // The line inside the cited range, the excerpt of the model's own making: cited there.
+        let wide = answer(&item(
+            decision,
+            "d.md:6-12",
+            "We chose serde-saphyr for YAML.",
+        ));
+        let problems = check(&wide, &contract, &ctx).violations;
+        let fixed = apply(&wide, &problems, &project).expect("fixed");
+        assert_eq!(
+            fixed,
+            answer(&item(
+                decision,
+                "d.md:6-6",
+                "# Decision: parse YAML with serde-saphyr behind our own frontmatter splitter"
+            ))
+        );
         // The excerpt says it: nothing to move, though the title's words stand elsewhere too.
         let said = answer(&item(
             "Constraint: the splitter must accept CRLF line endings as well as LF",
