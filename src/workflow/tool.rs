@@ -169,18 +169,24 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
     if let Some(n) = next {
         text.push_str(&format!(" Next step: `{n}`."));
     }
-    // The results this run can take now: the next step's, and those of the steps already
-    // accepted (one may be reported again). Under a local model's grammar the result can then
-    // only be written in one of those shapes: Qwen2.5-Coder-1.5B, told INVALID, sent the reply
-    // back as its `scope` (`{"errors": […], "expected": {…}}`) with the evidence it was to copy
-    // cut to `[]` where a free-form object's nesting ran out.
-    let mut results: Vec<&Value> = next
-        .into_iter()
-        .chain(done.iter().copied())
-        .filter_map(|n| wf.steps.iter().find(|s| s.name == n))
+    // The call this run takes now: the next step, with its result's schema. Under a local
+    // model's grammar nothing else can be written. Qwen2.5-Coder-1.5B, told INVALID, sent the
+    // reply back as its `scope` (`{"errors": […], "expected": {…}}`) with the evidence it was
+    // to copy cut to `[]` where a free-form object's nesting ran out; offered the accepted
+    // steps' shapes beside the next one's, it sent `clarify`'s result as `scope` six times.
+    // The engine still takes an accepted step reported again (a model not under a grammar
+    // may revise one); only the schema leaves it out. With no step left, any may be revised.
+    let steps: Vec<&str> = match next {
+        Some(n) => vec![n],
+        None => done.clone(),
+    };
+    let mut results: Vec<&Value> = steps
+        .iter()
+        .filter_map(|n| wf.steps.iter().find(|s| s.name == *n))
         .map(|s| &s.schema)
         .collect();
     results.dedup();
+    let names = if next.is_some() { steps } else { names };
     spec_text(text, &names, &results)
 }
 
@@ -395,10 +401,9 @@ mod tests {
             "{}",
             fresh.description
         );
-        assert_eq!(
-            fresh.parameters["properties"]["name"]["enum"],
-            json!(["a", "b"])
-        );
+        // The call names the next step only; the description names them all.
+        assert_eq!(fresh.parameters["properties"]["name"]["enum"], json!(["a"]));
+        assert!(fresh.description.contains("Steps in order: a, b."));
         let mut s = State::new("r1", &wf, "x", "s", "c", "t");
         engine::submit(&wf, &mut s, &p, "a", &json!({}));
         let later = spec(&wf, Some(&s), "r1");
@@ -410,7 +415,7 @@ mod tests {
     /// The result's schema is the next step's, or any of it and the accepted steps' schemas:
     /// the shapes a result can take now, which a local model's grammar is written from.
     #[test]
-    fn the_result_takes_the_schema_of_the_next_step_or_of_one_accepted() {
+    fn the_call_takes_the_next_steps_name_and_schema() {
         let dir = tempfile::tempdir().unwrap();
         let p = Project::open(dir.path()).unwrap();
         let wf = super::super::spec::parse(
@@ -424,18 +429,12 @@ mod tests {
         assert!(result["description"].is_string());
         let mut s = State::new("r1", &wf, "x", "s", "c", "t");
         engine::submit(&wf, &mut s, &p, "a", &json!({"x": "done"}));
+        assert_eq!(fresh.parameters["properties"]["name"]["enum"], json!(["a"]));
         let later = spec(&wf, Some(&s), "r1");
-        let any = later.parameters["properties"]["result"]["anyOf"]
-            .as_array()
-            .expect("anyOf")
-            .clone();
-        assert_eq!(
-            any.iter()
-                .map(|s| s["required"].clone())
-                .collect::<Vec<_>>(),
-            [json!(["count"]), json!(["x"])],
-            "the next step's first"
-        );
+        let result = &later.parameters["properties"]["result"];
+        assert_eq!(result["required"], json!(["count"]), "{result}");
+        assert_eq!(later.parameters["properties"]["name"]["enum"], json!(["b"]));
+        assert!(later.description.contains("Already accepted: a."));
         // The grammar a local model decodes the call under is written from it.
         let gbnf = crate::model::local::grammar::json_schema(&later.parameters).expect("grammar");
         assert!(gbnf.contains("count"), "{gbnf}");
