@@ -11,7 +11,9 @@ mod fields;
 mod paths;
 mod placeholders;
 
+pub(crate) use evidence::narrowings;
 use evidence::{check_evidence, stating_line, words};
+
 pub(crate) use evidence::{PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
@@ -141,7 +143,7 @@ pub struct DocumentCheck {
 /// through its tags (what `<answer>` holds), any other markdown document (a report, a plan) is
 /// walked whole. Walked whole, an envelope would hide every item that follows `<answer>` on the
 /// next line: CommonMark reads such a tag as an HTML block that runs to the next blank line.
-fn evidence_view(text: &str) -> Envelope {
+pub(crate) fn evidence_view(text: &str) -> Envelope {
     let env = Envelope::parse_lenient(text);
     if env.answer.is_some() {
         env

@@ -119,6 +119,28 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
     (fixed != answer).then_some(fixed)
 }
 
+/// `answer` with each Evidence reference that cites more lines than its excerpt quotes narrowed
+/// to the quoted run (`path:35-47` quoting lines 35–36 becomes `path:35-36`), or `None` when
+/// none does. A run inside the cited range verifies, so this is no repair: it makes what goes
+/// up say exactly which lines carry the item. evidence-validator, reviewing a 1.5B analyzer's
+/// item citing 35–47 with two lines quoted, rejected it because "the excerpt should be the
+/// lines 35-47".
+pub fn narrow(answer: &str, project: &Project) -> Option<String> {
+    let env = super::check::evidence_view(answer);
+    let files = super::FileCache::new();
+    let ctx = super::CheckContext::new(project, &files);
+    let mut edits = super::check::narrowings(&env, &ctx);
+    if edits.is_empty() {
+        return None;
+    }
+    edits.sort_by(|a, b| b.0.start.cmp(&a.0.start));
+    let mut out = answer.to_string();
+    for (span, text) in edits {
+        out.replace_range(span, &text);
+    }
+    Some(out)
+}
+
 /// The two edits that cite an excerpt block (at `block`, fences included) at `from` with
 /// `lines`: the reference of the Evidence line above it, and the block's content. None when the
 /// item's Evidence line or its one reference cannot be found.
@@ -358,6 +380,31 @@ mod tests {
         ));
         let left = check(&said, &contract, &ctx).violations;
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    /// A reference wider than its quote is narrowed to the quoted run; an exact one, or one
+    /// whose quote is not a run of it, is left alone.
+    #[test]
+    fn a_reference_wider_than_its_quote_is_narrowed_to_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let doc =
+            "# D\n\nYAML parsing starts after the frontmatter.\nIt MUST:\n\n- record offsets;\n";
+        std::fs::write(dir.path().join("d.md"), doc).expect("write");
+        let project = Project::open(dir.path()).expect("project");
+        let answer = |reference: &str, excerpt: &str| {
+            format!("<answer>\n#### Constraint: offsets\n- **Evidence**: `{reference}`\n- **Excerpt**:\n```\n{excerpt}\n```\n</answer>\n")
+        };
+        let quote = "\nYAML parsing starts after the frontmatter.\nIt MUST:\n";
+        assert_eq!(
+            narrow(&answer("d.md:2-6", quote), &project),
+            Some(answer("d.md:3-4", quote))
+        );
+        assert_eq!(narrow(&answer("d.md:3-4", quote), &project), None);
+        assert_eq!(narrow(&answer("d.md:5-6", quote), &project), None);
+        assert_eq!(
+            narrow(&answer("d.md:2-6", "Not in the file."), &project),
+            None
+        );
     }
 
     /// The 1.5B analyzer quoted line 25 of a decision record without its first word, which

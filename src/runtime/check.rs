@@ -224,7 +224,27 @@ impl Gate<'_> {
                 question: false,
             })
         };
+        // What goes up cites exactly the lines it quotes (`contract::fix::narrow`), counted as
+        // sanitized: a reviewer or caller shown `path:35-47` over two quoted lines took the
+        // citation for a mistake.
+        let narrow = |text: &str| {
+            (json.is_none())
+                .then(|| contract::fix::narrow(text, self.project))
+                .flatten()
+        };
         if outcome.conformant {
+            let narrowed = narrow(answer);
+            let sanitized = sanitized + u32::from(narrowed.is_some());
+            let settle = |outcome: &str, reason: Option<&str>, question: bool| {
+                Some(EventKind::ContractOutcome {
+                    contract: contract.name.clone(),
+                    outcome: outcome.to_string(),
+                    repairs,
+                    reason: reason.map(str::to_string),
+                    sanitized,
+                    question,
+                })
+            };
             self.settled = settle(
                 if self.repairs == 0 {
                     "valid"
@@ -240,6 +260,7 @@ impl Gate<'_> {
                 .filter(|j| !j.sanitized.is_empty())
                 .and_then(|j| j.value)
                 .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                .or(narrowed)
                 .or_else(|| unfenced.map(str::to_string));
             return Verdict::Accept {
                 conformant: Some(true),
@@ -255,6 +276,7 @@ impl Gate<'_> {
                 .filter(|f| self.check(f, contract).outcome.conformant);
             if let Some(fixed) = fixed {
                 self.settled = edited("runtime_fix");
+                let fixed = narrow(&fixed).unwrap_or(fixed);
                 return Verdict::Accept {
                     conformant: Some(true),
                     answer: Some(fixed),
@@ -288,6 +310,7 @@ impl Gate<'_> {
             // the answer's last line says how many went.
             if let Some((trimmed, _)) = self.trimmed(answer, &outcome.violations, contract) {
                 self.settled = edited("items_dropped");
+                let trimmed = narrow(&trimmed).unwrap_or(trimmed);
                 return Verdict::Accept {
                     conformant: Some(true),
                     answer: Some(trimmed),
@@ -502,6 +525,69 @@ mod tests {
     /// `drop_items`: after the repairs, an answer whose one bad item is taken out goes up with
     /// the items that verify, settled as `repaired` for `items_dropped`; with every item bad, the
     /// hop is BLOCKED as under `fail`.
+    #[test]
+    fn a_valid_answer_goes_up_citing_exactly_the_lines_it_quotes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("d.md"),
+            "# D\nWe use serde-saphyr.\nNo more.\n",
+        )
+        .unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = Contract::builtin("envelope").unwrap();
+        let envelope = |reference: &str| {
+            format!("---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n### Decision: serde-saphyr\n- **Evidence**: `{reference}`\n- **Excerpt**:\n  ```\n  We use serde-saphyr.\n  ```\n</answer>\n")
+        };
+        let judge = |answer: &str| {
+            let mut gate = Gate {
+                contract: Some(&contract),
+                project: &project,
+                correlation_id: "c-1",
+                message_id: "t-2026-11-25-001",
+                template: None,
+                repairs: 0,
+                vars: serde_json::Value::Null,
+                settled: None,
+                questions_asked: 0,
+                asked: None,
+            };
+            (gate.judge(answer, &|_| {}), gate.settled)
+        };
+        let (verdict, settled) = judge(&envelope("d.md:1-3"));
+        let Verdict::Accept {
+            conformant: Some(true),
+            answer: Some(up),
+        } = verdict
+        else {
+            panic!("{verdict:?}");
+        };
+        assert_eq!(up, envelope("d.md:2-2"));
+        assert!(
+            matches!(&settled, Some(EventKind::ContractOutcome { outcome, sanitized: 1, .. })
+                if outcome == "valid"),
+            "{settled:?}"
+        );
+        // Already exact: handed up as written.
+        let (verdict, settled) = judge(&envelope("d.md:2"));
+        assert!(
+            matches!(
+                verdict,
+                Verdict::Accept {
+                    conformant: Some(true),
+                    answer: None
+                }
+            ),
+            "{verdict:?}"
+        );
+        assert!(
+            matches!(
+                &settled,
+                Some(EventKind::ContractOutcome { sanitized: 0, .. })
+            ),
+            "{settled:?}"
+        );
+    }
+
     #[test]
     fn drop_items_hands_up_what_verifies_once_the_repairs_are_spent() {
         let dir = tempfile::tempdir().unwrap();

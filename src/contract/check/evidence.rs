@@ -199,6 +199,41 @@ pub(super) fn check_evidence(
     }
 }
 
+/// The references of `env` whose excerpt is a run of fewer lines than they cite, each with
+/// the run as `path:A-B`: the span of the reference (backticks included) and its narrowed text.
+pub(crate) fn narrowings(
+    env: &Envelope,
+    ctx: &CheckContext,
+) -> Vec<(std::ops::Range<usize>, String)> {
+    let mut out = Vec::new();
+    for item in &env.evidence {
+        let [r] = item.references.as_slice() else {
+            continue;
+        };
+        let Some(block) = item.excerpt.as_ref().and_then(|e| e.block.as_ref()) else {
+            continue;
+        };
+        let lines = block.lines();
+        if lines.is_empty() || block.more_lines > 0 {
+            continue;
+        }
+        let Ok(file) = ctx.files.get(ctx.project, &r.path) else {
+            continue;
+        };
+        if r.last > file.line_count() {
+            continue;
+        }
+        let Some(a) = find_run(&file, r.first, r.last, &lines) else {
+            continue;
+        };
+        let b = a + lines.len() - 1;
+        if (a, b) != (r.first, r.last) {
+            out.push((r.span.clone(), format!("`{}:{a}-{b}`", r.path)));
+        }
+    }
+    out
+}
+
 /// Opens the help of an `excerpt/mismatch` whose excerpt stands, whole, at other lines of a
 /// cited file; its attached lines are that range. [`crate::contract::fix`] takes it as it is.
 pub(crate) const RELOCATED: &str = "your excerpt is at";
