@@ -133,7 +133,7 @@ pub fn narrow(answer: &str, project: &Project) -> Option<String> {
     if edits.is_empty() {
         return None;
     }
-    edits.sort_by(|a, b| b.0.start.cmp(&a.0.start));
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0.start));
     let mut out = answer.to_string();
     for (span, text) in edits {
         out.replace_range(span, &text);

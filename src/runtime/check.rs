@@ -234,26 +234,19 @@ impl Gate<'_> {
         };
         if outcome.conformant {
             let narrowed = narrow(answer);
-            let sanitized = sanitized + u32::from(narrowed.is_some());
-            let settle = |outcome: &str, reason: Option<&str>, question: bool| {
-                Some(EventKind::ContractOutcome {
-                    contract: contract.name.clone(),
-                    outcome: outcome.to_string(),
-                    repairs,
-                    reason: reason.map(str::to_string),
-                    sanitized,
-                    question,
-                })
-            };
-            self.settled = settle(
-                if self.repairs == 0 {
+            self.settled = Some(EventKind::ContractOutcome {
+                contract: contract.name.clone(),
+                outcome: if self.repairs == 0 {
                     "valid"
                 } else {
                     "repaired"
-                },
-                None,
-                question.is_some(),
-            );
+                }
+                .to_string(),
+                repairs,
+                reason: None,
+                sanitized: sanitized + u32::from(narrowed.is_some()),
+                question: question.is_some(),
+            });
             self.asked = question;
             // A sanitized answer is handed up as fixed, not as the model wrote it.
             let answer = json
