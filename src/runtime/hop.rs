@@ -553,6 +553,17 @@ impl HopState {
                     self.refused_turns
                 )));
             }
+            // The `step` tool names the step owed now and its result's schema (a local model's
+            // grammar is written from it), so it is written again from the run's state before
+            // every turn: made once per hop, it held the 1.5B planner to `intent`, accepted,
+            // for nine turns.
+            if self.follows_workflow {
+                if let Some(fresh) = crate::workflow::tool::offer(&self.workflow_call(&shared)) {
+                    if let Some(spec) = tool_specs.iter_mut().find(|t| t.name == fresh.name) {
+                        *spec = fresh;
+                    }
+                }
+            }
             let held_back = turn == 1 && !tool_specs.is_empty() && answer_first.is_some();
             if let (true, Some((why, count))) = (held_back, answer_first) {
                 self.ctx.emit(EventKind::HopSteered {

@@ -360,3 +360,64 @@ async fn a_step_that_opens_no_tools_refuses_a_task_until_it_is_reported() {
         .count();
     assert_eq!(steered, 1);
 }
+
+/// The `step` tool a workflow agent is offered names the step owed at each turn, with that
+/// step's result schema: written once per hop, it kept naming the first step after it was
+/// accepted (the 1.5B planner, under a grammar written from it, reported `intent` nine times).
+#[tokio::test]
+async fn the_step_tool_names_the_step_owed_at_each_turn() {
+    use crate::support::mock::{answer, call, Mock};
+    let (dir, project) = boss_and_helper("workflow: w\n");
+    std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("workflow/w.yaml"),
+        "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    schema: {type: object, required: [goal], properties: {goal: {type: string}}}\n  - name: end\n    schema: {type: object, required: [summary], properties: {summary: {type: string}}}\noutput: {path: thoughts/o.md, template: \"{{ ask.goal }}\"}\n",
+    )
+    .expect("write");
+    let project = switchboard::project::Project::open(project.root()).expect("project");
+    let mock = Mock::start().await;
+    mock.push(answer(
+        "",
+        vec![call(
+            "c1",
+            "step",
+            serde_json::json!({"name": "ask", "result": {"goal": "g"}}),
+        )],
+    ))
+    .push(answer("done", vec![]))
+    .push(answer("done", vec![]))
+    .push(answer("done", vec![]));
+    let _ = crate::support::wire::session(&project, &mock, "boss", "x").await;
+    let requests = mock.requests();
+    let step = |i: usize| {
+        requests[i].body["tools"]
+            .as_array()
+            .and_then(|tools| {
+                tools
+                    .iter()
+                    .find(|t| t["function"]["name"] == "step")
+                    .map(|t| t["function"]["parameters"].clone())
+            })
+            .unwrap_or_else(|| panic!("no step tool in request {i}: {}", requests[i].body))
+    };
+    let first = step(0);
+    assert_eq!(
+        first["properties"]["name"]["enum"],
+        serde_json::json!(["ask"]),
+        "{first}"
+    );
+    assert_eq!(
+        first["properties"]["result"]["required"],
+        serde_json::json!(["goal"])
+    );
+    let second = step(1);
+    assert_eq!(
+        second["properties"]["name"]["enum"],
+        serde_json::json!(["end"]),
+        "{second}"
+    );
+    assert_eq!(
+        second["properties"]["result"]["required"],
+        serde_json::json!(["summary"])
+    );
+}
