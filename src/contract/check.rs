@@ -282,7 +282,8 @@ fn signal_name<'c>(text: &str, names: &'c [String]) -> Option<&'c str> {
     })
 }
 
-/// Items without Evidence that get a line of their sources offered (see `stating_line`).
+/// Items looked up in their sources (see `stating_line`) per answer: those without Evidence, to
+/// offer a line, and those with, to find one their excerpt does not say (`stated_elsewhere`).
 const MAX_OFFERS: usize = 5;
 
 fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &mut Vec<Problem>) {
@@ -349,12 +350,16 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
                 ),
             });
         }
-        if has_evidence && offered < MAX_OFFERS && !cites_only_frontmatter(&items, ctx) {
+        if has_evidence && !cites_only_frontmatter(&items, ctx) {
             for item in &items {
+                // Each look reads the sources line by line, as an offer does: a few per answer.
+                if offered >= MAX_OFFERS {
+                    break;
+                }
                 if let Some(v) = stated_elsewhere(env, ctx, item, title, statement) {
-                    offered += 1;
                     out.push(v);
                 }
+                offered += 1;
             }
         }
         // `#### Constraint: None` says there is no such item: there is nothing to cite. So does
@@ -405,9 +410,8 @@ const MIN_STATEMENT_WORDS: usize = 4;
 /// A problem for `item` (of the signal `title`, stating `statement`) when its excerpt does not
 /// say what the statement says and one line of the answer's sources does: that line shares at
 /// least two more of the statement's words than the excerpt, and at least 60 % of them
-/// ([`stating_line`]). Qwen2.5-Coder-1.5B titled an item with the decision
-/// record's own title, word for word, and quoted the header row of the record's options table
-/// for it; the excerpt verified, and the evidence-validator rejected the whole analysis because
+/// ([`stating_line`]). Qwen2.5-Coder-1.5B titled an item with the decision record's own
+/// title, word for word, and quoted the header row of the record's options table for it; the excerpt verified, and the evidence-validator rejected the whole analysis because
 /// the lines did not carry the decision. The line that states it is attached, so the runtime
 /// cites it (`contract::fix`); the model's statement is kept as written.
 fn stated_elsewhere(
