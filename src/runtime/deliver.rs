@@ -343,14 +343,13 @@ pub fn verified_findings<'a>(
 
 /// The note after a subagent's answer when the hop's subagents have given verified Evidence
 /// (`findings`, from [`verified_findings`]) and the agent's final answer is its document: write
-/// it now, copying them. It names no further call: a small model copies a filled call over any
-/// advice around it.
+/// it now, copying them. It names no further call and no delegation: a small model copies a
+/// filled call over any advice around it, and delegated "delegate again only if …" itself.
 pub fn report_now(findings: &[String]) -> String {
     format!(
         "Your subagents have found {} verified Evidence item(s), below. Write your report now: \
          your final answer is the whole document, frontmatter first, with these items under \
-         `## Findings`, each copied unchanged, title line included. Delegate again only if \
-         they leave the question unanswered.\n\n{}",
+         `## Findings`, each copied unchanged, title line included.\n\n{}",
         findings.len(),
         findings.join("\n\n")
     )

@@ -737,6 +737,11 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
 /// whose answer lists `DOC` and then holds `extra` in its `<answer>`. Returns `t1`'s result as
 /// the researcher saw it.
 async fn locator_result(extra: &str) -> String {
+    locator_session(extra).await.0
+}
+
+/// [`locator_result`], with the session's events and how many tools each model request offered.
+async fn locator_session(extra: &str) -> (String, Vec<switchboard::runtime::Event>, Vec<usize>) {
     let (_dir, project) =
         support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
@@ -765,7 +770,7 @@ async fn locator_result(extra: &str) -> String {
     let (_outcome, events) =
         support::wire::session_with(&project, &mock, "researcher", question, options).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
-    events
+    let result = events
         .iter()
         .find_map(|e| match &e.kind {
             EventKind::ToolResult {
@@ -773,7 +778,13 @@ async fn locator_result(extra: &str) -> String {
             } if call_id == "t1" => Some(output.clone()),
             _ => None,
         })
-        .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"))
+        .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
+    let tools = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["tools"].as_array().map_or(0, |t| t.len()))
+        .collect();
+    (result, events, tools)
 }
 
 /// The decision record the locator tests find.
@@ -786,7 +797,7 @@ const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
 #[tokio::test]
 async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
     let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
-    let result = locator_result(&format!("\n### The parser\n{item}\n")).await;
+    let (result, events, tools) = locator_session(&format!("\n### The parser\n{item}\n")).await;
     let note = result
         .split("[runtime] ")
         .nth(1)
@@ -800,6 +811,16 @@ async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
     // No filled call beside it: the 1.5B researcher copied one offered as the alternative.
     assert!(!note.contains("Next, delegate"), "{note}");
     assert!(!note.contains("subagent_type"), "{note}");
+    assert!(!note.contains("Delegate again"), "{note}");
+    // The turn after it writes the report: offered no tools (requests: plan, the researcher's
+    // call, the locator's two turns, then that turn); the repairs after it are.
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::HopSteered { why, .. } if why == "write_now")),
+        "{:?}",
+        events.iter().map(|e| e.kind.name()).collect::<Vec<_>>()
+    );
+    assert!(tools[1] > 0 && tools[4] == 0 && tools[5] > 0, "{tools:?}");
 }
 
 /// Once a subagent of the plan's source answered, its result tells the researcher the next
