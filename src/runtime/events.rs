@@ -257,8 +257,7 @@ pub enum EventKind {
     /// with where they are instead of running; `read_first_whole` is a first turn offered no
     /// tools because `read_first` showed every file the task names whole (`count` files), and
     /// `found_by_search` one offered none because the runtime's `search_first` searches
-    /// (`count`) found files. `write_now` is a turn offered no tools because the hop's
-    /// subagents' verified Evidence was just shown with the note to write the owed document.
+    /// (`count`) found files.
     /// `report_frontmatter_added` is a final answer
     /// saved as the deliverable with the frontmatter the runtime knows put above its sections
     /// (`deliver::document_from_sections`).

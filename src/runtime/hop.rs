@@ -251,7 +251,6 @@ pub(crate) fn run_hop_on(
             seen_calls: Default::default(),
             read_ahead: Vec::new(),
             refused_turns: 0,
-            write_now: false,
             follows_workflow: false,
             stalled: false,
             called_tool: false,
@@ -311,9 +310,6 @@ struct HopState {
     found_paths: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
-    /// The next turn writes the document this hop owes: its subagents' verified Evidence was
-    /// shown with the note to write it now (`after_answer`), and that turn is offered no tools.
-    write_now: bool,
     /// Whether the agent is offered `step` (it follows a checkpoint workflow): only then is a
     /// call checked against the step it owes, which reads the workflow's files.
     follows_workflow: bool,
@@ -575,14 +571,7 @@ impl HopState {
                     count,
                 });
             }
-            let write_now = std::mem::take(&mut self.write_now) && !tool_specs.is_empty();
-            if write_now {
-                self.ctx.emit(EventKind::HopSteered {
-                    why: "write_now".into(),
-                    count: 1,
-                });
-            }
-            let held_back = held_back || write_now;
+
             let offer_tools = !(last_step
                 || checkpointing.is_some()
                 || self.stalled
@@ -1158,26 +1147,27 @@ impl HopState {
     /// (BENCHMARKS.md, "Second evening"). Offered both, the report first and the filled call
     /// "only if these do not answer the question", it copied the call.
     ///
-    /// Returns the note, and whether the next turn is to write the document: then it is offered
-    /// no tools (`write_now`). Told "delegate again only if they leave the question
-    /// unanswered" beside the items, the 1.5B researcher delegated that very sentence.
-    fn after_answer(&self, answer: &str) -> Option<(String, bool)> {
+    /// The note names no delegation either: told "delegate again only if they leave the
+    /// question unanswered" beside the items, the 1.5B researcher delegated that very sentence.
+    /// Its tools stay offered: a question several documents answer needs more than one
+    /// analysis, and the offline researcher covers four for the YAML question.
+    fn after_answer(&self, answer: &str) -> Option<String> {
         let owes_from_answer = self
             .agent
             .deliver
             .as_ref()
             .is_some_and(|d| d.from_answer && self.agent.workflow.is_none());
         if !owes_from_answer {
-            return self.next_delegation().map(|n| (n, false));
+            return self.next_delegation();
         }
         let findings = deliver::verified_findings(
             self.task_answers().chain(std::iter::once(answer)),
             &self.ctx.shared.project,
         );
         if findings.is_empty() {
-            return self.next_delegation().map(|n| (n, false));
+            return self.next_delegation();
         }
-        Some((deliver::report_now(&findings), true))
+        Some(deliver::report_now(&findings))
     }
 
     /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).

@@ -394,10 +394,9 @@ impl HopState {
                     } else if self.plan_gate.is_some() && result.status == HopStatus::Completed {
                         self.answered.insert(result.agent.clone());
                         self.note_found_paths(&result.answer);
-                        if let Some((note, write_now)) = self.after_answer(&result.answer) {
+                        if let Some(note) = self.after_answer(&result.answer) {
                             message.content.push_str("\n\n[runtime] ");
                             message.content.push_str(&note);
-                            self.write_now |= write_now;
                         }
                     }
                     let blocked = result.status == HopStatus::Blocked;
