@@ -255,9 +255,7 @@ pub enum EventKind {
     /// `workflow_step_owed` is a call refused because the step owed does not open its tool.
     /// `read_first_shown` is a `read` of lines `read_first` put in the task message, answered
     /// with where they are instead of running; `read_first_whole` is a first turn offered no
-    /// tools because `read_first` showed every file the task names whole (`count` files), and
-    /// `found_by_search` one offered none because the runtime's `search_first` searches
-    /// (`count`) found files.
+    /// tools because `read_first` showed every file the task names whole (`count` files).
     /// `report_frontmatter_added` is a final answer
     /// saved as the deliverable with the frontmatter the runtime knows put above its sections
     /// (`deliver::document_from_sections`).

@@ -391,10 +391,9 @@ impl HopState {
         // their numbered lines go with the task, so a small model starts from the lines it has
         // to cite (see `read_first`).
         let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
-        // When every named file was shown whole (or the runtime's searches found files, below),
-        // the first turn is offered no tools: the 1.5B thoughts-analyzer, its whole document in
-        // its task, spent its first three turns reading it again (each refused) before it
-        // answered.
+        // When every named file was shown whole, the first turn is offered no tools: the 1.5B
+        // thoughts-analyzer, its whole document in its task, spent its first three turns
+        // reading it again (each refused) before it answered.
         let mut answer_first: Option<(&str, u32)> = None;
         let task = if reads.is_empty() {
             task
@@ -420,12 +419,6 @@ impl HopState {
                 .iter()
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
             let listing = super::search_first::listing(&task, &searches, &results);
-            // Files found: the first turn answers from them, with no tools. The 1.5B locators,
-            // their files listed in the task, called `list` with no arguments three turns in
-            // a row (two refused), about a minute and a half a hop, before answering.
-            if listing.first.is_some() && answer_first.is_none() {
-                answer_first = Some(("found_by_search", searches.len() as u32));
-            }
             search_first_file = listing.first.map(|f| (f, listing.named_for_all));
             listing.message
         };

@@ -298,16 +298,11 @@ async fn the_shipped_locator_starts_from_the_runtimes_search_of_its_task_words()
     );
     assert!(first.get("tool_choice").is_none(), "{first}");
     assert!(!task.contains("Start with a tool call"), "{task}");
-    // Files found: the first turn answers from them, offered no tools; the repair turn is.
-    let tools = |i: usize| {
-        mock.requests()[i].body["tools"]
-            .as_array()
-            .map_or(0, |t| t.len())
-    };
-    assert_eq!(tools(0), 0, "{first}");
-    assert!(tools(1) > 0);
-    assert!(events.iter().any(|e| matches!(&e.kind,
-        EventKind::HopSteered { why, count } if why == "found_by_search" && *count == 2)));
+    // Its tools are offered with the files: the offline locator ranks what it greps itself.
+    assert!(
+        first["tools"].as_array().is_some_and(|t| !t.is_empty()),
+        "{first}"
+    );
 }
 
 /// A runtime search that found nothing is no look at any result: the locator still has to call.

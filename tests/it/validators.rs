@@ -236,6 +236,17 @@ async fn the_shipped_pair_runs_on_the_offline_model() {
         analyzers,
         "every analyzer answer was reviewed once"
     );
+    // Every subagent played its part: a turn the offline model cannot serve (a locator offered
+    // no tools, say) answers "cannot serve", which a contract may still accept.
+    for e in &events {
+        if let EventKind::HopCompleted { answer, .. } = &e.kind {
+            assert!(!answer.contains("cannot serve"), "{:?}: {answer}", e.agent);
+        }
+    }
+    assert!(
+        analyzers >= 2,
+        "the locator's documents were analyzed: {analyzers}"
+    );
     // Each review's task ends with what the runtime proved of the answer's Evidence.
     let reviews: Vec<&str> = events
         .iter()
