@@ -446,21 +446,31 @@ mod tests {
         assert!(!holds_as_well(&broken, answer, &contract, &project, ids));
     }
 
-    fn judge_twice_over(contract: &Contract) -> (Vec<Verdict>, Vec<&'static str>) {
-        let dir = tempfile::tempdir().unwrap();
-        let project = Project::open(dir.path()).unwrap();
-        let mut gate = Gate {
-            contract: Some(contract),
-            project: &project,
-            correlation_id: "c-1",
-            message_id: "m-1",
+    /// A gate with no repairs made yet, expecting these ids.
+    fn gate<'a>(
+        contract: Option<&'a Contract>,
+        project: &'a Project,
+        correlation_id: &'a str,
+        message_id: &'a str,
+    ) -> Gate<'a> {
+        Gate {
+            contract,
+            project,
+            correlation_id,
+            message_id,
             template: None,
             repairs: 0,
             vars: serde_json::Value::Null,
             settled: None,
             questions_asked: 0,
             asked: None,
-        };
+        }
+    }
+
+    fn judge_twice_over(contract: &Contract) -> (Vec<Verdict>, Vec<&'static str>) {
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let mut gate = gate(Some(contract), &project, "c-1", "m-1");
         let events = RefCell::new(Vec::new());
         let emit = |k: EventKind| events.borrow_mut().push(k.name());
         let verdicts = (0..=contract.max_repairs)
@@ -532,18 +542,7 @@ mod tests {
             format!("---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n### Decision: serde-saphyr\n- **Evidence**: `{reference}`\n- **Excerpt**:\n  ```\n  We use serde-saphyr.\n  ```\n</answer>\n")
         };
         let judge = |answer: &str| {
-            let mut gate = Gate {
-                contract: Some(&contract),
-                project: &project,
-                correlation_id: "c-1",
-                message_id: "t-2026-11-25-001",
-                template: None,
-                repairs: 0,
-                vars: serde_json::Value::Null,
-                settled: None,
-                questions_asked: 0,
-                asked: None,
-            };
+            let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
             (gate.judge(answer, &|_| {}), gate.settled)
         };
         let (verdict, settled) = judge(&envelope("d.md:1-3"));
@@ -598,18 +597,7 @@ mod tests {
         let good = item("Decision: serde-saphyr", "We use serde-saphyr.");
         let bad = item("Constraint: made up", "We never parse YAML at all.");
         let judge = |answer: &str| {
-            let mut gate = Gate {
-                contract: Some(&contract),
-                project: &project,
-                correlation_id: "c-1",
-                message_id: "t-2026-11-25-001",
-                template: None,
-                repairs: 0,
-                vars: serde_json::Value::Null,
-                settled: None,
-                questions_asked: 0,
-                asked: None,
-            };
+            let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
             let first = gate.judge(answer, &|_| {});
             assert!(matches!(first, Verdict::Repair { .. }), "{first:?}");
             (gate.judge(answer, &|_| {}), gate.settled)
@@ -647,18 +635,7 @@ mod tests {
         let contract = Contract::builtin("envelope").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let project = Project::open(dir.path()).unwrap();
-        let mut gate = Gate {
-            contract: Some(&contract),
-            project: &project,
-            correlation_id: "c-1",
-            message_id: "t-2026-11-25-001",
-            template: None,
-            repairs: 0,
-            vars: serde_json::Value::Null,
-            settled: None,
-            questions_asked: 0,
-            asked: None,
-        };
+        let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
         let inner = "---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\nNothing found.\n</answer>";
         let verdict = gate.judge(&format!("```markdown\n{inner}\n```"), &|_| {});
         match verdict {
@@ -683,18 +660,7 @@ mod tests {
     fn without_a_contract_every_answer_is_accepted_unchecked() {
         let dir = tempfile::tempdir().unwrap();
         let project = Project::open(dir.path()).unwrap();
-        let mut gate = Gate {
-            contract: None,
-            project: &project,
-            correlation_id: "c",
-            message_id: "m",
-            template: None,
-            repairs: 0,
-            vars: serde_json::Value::Null,
-            settled: None,
-            questions_asked: 0,
-            asked: None,
-        };
+        let mut gate = gate(None, &project, "c", "m");
         let emitted = RefCell::new(0);
         let verdict = gate.judge("anything", &|_| *emitted.borrow_mut() += 1);
         assert_eq!(
