@@ -200,6 +200,95 @@ async fn a_required_call_under_grammar_is_a_call_of_an_offered_tool() {
     assert!(call.arguments["pattern"].is_string(), "{call:?}");
 }
 
+/// The runs of consecutive lines of `file` that the excerpt blocks of `answer` quote: `None`
+/// for a block that is not one.
+fn quoted_runs(answer: &str, file: &str) -> Vec<Option<usize>> {
+    let lines: Vec<&str> = file.lines().collect();
+    answer
+        .split("- **Excerpt**:\n```\n")
+        .skip(1)
+        .map(|rest| {
+            let block: Vec<&str> = rest.split("```").next().unwrap_or("").lines().collect();
+            (0..lines.len()).find(|&at| lines[at..].starts_with(&block))
+        })
+        .collect()
+}
+
+/// An Evidence item decoded under the envelope grammar quotes a run of the cited file's lines,
+/// whatever the model meant to write. The grammar is the one `local` builds for a
+/// document-analysis answer whose conversation showed the file; its root is narrowed to two
+/// Evidence items, because SmolLM2-135M left to itself writes prose and no item at all.
+#[test]
+fn under_grammar_every_excerpt_copies_a_run_of_the_files_lines() {
+    use switchboard::model::local::cited::Cited;
+    use switchboard::model::local::{engine, grammar};
+    let (dir, project) = scripted::project();
+    let decision = "# Decision: parse YAML with serde-saphyr\n\n\
+        We chose serde-saphyr over serde_yaml because serde_yaml is archived.\n\
+        Errors from serde-saphyr carry the line and column of the bad value.\n\
+        The frontmatter splitter stays our own code.\n";
+    std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
+    std::fs::write(dir.path().join("thoughts/yaml.md"), decision).unwrap();
+    let numbered: String = decision
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
+        .collect();
+    let system = "You cite the lines of a file that state each decision: \
+        `- **Evidence**: `path:N-M``, then `- **Excerpt**:` and those lines in a fenced block.";
+    let prompt =
+        format!("What did we decide about YAML, and why? Cite thoughts/yaml.md:\n\n{numbered}");
+    let mut contract = Contract::document_analysis();
+    contract.excerpt_max_lines = 3;
+    let mut req = request(
+        Some(ResponseContract {
+            contract,
+            message_id: "thoughts-2026-11-27-001".into(),
+            correlation_id: "local-test-3".into(),
+            timestamp: "2026-11-27T12:00:00Z".into(),
+        }),
+        system,
+        &prompt,
+    );
+    req.max_tokens = Some(300);
+    let two_items = |cited: &Cited| {
+        let g = grammar::for_request(&req, None, 300, cited)
+            .unwrap()
+            .unwrap();
+        let rest: String = g.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        assert!(g.starts_with("root ::= "), "{g}");
+        format!("root ::= evidence-item \"\\n\" evidence-item\n{rest}")
+    };
+    let loaded = engine::load(&model_path()).unwrap();
+    let text = loaded.prompt(system, &[Message::user(&prompt)]).unwrap();
+    let decode = |grammar: String| {
+        let mut g = generate(&text, false);
+        g.grammar = Some(grammar);
+        g.max_tokens = 200;
+        loaded.generate(&g, None).unwrap().text
+    };
+    let cited = Cited::gather(&project, [system, prompt.as_str()]);
+    assert_eq!(cited.files, ["thoughts/yaml.md"]);
+    assert_eq!(cited.quotable.len(), 1);
+    let quoted = decode(two_items(&cited));
+    eprintln!("quoted under grammar:\n{quoted}");
+    let runs = quoted_runs(&quoted, decision);
+    assert_eq!(runs.len(), 2, "{quoted}");
+    assert!(runs.iter().all(Option::is_some), "{runs:?}\n{quoted}");
+    // The grammar before quoting: the same model, the same file and prompt, free excerpt lines.
+    let unquoted = Cited {
+        files: cited.files.clone(),
+        quotable: Vec::new(),
+    };
+    let free = decode(two_items(&unquoted));
+    eprintln!("free excerpt lines:\n{free}");
+    let free_runs = quoted_runs(&free, decision);
+    assert!(
+        free_runs.iter().any(Option::is_none),
+        "{free_runs:?}\n{free}"
+    );
+}
+
 #[tokio::test]
 async fn without_grammar_the_same_request_is_decoded_freely() {
     // The comparison the grammar is for: the same request, decoded without it, is not held to

@@ -479,15 +479,16 @@ impl LocalModel {
         }
         let schema = self.schema(request)?;
         // The files the conversation named are the only ones an Evidence item may cite.
-        let files = crate::project::Project::open(&self.project_root)
+        // Those read whole are quoted line by line.
+        let cited = crate::project::Project::open(&self.project_root)
             .map(|project| {
                 let texts = std::iter::once(request.system.as_str())
                     .chain(request.messages.iter().map(|m| m.content.as_str()));
-                super::cited::named_files(&project, texts)
+                super::cited::Cited::gather(&project, texts)
             })
             .unwrap_or_default();
         let max_tokens = self.max_tokens(request);
-        grammar::for_request(request, schema.as_ref(), max_tokens, &files).map_err(|e| {
+        grammar::for_request(request, schema.as_ref(), max_tokens, &cited).map_err(|e| {
             let file = match request
                 .response_contract
                 .as_ref()

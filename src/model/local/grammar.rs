@@ -10,14 +10,17 @@
 //! What a grammar cannot express is left to the contract checker and the repair loop, as for
 //! any other provider: conditionals (`if`/`then`, `allOf`, `not`, `contains`), `uniqueItems`
 //! (except over an enum's values, which the grammar spells out),
-//! `$ref`, patterns that are not anchored or use lookaround, that a cited file exists, that an
-//! excerpt equals the cited lines.
+//! `$ref`, patterns that are not anchored or use lookaround, that a cited file exists (the
+//! grammar only names the files the conversation named), that an excerpt's line numbers are
+//! the lines it quotes. An excerpt of a file the conversation showed is a run of that file's
+//! own lines ([`cited::Cited`](super::cited::Cited)), so what it quotes is always there.
 //!
 //! Over 600 lines: about 480 of code (JSON Schema, envelope and delegation grammars share the
 //! rule writer and the JSON string rules) and the tests beside them.
 
 use serde_json::Value;
 
+use super::cited::{Cited, Quotable};
 use super::gbnf::{lit, pattern_to_gbnf, Gbnf};
 use crate::contract::{ContractFormat, FieldKind, FieldRule};
 use crate::model::textual::TASK_TOOL;
@@ -107,10 +110,11 @@ impl Default for Limits {
 /// runs near four per token in SmolLM2's and most BPE vocabularies, JSON and code nearer three.
 pub const CHARS_PER_TOKEN: u64 = 3;
 
-/// The rule writer and the limits the rules are written to.
+/// The rule writer, the limits the rules are written to, and the files an answer may cite.
 struct Writer {
     gbnf: Gbnf,
     limits: Limits,
+    cited: Cited,
 }
 
 impl Writer {
@@ -118,6 +122,7 @@ impl Writer {
         Writer {
             gbnf: Gbnf::new(),
             limits,
+            cited: Cited::default(),
         }
     }
 }
@@ -139,18 +144,18 @@ impl std::ops::DerefMut for Writer {
 /// turn, which has no contract). `schema` is the JSON contract's schema, already loaded. The
 /// grammar is written to the loosest [`Limits`] whose longest answer fits `max_tokens` (at
 /// [`CHARS_PER_TOKEN`]), the tightest when none does; a grammar with no longest answer (a
-/// free-form JSON value) keeps the loosest. `files` are the paths an Evidence item may cite
-/// (`cited::named_files`); empty, any well-formed path.
+/// free-form JSON value) keeps the loosest. `cited` holds the paths an Evidence item may cite
+/// (empty, any well-formed path) and the files whose excerpts are runs of their lines.
 pub fn for_request(
     request: &ModelRequest,
     schema: Option<&Value>,
     max_tokens: u32,
-    files: &[String],
+    cited: &Cited,
 ) -> Result<Option<String>, GrammarError> {
     let budget = u64::from(max_tokens).saturating_mul(CHARS_PER_TOKEN);
     let mut last = None;
     for limits in Limits::LADDER {
-        let Some(g) = write_request(request, schema, limits, files)? else {
+        let Some(g) = write_request(request, schema, limits, cited)? else {
             return Ok(None);
         };
         match g.max_chars("root") {
@@ -166,9 +171,10 @@ fn write_request(
     request: &ModelRequest,
     schema: Option<&Value>,
     limits: Limits,
-    files: &[String],
+    cited: &Cited,
 ) -> Result<Option<Writer>, GrammarError> {
     let mut g = Writer::new(limits);
+    g.cited = cited.clone();
     let call = calls_rules(&mut g, &request.tools);
     let required = request.tool_choice == ToolChoice::Required;
     let Some(contract) = &request.response_contract else {
@@ -195,7 +201,7 @@ fn write_request(
             })?;
             json_rules(&mut g, schema)?
         }
-        ContractFormat::Envelope => envelope_rules(&mut g, contract, files),
+        ContractFormat::Envelope => envelope_rules(&mut g, contract, cited),
     };
     let root = match call {
         Some(call) if required => call,
@@ -250,7 +256,7 @@ pub fn json_schema(schema: &Value) -> Result<String, GrammarError> {
 /// A grammar whose root is the envelope for `contract`.
 pub fn envelope(contract: &ResponseContract) -> String {
     let mut g = Writer::new(Limits::default());
-    let body = envelope_rules(&mut g, contract, &[]);
+    let body = envelope_rules(&mut g, contract, &Cited::default());
     g.rule("root", body);
     g.render()
 }
@@ -569,34 +575,47 @@ fn object_schema(
     };
     // Required keys in the order `required` lists them, then the optional ones in the order
     // `properties` has them; each optional key may be left out.
-    let mut parts: Vec<(String, bool)> = Vec::new();
+    let mut members: Vec<(&str, String, bool)> = Vec::new();
     for key in &required {
         let sub = props.get(*key).cloned().unwrap_or(Value::Bool(true));
         let value = schema_rule(g, &sub, &format!("{pointer}/properties/{key}"))?;
-        parts.push((
-            format!(
-                "{} ws \":\" ws {value}",
-                lit(&Value::from(*key).to_string())
-            ),
-            true,
-        ));
+        members.push((key, value, true));
     }
     for (key, sub) in props {
         if required.contains(&key.as_str()) {
             continue;
         }
         let value = schema_rule(g, sub, &format!("{pointer}/properties/{key}"))?;
-        parts.push((
-            format!(
-                "{} ws \":\" ws {value}",
-                lit(&Value::from(key.as_str()).to_string())
-            ),
-            false,
+        members.push((key, value, false));
+    }
+    if required.is_empty() && members.len() > 1 {
+        // Optional members only: the separators below assume a member before each; keep it
+        // simple and admit any subset in order, each introduced by a comma after the first.
+        let alts: Vec<String> = members
+            .iter()
+            .map(|(k, v, _)| format!("{} ws \":\" ws {v} ws", lit(&Value::from(*k).to_string())))
+            .collect();
+        let member = g.rule(&format!("{hint}-member"), alts.join(" | "));
+        return Ok(g.rule(
+            hint,
+            format!("\"{{\" ws ( {member} ( \",\" ws {member} )* )? \"}}\""),
         ));
     }
+    let Some(quoted) = quoted_objects(g, &members, props, hint) else {
+        return Ok(g.rule(hint, object_body(&members)));
+    };
+    Ok(g.rule(hint, quoted))
+}
+
+/// An object's text with `members` (key, value rule, required) in order.
+fn object_body(members: &[(&str, String, bool)]) -> String {
     let mut body = String::from("\"{\" ws ");
     let mut first = true;
-    for (member, is_required) in &parts {
+    for (key, value, is_required) in members {
+        let member = format!(
+            "{} ws \":\" ws {value}",
+            lit(&Value::from(*key).to_string())
+        );
         let sep = if first { "" } else { "\",\" ws " };
         if *is_required {
             body.push_str(&format!("{sep}{member} ws "));
@@ -606,24 +625,89 @@ fn object_schema(
             body.push_str(&format!("( {sep}{member} ws )? "));
         }
     }
-    if required.is_empty() && parts.len() > 1 {
-        // Optional members only: the separators above assumed a member before each; keep it
-        // simple and admit any subset in order, each introduced by a comma after the first.
-        let alts: Vec<String> = parts.iter().map(|(m, _)| format!("{m} ws")).collect();
-        let member = g.rule(&format!("{hint}-member"), alts.join(" | "));
-        return Ok(g.rule(
-            hint,
-            format!("\"{{\" ws ( {member} ( \",\" ws {member} )* )? \"}}\""),
-        ));
-    }
     body.push_str("\"}\"");
-    Ok(g.rule(hint, body))
+    body
+}
+
+/// An evidence object's alternatives when the conversation showed files to quote: an object
+/// with required `path` and `excerpt` strings (path first) cites one of those files, its
+/// `excerpt` a run of that file's lines ([`quoted_runs`]) and its required integer `start` and
+/// `end` lines of it; any other named file (any path when none was named) keeps the free
+/// object. `None` when the object is not one or no file can be quoted. The planner's `scope`
+/// step cited `src/runtime/run.rs` lines 1-347 with an excerpt it had made up.
+fn quoted_objects(
+    g: &mut Writer,
+    members: &[(&str, String, bool)],
+    props: &serde_json::Map<String, Value>,
+    hint: &str,
+) -> Option<String> {
+    let plain_string = |key: &str| {
+        props.get(key).and_then(Value::as_object).is_some_and(|o| {
+            o.get("type") == Some(&Value::from("string"))
+                && !["enum", "const", "pattern", "maxLength"]
+                    .iter()
+                    .any(|k| o.contains_key(*k))
+        })
+    };
+    let at = |key: &str| members.iter().position(|(k, _, req)| *k == key && *req);
+    let (path_at, excerpt_at) = (at("path")?, at("excerpt")?);
+    if path_at > excerpt_at || !plain_string("path") || !plain_string("excerpt") {
+        return None;
+    }
+    let integer =
+        |key: &str| props.get(key).and_then(|v| v.get("type")) == Some(&Value::from("integer"));
+    let most = crate::contract::spec::MAX_EXCERPT_LINES.min(g.limits.excerpt_lines);
+    let cited = g.cited.clone();
+    let mut alts = Vec::new();
+    let mut quoted: Vec<&str> = Vec::new();
+    for file in &cited.quotable {
+        let Some(runs) = quoted_runs(g, file, most, Form::Json) else {
+            continue;
+        };
+        let line = g.rule(
+            &format!("j-{}-line", file.path),
+            line_numbers(file.lines.len()),
+        );
+        let mut own: Vec<(&str, String, bool)> = members.to_vec();
+        for (key, value, required) in own.iter_mut() {
+            match *key {
+                "path" => *value = lit(&Value::from(file.path.as_str()).to_string()),
+                "excerpt" => *value = format!("\"\\\"\" {runs} \"\\\"\""),
+                "start" | "end" if *required && integer(key) => *value = line.clone(),
+                _ => {}
+            }
+        }
+        alts.push(g.rule(&format!("{hint}-{}", file.path), object_body(&own)));
+        quoted.push(file.path.as_str());
+    }
+    if alts.is_empty() {
+        return None;
+    }
+    let rest: Vec<&String> = cited
+        .files
+        .iter()
+        .filter(|f| !quoted.contains(&f.as_str()))
+        .collect();
+    if cited.files.is_empty() {
+        alts.push(g.rule(&format!("{hint}-free"), object_body(members)));
+    } else if !rest.is_empty() {
+        let names: Vec<String> = rest
+            .iter()
+            .map(|f| lit(&Value::from(f.as_str()).to_string()))
+            .collect();
+        let path = g.rule(&format!("{hint}-free-path"), names.join(" | "));
+        let mut free: Vec<(&str, String, bool)> = members.to_vec();
+        free[path_at].1 = path;
+        alts.push(g.rule(&format!("{hint}-free"), object_body(&free)));
+    }
+    Some(alts.join(" | "))
 }
 
 /// The envelope: the frontmatter with the hop's ids (literally: the runtime allocated them)
 /// and the contract's fields, one `<thinking>`, one `<answer>`.
-fn envelope_rules(g: &mut Writer, rc: &ResponseContract, files: &[String]) -> String {
+fn envelope_rules(g: &mut Writer, rc: &ResponseContract, cited: &Cited) -> String {
     let l = g.limits;
+    let files = &cited.files;
     let c = &rc.contract;
     let date = g.rule(
         "date",
@@ -695,7 +779,7 @@ fn envelope_rules(g: &mut Writer, rc: &ResponseContract, files: &[String]) -> St
         "thinking-text",
         format!("[^<` \\t\\n] [^<`]{{0,{}}}", l.thinking),
     );
-    let answer = answer_rules(g, c, files);
+    let answer = answer_rules(g, c, cited);
     g.rule(
         "envelope",
         format!(
@@ -710,8 +794,11 @@ fn envelope_rules(g: &mut Writer, rc: &ResponseContract, files: &[String]) -> St
 /// Evidence when the contract requires it) and Evidence items (`- **Evidence**: `path:N-M``,
 /// `- **Excerpt**:`, a fenced block of at most `excerpt_max_lines` lines). Prose cannot open a
 /// code fence (it would swallow `</answer>`), a heading or a bold label: those only come in the
-/// shapes above. Whether the cited lines exist and match is the checker's business.
-fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String]) -> String {
+/// shapes above. An excerpt of a quotable file is a run of its lines, copied whole
+/// ([`quoted_runs`]); that the numbers are the lines quoted is the checker's business (and its
+/// fix's), as is all of it for other files.
+fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, cited: &Cited) -> String {
+    let files = &cited.files;
     let l = g.limits;
     // A backtick only before another character: inline code, never a fence.
     let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
@@ -729,13 +816,48 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String])
         "excerpt-line",
         format!("[^`<\\n]{{0,{}}} \"\\n\"", l.excerpt_line),
     );
+    let most = c.excerpt_max_lines.min(l.excerpt_lines).max(1);
+    let reference = g.rule(
+        "evidence-lines",
+        format!("\":\" {line_no} ( \"-\" {line_no} )? \"`\\n- **Excerpt**:\\n```\\n\""),
+    );
+    let mut cites = Vec::new();
+    let mut quoted = Vec::new();
+    for file in &cited.quotable {
+        if let Some(runs) = quoted_runs(g, file, most, Form::Markdown) {
+            // Its line numbers are lines of the file: one past its end is a problem no fix
+            // can place (`evidence/range-past-end`), a wrong one inside it a fixed mismatch.
+            let n = g.rule(
+                &format!("q-{}-line", file.path),
+                line_numbers(file.lines.len()),
+            );
+            let reference = g.rule(
+                &format!("q-{}-lines", file.path),
+                format!("\":\" {n} ( \"-\" {n} )? \"`\\n- **Excerpt**:\\n```\\n\""),
+            );
+            cites.push(format!("{} {reference} {runs}", lit(&file.path)));
+            quoted.push(file.path.as_str());
+        }
+    }
+    // Any other path (a named file not read for quoting, or any path when none was named)
+    // takes a free excerpt.
+    let rest: Vec<&String> = files
+        .iter()
+        .filter(|f| !quoted.contains(&f.as_str()))
+        .collect();
+    if files.is_empty() || !rest.is_empty() {
+        let other = if files.is_empty() {
+            path
+        } else {
+            let names: Vec<String> = rest.iter().map(|f| lit(f)).collect();
+            g.rule("free-path", names.join(" | "))
+        };
+        cites.push(format!("{other} {reference} {excerpt_line}{{1,{most}}}"));
+    }
+    let cite = g.rule("evidence-cite", cites.join(" | "));
     let evidence = g.rule(
         "evidence-item",
-        format!(
-            "\"- **Evidence**: `\" {path} \":\" {line_no} ( \"-\" {line_no} )? \"`\\n- **Excerpt**:\\n```\\n\" \
-             {excerpt_line}{{1,{}}} \"```\\n\"",
-            c.excerpt_max_lines.min(l.excerpt_lines).max(1)
-        ),
+        format!("\"- **Evidence**: `\" {cite} \"```\\n\""),
     );
     let mut blocks = vec![prose.clone(), evidence.clone()];
     if !c.signal_headings.is_empty() {
@@ -765,6 +887,124 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, files: &[String])
         }
     }
     g.rule("answer-text", text)
+}
+
+/// How a quoted line is written: in a fenced block, or inside a JSON string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Each line whole with its line end; a line that would break the envelope (a code fence,
+    /// an envelope tag) is never quoted.
+    Markdown,
+    /// Each line JSON-escaped, lines joined by `\n`, with no line end after the last.
+    Json,
+}
+
+/// The excerpts of `file`: a run of at most `most` of its lines, each copied whole, opening on
+/// a line with text; `None` when no line can open one. A line that cannot be quoted in `form`,
+/// or is longer than an excerpt line may be, is never quoted and ends a run before it.
+fn quoted_runs(g: &mut Writer, file: &Quotable, most: u32, form: Form) -> Option<String> {
+    let limit = g.limits.excerpt_line as usize;
+    let quotable = |line: &str| {
+        line.chars().count() <= limit
+            && (form == Form::Json
+                || !line.contains("```")
+                    && !["<answer>", "</answer>", "<thinking>", "</thinking>"]
+                        .iter()
+                        .any(|tag| line.contains(tag)))
+    };
+    let ok: Vec<bool> = file.lines.iter().map(|l| quotable(l)).collect();
+    let (stem, join) = match form {
+        Form::Markdown => (format!("q-{}", file.path), ""),
+        // JSON's escaped line end, `\n` in the string's text.
+        Form::Json => (format!("j-{}", file.path), "\"\\\\n\" "),
+    };
+    let mut names: Vec<String> = Vec::with_capacity(file.lines.len());
+    for (i, line) in file.lines.iter().enumerate() {
+        let text = match form {
+            Form::Markdown => format!("{line}\n"),
+            // The string's content: its JSON text without the quotes.
+            Form::Json => {
+                let quoted = Value::from(line.as_str()).to_string();
+                quoted[1..quoted.len() - 1].to_string()
+            }
+        };
+        names.push(if ok[i] {
+            g.rule(&format!("{stem}-{}", i + 1), lit(&text))
+        } else {
+            String::new()
+        });
+    }
+    // run[d][i]: a run of at most d + 1 lines from line i; built from the last line back.
+    let n = file.lines.len();
+    let mut run: Vec<Vec<String>> = Vec::with_capacity(most as usize);
+    for d in 0..most as usize {
+        let mut row = vec![String::new(); n];
+        for i in (0..n).filter(|&i| ok[i]) {
+            let next = if d == 0 || i + 1 == n || !ok[i + 1] {
+                None
+            } else {
+                Some(&run[d - 1][i + 1])
+            };
+            row[i] = match next {
+                None => names[i].clone(),
+                // The same continuation as one line shorter: the same run.
+                Some(next) if d >= 2 && *next == run[d - 2][i + 1] => run[d - 1][i].clone(),
+                Some(next) => g.rule(
+                    &format!("{stem}-{}-run{}", i + 1, d + 1),
+                    if join.is_empty() {
+                        format!("{} {next}?", names[i])
+                    } else {
+                        format!("{} ( {join}{next} )?", names[i])
+                    },
+                ),
+            };
+        }
+        run.push(row);
+    }
+    let longest = run.last()?;
+    let starts: Vec<&str> = (0..n)
+        .filter(|&i| ok[i] && !file.lines[i].trim().is_empty())
+        .map(|i| longest[i].as_str())
+        .collect();
+    (!starts.is_empty()).then(|| g.rule(&format!("{stem}-excerpt"), starts.join(" | ")))
+}
+
+/// The numbers 1 to `n` (at least 1), written without leading zeros: those with fewer digits
+/// than `n`, then for each digit of `n` the numbers that share its digits before it and have a
+/// smaller one there, then `n`.
+fn line_numbers(n: usize) -> String {
+    let digits: Vec<u32> = n
+        .max(1)
+        .to_string()
+        .chars()
+        .filter_map(|c| c.to_digit(10))
+        .collect();
+    let d = digits.len();
+    let mut alts = Vec::new();
+    if d > 1 {
+        alts.push(format!("[1-9] [0-9]{{0,{}}}", d - 2));
+    }
+    let any = |k: usize| {
+        if k == 0 {
+            String::new()
+        } else {
+            format!(" [0-9]{{{k}}}")
+        }
+    };
+    for (i, &digit) in digits.iter().enumerate() {
+        let low = u32::from(i == 0);
+        if digit > low {
+            let prefix: String = digits[..i].iter().map(|c| c.to_string()).collect();
+            let prefix = if prefix.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", lit(&prefix))
+            };
+            alts.push(format!("{prefix}[{low}-{}]{}", digit - 1, any(d - i - 1)));
+        }
+    }
+    alts.push(lit(&n.max(1).to_string()));
+    alts.join(" | ")
 }
 
 /// One of `files` (`cited::named_files`): the rule Evidence paths and `path` fields share.
@@ -969,10 +1209,10 @@ mod tests {
         ] {
             let (contract, schema) = shipped_contract(agent);
             let request = request_for(Some(rc(contract)));
-            let loose = for_request(&request, schema.as_ref(), LOOSE, &[])
+            let loose = for_request(&request, schema.as_ref(), LOOSE, &Cited::default())
                 .unwrap()
                 .unwrap();
-            let fitted = for_request(&request, schema.as_ref(), 1024, &[])
+            let fitted = for_request(&request, schema.as_ref(), 1024, &Cited::default())
                 .unwrap()
                 .unwrap();
             let (loose, fitted) = (longest(&loose).unwrap(), longest(&fitted).unwrap());
@@ -1039,7 +1279,11 @@ mod tests {
         assert!(signal.contains(r#""Finding""#), "{signal}");
         assert!(signal.ends_with(" evidence-item"), "{signal}");
         let evidence = rule(&g, "evidence-item");
-        assert!(evidence.contains("**Evidence**: `") && evidence.contains("excerpt-line{1,6}"));
+        assert!(evidence.contains("**Evidence**: `"), "{g}");
+        assert!(
+            rule(&g, "evidence-cite").contains("excerpt-line{1,6}"),
+            "{g}"
+        );
         // Prose can open neither a fence, a heading nor a bold label.
         assert!(rule(&g, "prose-line").starts_with("[^<`#*"), "{g}");
         assert!(rule(&g, "thinking-text").contains("[^<`]"), "{g}");
@@ -1048,14 +1292,153 @@ mod tests {
     #[test]
     fn named_files_are_the_only_evidence_paths() {
         let request = request_for(Some(rc(Contract::envelope())));
-        let files = ["README.md".to_string(), "src/a \"b\".rs".to_string()];
-        let g = for_request(&request, None, LOOSE, &files).unwrap().unwrap();
+        let cited = Cited {
+            files: vec!["README.md".to_string(), "src/a \"b\".rs".to_string()],
+            quotable: Vec::new(),
+        };
+        let g = for_request(&request, None, LOOSE, &cited).unwrap().unwrap();
         assert_eq!(rule(&g, "named-path"), r#""README.md" | "src/a \"b\".rs""#);
-        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert!(
             rule(&g, "evidence-path").starts_with("[A-Za-z0-9_.]"),
             "{g}"
         );
+    }
+
+    #[test]
+    fn a_json_evidence_object_quotes_a_run_of_a_shown_files_lines() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "required": ["evidence"],
+            "properties": {"evidence": {"type": "array", "items": {
+                "type": "object",
+                "required": ["fact", "path", "start", "end", "excerpt"],
+                "properties": {
+                    "fact": {"type": "string"},
+                    "path": {"type": "string"},
+                    "start": {"type": "integer", "minimum": 1},
+                    "end": {"type": "integer", "minimum": 1},
+                    "excerpt": {"type": "string", "minLength": 1}
+                }
+            }}}
+        });
+        let mut c = Contract::envelope();
+        c.format = ContractFormat::Json;
+        let request = request_for(Some(rc(c)));
+        let cited = Cited {
+            files: vec!["a.rs".into(), "b.rs".into()],
+            quotable: vec![Quotable {
+                path: "a.rs".into(),
+                lines: vec![
+                    "fn main() {".into(),
+                    "    println!(\"hi\");".into(),
+                    "}".into(),
+                ],
+            }],
+        };
+        let g = for_request(&request, Some(&schema), LOOSE, &cited)
+            .unwrap()
+            .unwrap();
+        assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
+        // The quoted line is its JSON text; a run goes on with an escaped line end.
+        assert_eq!(rule(&g, "j-a-rs-2"), r#""    println!(\\\"hi\\\");""#);
+        assert_eq!(
+            rule(&g, "j-a-rs-1-run2"),
+            r#"j-a-rs-1 ( "\\n" j-a-rs-2-run1 )?"#.replace("-run1", "")
+        );
+        // The object for a.rs names it, takes its line numbers and its runs; b.rs keeps a
+        // free excerpt.
+        let alts: Vec<&str> = g
+            .lines()
+            .filter(|l| l.contains(r#""\"path\"" ws ":" ws"#))
+            .collect();
+        assert_eq!(alts.len(), 2, "{g}");
+        let quoted = alts.iter().find(|l| l.contains(r#""\"a.rs\"""#)).unwrap();
+        assert!(quoted.contains(r#"ws ":" ws j-a-rs-line"#), "{quoted}");
+        assert!(quoted.contains(r#""\"" j-a-rs-excerpt "\"""#), "{quoted}");
+        let free = alts.iter().find(|l| !l.contains("a.rs")).unwrap();
+        assert!(free.contains("free-path"), "{free}");
+        assert!(g.contains(r#"::= "\"b.rs\"""#), "{g}");
+        // Without a file to quote, the object is as the schema says.
+        let g = for_request(&request, Some(&schema), LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(!g.contains("j-"), "{g}");
+    }
+
+    #[test]
+    fn line_numbers_run_from_one_to_the_files_last_line() {
+        for n in [1, 7, 9, 10, 19, 60, 99, 100, 347, 1000, 1500] {
+            // The GBNF expression read as a regular expression: its literals are digits only.
+            let gbnf = line_numbers(n);
+            let re = format!("^(?:{})$", gbnf.replace(['"', ' '], ""));
+            let re = regex::Regex::new(&re).unwrap();
+            for k in 0..=n + 12 {
+                let admitted = re.is_match(&k.to_string());
+                assert_eq!(admitted, (1..=n).contains(&k), "n={n} k={k}: {gbnf}");
+            }
+            assert!(!re.is_match("07"), "{gbnf}");
+        }
+    }
+
+    #[test]
+    fn an_excerpt_of_a_quotable_file_is_a_run_of_its_lines_copied_whole() {
+        let mut c = Contract::document_analysis();
+        c.excerpt_max_lines = 2;
+        let request = request_for(Some(rc(c)));
+        let lines = [
+            "# Title",
+            "",
+            "say \"yes\"",
+            "```",
+            "after the fence",
+            "last",
+        ];
+        let cited = Cited {
+            files: vec!["d.md".into(), "other.md".into()],
+            quotable: vec![Quotable {
+                path: "d.md".into(),
+                lines: lines.iter().map(|l| l.to_string()).collect(),
+            }],
+        };
+        let g = for_request(&request, None, LOOSE, &cited).unwrap().unwrap();
+        assert!(undefined(&g).is_empty(), "{:?}", undefined(&g));
+        // Each line is its own literal with its line end; the fence line is none.
+        assert_eq!(rule(&g, "q-d-md-1"), r##""# Title\n""##);
+        assert_eq!(rule(&g, "q-d-md-3"), r#""say \"yes\"\n""#);
+        assert!(!g.contains("q-d-md-4 ::="), "{g}");
+        // A run goes on only with the next line, at most two lines here; the line before the
+        // fence ends its run, and blank lines open none.
+        assert_eq!(rule(&g, "q-d-md-1-run2"), "q-d-md-1 q-d-md-2?");
+        assert_eq!(rule(&g, "q-d-md-2-run2"), "q-d-md-2 q-d-md-3?");
+        assert_eq!(
+            rule(&g, "q-d-md-excerpt"),
+            "q-d-md-1-run2 | q-d-md-3 | q-d-md-5-run2 | q-d-md-6"
+        );
+        // The quotable file takes only its runs; the other named file a free excerpt.
+        let cite = rule(&g, "evidence-cite");
+        assert!(
+            cite.starts_with(
+                r#""d.md" q-d-md-lines q-d-md-excerpt | free-path evidence-lines excerpt-line{1,2}"#
+            ),
+            "{cite}"
+        );
+        // Its line numbers are the file's six.
+        assert_eq!(rule(&g, "q-d-md-line"), r#"[1-5] | "6""#);
+        assert!(
+            rule(&g, "q-d-md-lines").starts_with(r#"":" q-d-md-line ( "-" q-d-md-line )?"#),
+            "{g}"
+        );
+        assert_eq!(rule(&g, "free-path"), r#""other.md""#);
+        // With every named file quotable there is no free excerpt at all.
+        let only = Cited {
+            files: vec!["d.md".into()],
+            quotable: cited.quotable.clone(),
+        };
+        let g = for_request(&request, None, LOOSE, &only).unwrap().unwrap();
+        assert!(!rule(&g, "evidence-cite").contains("excerpt-line"), "{g}");
     }
 
     #[test]
@@ -1078,14 +1461,18 @@ mod tests {
     #[test]
     fn a_request_that_may_delegate_admits_the_task_call() {
         let mut request = request_for(Some(rc(Contract::envelope())));
-        let without = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let without = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(rule(&without, "root"), "envelope");
         request.tools.push(crate::model::ToolSpec {
             name: TASK_TOOL.into(),
             description: String::new(),
             parameters: json!({}),
         });
-        let with = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let with = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(rule(&with, "root"), "envelope | tool-call");
         assert_eq!(rule(&with, "tool-call"), "task-call");
         assert!(
@@ -1097,11 +1484,13 @@ mod tests {
         let calls = crate::model::textual::parse_task_calls(call);
         assert_eq!(calls[0].arguments["subagent_type"], "finder");
         request.response_contract = None;
-        let primary = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let primary = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(rule(&primary, "root"), "tool-call | free-answer");
         request.tools.clear();
         assert_eq!(
-            for_request(&request, None, LOOSE, &[]).unwrap(),
+            for_request(&request, None, LOOSE, &Cited::default()).unwrap(),
             None,
             "nothing to constrain"
         );
@@ -1114,7 +1503,9 @@ mod tests {
             .iter()
             .map(|t| crate::tools::spec(t).unwrap())
             .collect();
-        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(rule(&g, "root"), "envelope | tool-call");
         assert_eq!(rule(&g, "tool-call"), "call-grep | call-read");
         let grep = rule(&g, "call-grep");
@@ -1134,11 +1525,15 @@ mod tests {
         assert!(calls[0].id.starts_with("text_call_t1"), "{calls:?}");
         assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
         request.tool_choice = ToolChoice::Required;
-        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
         assert_eq!(rule(&g, "root"), "tool-call");
         request.response_contract = None;
-        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(rule(&g, "root"), "tool-call");
     }
 
@@ -1150,7 +1545,9 @@ mod tests {
             description: String::new(),
             parameters: json!({"type": "object", "properties": {"x": {"type": "frob"}}}),
         });
-        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(rule(&g, "root"), "tool-call | free-answer");
         assert!(rule(&g, "call-mcp-thing").contains("arguments"), "{g}");
         assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
@@ -1172,7 +1569,9 @@ mod tests {
             max_tokens: None,
             response_contract: None,
         };
-        let g = for_request(&request, None, LOOSE, &[]).unwrap().unwrap();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             rule(&g, "subagent-name"),
             r#""\"finder\"" | "\"reader\"""#,
