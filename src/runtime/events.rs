@@ -256,6 +256,9 @@ pub enum EventKind {
     /// `read_first_shown` is a `read` of lines `read_first` put in the task message, answered
     /// with where they are instead of running; `read_first_whole` is a first turn offered no
     /// tools because `read_first` showed every file the task names whole (`count` files).
+    /// `write_now` is a turn offered no tools because the note to write the owed document now
+    /// came after two turns in a row and the second showed no verified Evidence item more
+    /// than the first (`count` items).
     /// `report_frontmatter_added` is a final answer
     /// saved as the deliverable with the frontmatter the runtime knows put above its sections
     /// (`deliver::document_from_sections`).

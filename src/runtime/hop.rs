@@ -251,6 +251,8 @@ pub(crate) fn run_hop_on(
             seen_calls: Default::default(),
             read_ahead: Vec::new(),
             refused_turns: 0,
+            noted_findings: None,
+            notes: Vec::new(),
             follows_workflow: false,
             stalled: false,
             called_tool: false,
@@ -310,6 +312,11 @@ struct HopState {
     found_paths: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
+    /// The most verified Evidence items a note to write the report now showed in this turn's
+    /// results (`after_answer`), and those of each earlier turn that had one: a turn after two
+    /// notes where the second showed nothing new is offered no tools (see [`Self::write_now`]).
+    noted_findings: Option<usize>,
+    notes: Vec<usize>,
     /// Whether the agent is offered `step` (it follows a checkpoint workflow): only then is a
     /// call checked against the step it owes, which reads the workflow's files.
     follows_workflow: bool,
@@ -564,6 +571,14 @@ impl HopState {
                     count,
                 });
             }
+            let write_now = self.write_now() && !tool_specs.is_empty();
+            if write_now {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "write_now".into(),
+                    count: self.notes.last().copied().unwrap_or(0) as u32,
+                });
+            }
+            let held_back = held_back || write_now;
 
             let offer_tools = !(last_step
                 || checkpointing.is_some()
@@ -1143,8 +1158,9 @@ impl HopState {
     /// The note names no delegation either: told "delegate again only if they leave the
     /// question unanswered" beside the items, the 1.5B researcher delegated that very sentence.
     /// Its tools stay offered: a question several documents answer needs more than one
-    /// analysis, and the offline researcher covers four for the YAML question.
-    fn after_answer(&self, answer: &str) -> Option<String> {
+    /// analysis, and the offline researcher covers four for the YAML question; until a
+    /// delegation after the note adds no verified item ([`Self::write_now`]).
+    fn after_answer(&mut self, answer: &str) -> Option<String> {
         let owes_from_answer = self
             .agent
             .deliver
@@ -1160,7 +1176,26 @@ impl HopState {
         if findings.is_empty() {
             return self.next_delegation();
         }
+        self.noted_findings = Some(self.noted_findings.unwrap_or(0).max(findings.len()));
         Some(deliver::report_now(&findings))
+    }
+
+    /// Whether this turn writes the owed document with no tools offered: the last turn's
+    /// results ended with the note to write it now and showed no verified Evidence item the
+    /// note before had not. Called once per turn, before its request.
+    ///
+    /// Why: a 1.5B researcher shown three verified items and told to write its report delegated
+    /// again, to a locator that found nothing new, and again after the same note; tools taken
+    /// away after every note, the offline researcher wrote its report after one analysis where
+    /// the YAML question takes four. A delegation that adds nothing is the sign the evidence is
+    /// all there is to find.
+    fn write_now(&mut self) -> bool {
+        let Some(now) = self.noted_findings.take() else {
+            return false;
+        };
+        let before = self.notes.last().copied();
+        self.notes.push(now);
+        before.is_some_and(|before| now <= before)
     }
 
     /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).

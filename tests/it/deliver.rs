@@ -819,6 +819,80 @@ async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
     assert!(tools[1] > 0 && tools[4] > 0, "{tools:?}");
 }
 
+/// A delegation after the note to write the report now that adds no verified Evidence leaves
+/// the next turn no tools: the 1.5B researcher, shown three verified items, delegated to a
+/// locator that found nothing new, then delegated again after the same note.
+#[tokio::test]
+async fn a_delegation_that_adds_nothing_after_the_note_leaves_only_the_report() {
+    let (_dir, project) =
+        support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
+    let found = |n: u32| {
+        format!("---\nmessage_id: locator-{today}-{n:03}\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n\n### The parser\n{item}\n</answer>\n")
+    };
+    let delegate = |id: &str, prompt: &str| {
+        answer(
+            "",
+            vec![call(
+                id,
+                "task",
+                json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": prompt}),
+            )],
+        )
+    };
+    mock.push(answer(PLAN, vec![]))
+        .push(delegate("t1", question))
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "YAML"}))],
+        ))
+        .push(answer(&found(1), vec![]))
+        .push(delegate("t2", "Find more about the YAML parser."))
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "parser"}))],
+        ))
+        .push(answer(&found(2), vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]));
+    let options = switchboard::runtime::RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let (_outcome, events) =
+        support::wire::session_with(&project, &mock, "researcher", question, options).await;
+    let tools: Vec<usize> = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["tools"].as_array().map_or(0, |t| t.len()))
+        .collect();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    let notes = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::ToolResult { output, .. }
+            if output.contains("[runtime] Your subagents have found 1 verified"))
+        })
+        .count();
+    assert_eq!(notes, 2, "{kinds:?}");
+    // Requests: plan, researcher (t1), locator ×2, researcher (t2), locator ×2, then the turn
+    // after the second note, which may only write; after the first, tools stayed offered.
+    assert!(tools[4] > 0, "{tools:?}");
+    assert_eq!(tools[7], 0, "{tools:?}");
+    let steered: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, count } if why == "write_now" => Some(*count),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steered, [1], "{kinds:?}");
+}
+
 /// Once a subagent of the plan's source answered, its result tells the researcher the next
 /// subagent to call, with the paths it found (Qwen2.5-Coder-1.5B called the locator four
 /// times over, never the analyzer).
