@@ -349,10 +349,43 @@ pub fn report_now(findings: &[String]) -> String {
     format!(
         "Your subagents have found {} verified Evidence item(s), below. Write your report now: \
          your final answer is the whole document, frontmatter first, with these items under \
-         `## Findings`, each copied unchanged, title line included.\n\n{}",
+         `## Findings`, {REPORT_NOW_ITEMS}\n\n{}",
         findings.len(),
         findings.join("\n\n")
     )
+}
+
+/// The words that end the head of [`report_now`]'s note; its findings follow them.
+const REPORT_NOW_ITEMS: &str = "each copied unchanged, title line included.";
+
+/// The findings of the last [`report_now`] note in `text`, each as the note shows it (`### Title`,
+/// the Evidence line, the Excerpt label and its fenced block); `None` when `text` holds none.
+/// The `local` provider writes the report's grammar from them (`model::local::grammar`).
+pub fn report_now_findings(text: &str) -> Option<Vec<String>> {
+    let at = text.rfind(REPORT_NOW_ITEMS)?;
+    let mut out = Vec::new();
+    let mut item: Vec<&str> = Vec::new();
+    let mut fences = 0;
+    for line in text[at + REPORT_NOW_ITEMS.len()..].lines() {
+        if item.is_empty() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if !line.starts_with("### ") {
+                break;
+            }
+        }
+        item.push(line);
+        if line.trim_start().starts_with("```") {
+            fences += 1;
+            if fences == 2 {
+                out.push(item.join("\n"));
+                item.clear();
+                fences = 0;
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The repair turn: what is missing, how to deliver it, and the shape of one evidence item.
@@ -674,6 +707,28 @@ mod tests {
             "```json\n{\"name\": \"task\", \"arguments\": {}}\n```"
         ));
         assert!(!looks_like_call("The report is in reports/a.md."));
+    }
+
+    #[test]
+    fn the_findings_of_a_report_now_note_are_read_back_as_written() {
+        let findings = vec![
+            "### The parser\n- **Evidence**: `a.md:3-4`\n- **Excerpt**:\n```\nWe parse YAML.\n\n### not a title\n```".to_string(),
+            "### Errors\n- **Evidence**: `a.md:9`\n- **Excerpt**:\n```\nErrors say where.\n```".to_string(),
+        ];
+        let note = format!(
+            "the locator's answer\n\n[runtime] {}",
+            report_now(&findings)
+        );
+        assert_eq!(report_now_findings(&note), Some(findings));
+        assert_eq!(report_now_findings("No note here."), None);
+        // Text after the items is not an item.
+        let cut = format!(
+            "{}\n\nSomething else.",
+            report_now(&[
+                "### A\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n```\nx\n```".to_string()
+            ])
+        );
+        assert_eq!(report_now_findings(&cut).map(|f| f.len()), Some(1));
     }
 
     #[test]

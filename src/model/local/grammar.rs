@@ -182,7 +182,18 @@ fn write_request(
         // one well-formed call of a tool it was offered (a free answer cannot open with a
         // backtick, so a code fence at the start is the call).
         let Some(call) = call else {
-            return Ok(None);
+            // Offered no tools right after the note to write the report now: the report, with
+            // the note's verified items copied whole. Else anything.
+            let findings = request
+                .messages
+                .last()
+                .and_then(|m| crate::runtime::deliver::report_now_findings(&m.content));
+            let Some(findings) = findings else {
+                return Ok(None);
+            };
+            let report = report_rules(&mut g, &findings);
+            g.rule("root", report);
+            return Ok(Some(g));
         };
         let root = if required {
             call
@@ -210,6 +221,28 @@ fn write_request(
     };
     g.rule("root", root);
     Ok(Some(g))
+}
+
+/// A research report's sections (the researcher's template: Question, Summary, Findings, Open
+/// Questions), its Findings the verified items of the note to write it (`findings`), each
+/// copied whole and in order; the runtime puts the frontmatter above them
+/// (`deliver::document_from_sections`). Told to write its report with three verified items
+/// and offered no tools, Qwen2.5-Coder-1.5B wrote a `task` call as text instead.
+fn report_rules(g: &mut Writer, findings: &[String]) -> String {
+    let l = g.limits;
+    let line = g.rule(
+        "report-line",
+        format!("[^#`<\\n \\t] [^`<\\n]{{0,{}}} \"\\n\"", l.prose_line),
+    );
+    let items: Vec<String> = findings.iter().map(|f| lit(&format!("{f}\n"))).collect();
+    g.rule(
+        "report",
+        format!(
+            "\"## Question\\n\\n\" {line} \"\\n## Summary\\n\\n\" {line}{{1,6}} \
+             \"\\n## Findings\\n\\n\" {} ( \"\\n## Open Questions\\n\\n\" ( \"- \" {line} ){{1,4}} )?",
+            items.join(" \"\\n\" ")
+        ),
+    )
 }
 
 /// One call of any tool in `tools`, or `None` when there are none: `task` in its textual form
@@ -1366,6 +1399,40 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!g.contains("j-"), "{g}");
+    }
+
+    #[test]
+    fn the_turn_after_the_report_now_note_writes_the_report_with_its_items() {
+        let findings = vec![
+            "### The parser\n- **Evidence**: `a.md:3`\n- **Excerpt**:\n```\nWe parse YAML.\n```"
+                .to_string(),
+        ];
+        let mut request = request_for(None);
+        let note = crate::runtime::deliver::report_now(&findings);
+        request.messages.push(crate::model::Message::tool(
+            "t1",
+            format!("answer\n\n[runtime] {note}"),
+            false,
+        ));
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(undefined(&g).is_empty(), "{:?}", undefined(&g));
+        let report = rule(&g, "report");
+        assert!(
+            report.starts_with(r###""## Question\n\n" report-line"###),
+            "{report}"
+        );
+        assert!(
+            report.contains(r####""\n## Findings\n\n" "### The parser\n- **Evidence**: `a.md:3`\n- **Excerpt**:\n```\nWe parse YAML.\n```\n""####),
+            "{report}"
+        );
+        // Without the note, a turn with no contract and no tools is free.
+        request.messages.pop();
+        assert_eq!(
+            for_request(&request, None, LOOSE, &Cited::default()).unwrap(),
+            None
+        );
     }
 
     #[test]
