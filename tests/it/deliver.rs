@@ -763,12 +763,7 @@ async fn locator_session(extra: &str) -> (String, Vec<switchboard::runtime::Even
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]));
-    let options = switchboard::runtime::RunOptions {
-        correlation_id: Some("corr-1".into()),
-        ..Default::default()
-    };
-    let (_outcome, events) =
-        support::wire::session_with(&project, &mock, "researcher", question, options).await;
+    let (events, tools) = researcher_on(&project, &mock, question).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
     let result = events
         .iter()
@@ -779,12 +774,24 @@ async fn locator_session(extra: &str) -> (String, Vec<switchboard::runtime::Even
             _ => None,
         })
         .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
+    (result, events, tools)
+}
+
+/// The shipped researcher's session on `mock` (correlation id `corr-1`): its events, and how
+/// many tools each model request offered.
+async fn researcher_on(project: &Project, mock: &Mock, question: &str) -> (Vec<Event>, Vec<usize>) {
+    let options = switchboard::runtime::RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let (_outcome, events) =
+        support::wire::session_with(project, mock, "researcher", question, options).await;
     let tools = mock
         .requests()
         .iter()
         .map(|r| r.body["tools"].as_array().map_or(0, |t| t.len()))
         .collect();
-    (result, events, tools)
+    (events, tools)
 }
 
 /// The decision record the locator tests find.
@@ -859,17 +866,7 @@ async fn a_delegation_that_adds_nothing_after_the_note_leaves_only_the_report() 
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]))
         .push(answer("Done.", vec![]));
-    let options = switchboard::runtime::RunOptions {
-        correlation_id: Some("corr-1".into()),
-        ..Default::default()
-    };
-    let (_outcome, events) =
-        support::wire::session_with(&project, &mock, "researcher", question, options).await;
-    let tools: Vec<usize> = mock
-        .requests()
-        .iter()
-        .map(|r| r.body["tools"].as_array().map_or(0, |t| t.len()))
-        .collect();
+    let (events, tools) = researcher_on(&project, &mock, question).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
     let notes = events
         .iter()
