@@ -229,17 +229,27 @@ fn write_request(
 /// (`deliver::document_from_sections`). Told to write its report with three verified items
 /// and offered no tools, Qwen2.5-Coder-1.5B wrote a `task` call as text instead.
 fn report_rules(g: &mut Writer, findings: &[String]) -> String {
+    const OPEN_QUESTION_CHARS: u32 = 160;
     let l = g.limits;
     let line = g.rule(
         "report-line",
         format!("[^#`<\\n \\t] [^`<\\n]{{0,{}}} \"\\n\"", l.prose_line),
+    );
+    // An open question is one short line, two at most: unbounded, the 1.5B researcher filled
+    // four lines of 300 characters with the same sentence about its budget.
+    let open = g.rule(
+        "report-open",
+        format!(
+            "\"- \" [^#`<\\n \\t] [^`<\\n]{{0,{}}} \"\\n\"",
+            OPEN_QUESTION_CHARS
+        ),
     );
     let items: Vec<String> = findings.iter().map(|f| lit(&format!("{f}\n"))).collect();
     g.rule(
         "report",
         format!(
             "\"## Question\\n\\n\" {line} \"\\n## Summary\\n\\n\" {line}{{1,6}} \
-             \"\\n## Findings\\n\\n\" {} ( \"\\n## Open Questions\\n\\n\" ( \"- \" {line} ){{1,4}} )?",
+             \"\\n## Findings\\n\\n\" {} ( \"\\n## Open Questions\\n\\n\" {open}{{1,2}} )?",
             items.join(" \"\\n\" ")
         ),
     )
@@ -1427,6 +1437,8 @@ mod tests {
             report.contains(r####""\n## Findings\n\n" "### The parser\n- **Evidence**: `a.md:3`\n- **Excerpt**:\n```\nWe parse YAML.\n```\n""####),
             "{report}"
         );
+        assert!(report.ends_with("report-open{1,2} )?"), "{report}");
+        assert!(rule(&g, "report-open").contains("{0,160}"), "{g}");
         // Without the note, a turn with no contract and no tools is free.
         request.messages.pop();
         assert_eq!(
