@@ -362,7 +362,9 @@ fn any_value(g: &mut Writer) -> String {
 /// is fitted to the token budget) six times a string's length.
 fn string_rule(g: &mut Writer) -> String {
     let l = g.limits;
-    g.rule("char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt]");
+    // No `…`: it is the placeholder of every shape the runtime shows (a step's `next_call`, a
+    // reply's `expected`), and the 1.5B planner copied it as a file path into `scope`.
+    g.rule("char", "[^\"\\\\\\x00-\\x1F…] | \"\\\\\" [\"\\\\/bfnrt]");
     let most = l.string;
     g.rule("string", format!("\"\\\"\" char{{0,{most}}} \"\\\"\""))
 }
@@ -1404,6 +1406,8 @@ mod tests {
         let free = alts.iter().find(|l| !l.contains("a.rs")).unwrap();
         assert!(free.contains("free-path"), "{free}");
         assert!(g.contains(r#"::= "\"b.rs\"""#), "{g}");
+        // No string holds the shapes' placeholder `…`.
+        assert!(rule(&g, "char").starts_with("[^\"\\\\\\x00-\\x1F…]"), "{g}");
         // Without a file to quote, the object is as the schema says.
         let g = for_request(&request, Some(&schema), LOOSE, &Cited::default())
             .unwrap()
