@@ -62,7 +62,8 @@ impl Cited {
                 continue;
             }
             lines_left -= lines.len();
-            bytes_left -= text.len() as u64;
+            // The file may have grown since its size was read.
+            bytes_left = bytes_left.saturating_sub(text.len() as u64);
             quotable.push(Quotable {
                 path: path.clone(),
                 lines,
