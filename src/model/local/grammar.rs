@@ -110,31 +110,38 @@ impl Default for Limits {
 /// runs near four per token in SmolLM2's and most BPE vocabularies, JSON and code nearer three.
 pub const CHARS_PER_TOKEN: u64 = 3;
 
-/// The rule writer, the limits the rules are written to, and the files an answer may cite.
-struct Writer {
+/// The rule writer, the limits the rules are written to, and the files an answer may cite
+/// (borrowed: [`for_request`] writes a grammar per step of the ladder, all from one `Cited`).
+struct Writer<'a> {
     gbnf: Gbnf,
     limits: Limits,
-    cited: Cited,
+    cited: &'a Cited,
 }
 
-impl Writer {
+/// What a grammar written without a conversation may cite: nothing named, nothing quoted.
+static NOTHING_CITED: Cited = Cited {
+    files: Vec::new(),
+    quotable: Vec::new(),
+};
+
+impl<'a> Writer<'a> {
     fn new(limits: Limits) -> Self {
         Writer {
             gbnf: Gbnf::new(),
             limits,
-            cited: Cited::default(),
+            cited: &NOTHING_CITED,
         }
     }
 }
 
-impl std::ops::Deref for Writer {
+impl std::ops::Deref for Writer<'_> {
     type Target = Gbnf;
     fn deref(&self) -> &Gbnf {
         &self.gbnf
     }
 }
 
-impl std::ops::DerefMut for Writer {
+impl std::ops::DerefMut for Writer<'_> {
     fn deref_mut(&mut self) -> &mut Gbnf {
         &mut self.gbnf
     }
@@ -167,14 +174,14 @@ pub fn for_request(
 }
 
 /// The grammar of [`for_request`] at one step of limits.
-fn write_request(
+fn write_request<'a>(
     request: &ModelRequest,
     schema: Option<&Value>,
     limits: Limits,
-    cited: &Cited,
-) -> Result<Option<Writer>, GrammarError> {
+    cited: &'a Cited,
+) -> Result<Option<Writer<'a>>, GrammarError> {
     let mut g = Writer::new(limits);
-    g.cited = cited.clone();
+    g.cited = cited;
     let call = calls_rules(&mut g, &request.tools);
     let required = request.tool_choice == ToolChoice::Required;
     let Some(contract) = &request.response_contract else {
@@ -212,7 +219,7 @@ fn write_request(
             })?;
             json_rules(&mut g, schema)?
         }
-        ContractFormat::Envelope => envelope_rules(&mut g, contract, cited),
+        ContractFormat::Envelope => envelope_rules(&mut g, contract),
     };
     let root = match call {
         Some(call) if required => call,
@@ -299,7 +306,7 @@ pub fn json_schema(schema: &Value) -> Result<String, GrammarError> {
 /// A grammar whose root is the envelope for `contract`.
 pub fn envelope(contract: &ResponseContract) -> String {
     let mut g = Writer::new(Limits::default());
-    let body = envelope_rules(&mut g, contract, &Cited::default());
+    let body = envelope_rules(&mut g, contract);
     g.rule("root", body);
     g.render()
 }
@@ -702,7 +709,7 @@ fn quoted_objects(
     let integer =
         |key: &str| props.get(key).and_then(|v| v.get("type")) == Some(&Value::from("integer"));
     let most = crate::contract::spec::MAX_EXCERPT_LINES.min(g.limits.excerpt_lines);
-    let cited = g.cited.clone();
+    let cited = g.cited;
     let mut alts = Vec::new();
     let mut quoted: Vec<&str> = Vec::new();
     for file in &cited.quotable {
@@ -728,31 +735,28 @@ fn quoted_objects(
     if alts.is_empty() {
         return None;
     }
-    let rest: Vec<&String> = cited
-        .files
-        .iter()
-        .filter(|f| !quoted.contains(&f.as_str()))
-        .collect();
-    if cited.files.is_empty() {
-        alts.push(g.rule(&format!("{hint}-free"), object_body(members)));
-    } else if !rest.is_empty() {
-        let names: Vec<String> = rest
-            .iter()
-            .map(|f| lit(&Value::from(f.as_str()).to_string()))
-            .collect();
-        let path = g.rule(&format!("{hint}-free-path"), names.join(" | "));
-        let mut free: Vec<(&str, String, bool)> = members.to_vec();
-        free[path_at].1 = path;
-        alts.push(g.rule(&format!("{hint}-free"), object_body(&free)));
+    match unquoted(cited, &quoted) {
+        Unquoted::AnyPath => alts.push(g.rule(&format!("{hint}-free"), object_body(members))),
+        Unquoted::Named(rest) => {
+            let names: Vec<String> = rest
+                .iter()
+                .map(|f| lit(&Value::from(f.as_str()).to_string()))
+                .collect();
+            let path = g.rule(&format!("{hint}-free-path"), names.join(" | "));
+            let mut free: Vec<(&str, String, bool)> = members.to_vec();
+            free[path_at].1 = path;
+            alts.push(g.rule(&format!("{hint}-free"), object_body(&free)));
+        }
+        Unquoted::NoneLeft => {}
     }
     Some(alts.join(" | "))
 }
 
 /// The envelope: the frontmatter with the hop's ids (literally: the runtime allocated them)
 /// and the contract's fields, one `<thinking>`, one `<answer>`.
-fn envelope_rules(g: &mut Writer, rc: &ResponseContract, cited: &Cited) -> String {
+fn envelope_rules(g: &mut Writer, rc: &ResponseContract) -> String {
     let l = g.limits;
-    let files = &cited.files;
+    let files = &g.cited.files;
     let c = &rc.contract;
     let date = g.rule(
         "date",
@@ -824,7 +828,7 @@ fn envelope_rules(g: &mut Writer, rc: &ResponseContract, cited: &Cited) -> Strin
         "thinking-text",
         format!("[^<` \\t\\n] [^<`]{{0,{}}}", l.thinking),
     );
-    let answer = answer_rules(g, c, cited);
+    let answer = answer_rules(g, c);
     g.rule(
         "envelope",
         format!(
@@ -842,8 +846,8 @@ fn envelope_rules(g: &mut Writer, rc: &ResponseContract, cited: &Cited) -> Strin
 /// shapes above. An excerpt of a quotable file is a run of its lines, copied whole
 /// ([`quoted_runs`]); that the numbers are the lines quoted is the checker's business (and its
 /// fix's), as is all of it for other files.
-fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, cited: &Cited) -> String {
-    let files = &cited.files;
+fn answer_rules(g: &mut Writer, c: &crate::contract::Contract) -> String {
+    let cited = g.cited;
     let l = g.limits;
     // A backtick only before another character: inline code, never a fence.
     let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
@@ -851,11 +855,6 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, cited: &Cited) ->
         "prose-line",
         format!("[^<`#*\\n \\t] {prose_char}{{0,{}}} \"\\n\"", l.prose_line),
     );
-    let path = if files.is_empty() {
-        g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}")
-    } else {
-        named_path(g, files)
-    };
     let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
     let excerpt_line = g.rule(
         "excerpt-line",
@@ -884,19 +883,15 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, cited: &Cited) ->
             quoted.push(file.path.as_str());
         }
     }
-    // Any other path (a named file not read for quoting, or any path when none was named)
-    // takes a free excerpt.
-    let rest: Vec<&String> = files
-        .iter()
-        .filter(|f| !quoted.contains(&f.as_str()))
-        .collect();
-    if files.is_empty() || !rest.is_empty() {
-        let other = if files.is_empty() {
-            path
-        } else {
+    let other = match unquoted(cited, &quoted) {
+        Unquoted::AnyPath => Some(g.rule("evidence-path", "[A-Za-z0-9_.] [A-Za-z0-9_./-]{0,120}")),
+        Unquoted::Named(rest) => {
             let names: Vec<String> = rest.iter().map(|f| lit(f)).collect();
-            g.rule("free-path", names.join(" | "))
-        };
+            Some(g.rule("free-path", names.join(" | ")))
+        }
+        Unquoted::NoneLeft => None,
+    };
+    if let Some(other) = other {
         cites.push(format!("{other} {reference} {excerpt_line}{{1,{most}}}"));
     }
     let cite = g.rule("evidence-cite", cites.join(" | "));
@@ -932,6 +927,33 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract, cited: &Cited) ->
         }
     }
     g.rule("answer-text", text)
+}
+
+/// The paths an Evidence item may still cite with a free excerpt, once the `quoted` files have
+/// their runs: the Evidence rule and the JSON evidence object leave the same ones free.
+enum Unquoted<'a> {
+    /// Nothing was named: any well-formed path, its existence the checker's business.
+    AnyPath,
+    /// The named files not read for quoting.
+    Named(Vec<&'a String>),
+    /// Every named file is quoted: no free excerpt at all.
+    NoneLeft,
+}
+
+fn unquoted<'a>(cited: &'a Cited, quoted: &[&str]) -> Unquoted<'a> {
+    if cited.files.is_empty() {
+        return Unquoted::AnyPath;
+    }
+    let rest: Vec<&String> = cited
+        .files
+        .iter()
+        .filter(|f| !quoted.contains(&f.as_str()))
+        .collect();
+    if rest.is_empty() {
+        Unquoted::NoneLeft
+    } else {
+        Unquoted::Named(rest)
+    }
 }
 
 /// How a quoted line is written: in a fenced block, or inside a JSON string.
@@ -1342,7 +1364,12 @@ mod tests {
             quotable: Vec::new(),
         };
         let g = for_request(&request, None, LOOSE, &cited).unwrap().unwrap();
-        assert_eq!(rule(&g, "named-path"), r#""README.md" | "src/a \"b\".rs""#);
+        assert_eq!(rule(&g, "free-path"), r#""README.md" | "src/a \"b\".rs""#);
+        assert!(
+            rule(&g, "evidence-cite").starts_with("free-path evidence-lines "),
+            "{g}"
+        );
+        assert!(!g.contains("evidence-path"), "{g}");
         let g = for_request(&request, None, LOOSE, &Cited::default())
             .unwrap()
             .unwrap();
