@@ -252,7 +252,7 @@ pub(crate) fn run_hop_on(
             read_ahead: Vec::new(),
             refused_turns: 0,
             noted_findings: None,
-            notes: Vec::new(),
+            last_note: None,
             follows_workflow: false,
             stalled: false,
             called_tool: false,
@@ -313,10 +313,10 @@ struct HopState {
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
     /// The most verified Evidence items a note to write the report now showed in this turn's
-    /// results (`after_answer`), and those of each earlier turn that had one: a turn after two
+    /// results (`after_answer`), and in the last earlier turn that had one: a turn after two
     /// notes where the second showed nothing new is offered no tools (see [`Self::write_now`]).
     noted_findings: Option<usize>,
-    notes: Vec<usize>,
+    last_note: Option<usize>,
     /// Whether the agent is offered `step` (it follows a checkpoint workflow): only then is a
     /// call checked against the step it owes, which reads the workflow's files.
     follows_workflow: bool,
@@ -575,7 +575,7 @@ impl HopState {
             if write_now {
                 self.ctx.emit(EventKind::HopSteered {
                     why: "write_now".into(),
-                    count: self.notes.last().copied().unwrap_or(0) as u32,
+                    count: self.last_note.unwrap_or(0) as u32,
                 });
             }
             let held_back = held_back || write_now;
@@ -1193,8 +1193,7 @@ impl HopState {
         let Some(now) = self.noted_findings.take() else {
             return false;
         };
-        let before = self.notes.last().copied();
-        self.notes.push(now);
+        let before = self.last_note.replace(now);
         before.is_some_and(|before| now <= before)
     }
 
