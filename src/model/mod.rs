@@ -95,6 +95,14 @@ impl Message {
     }
 }
 
+/// A JSON Schema annotation (an unknown keyword to validators, which 2020-12 keeps as an
+/// annotation): `true` on a string schema says its value names a file inside the project that
+/// the runtime will check exists. The `local` grammar writes such a string as one of the files
+/// the conversation named, so a small model cannot fill it with a shape's placeholder (the
+/// 1.5B planner put `...` and `src/workflow/command/...` into its `scope`). Hosted providers
+/// pass it on as the annotation it is.
+pub const PROJECT_FILE_KEYWORD: &str = "x-project-file";
+
 /// A tool the model may call, described as a JSON schema (the shape both wire protocols use).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {

@@ -180,17 +180,60 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
         Some(n) => vec![n],
         None => done.clone(),
     };
-    let mut results: Vec<&Value> = steps
+    let mut results: Vec<Value> = steps
         .iter()
         .filter_map(|n| wf.steps.iter().find(|s| s.name == *n))
-        .map(|s| &s.schema)
+        .map(with_project_files)
         .collect();
     results.dedup();
     let names = if next.is_some() { steps } else { names };
     spec_text(text, &names, &results)
 }
 
-fn spec_text(description: String, names: &[&str], results: &[&Value]) -> ToolSpec {
+/// The step's schema with [`crate::model::PROJECT_FILE_KEYWORD`] on every string its own
+/// `files_exist` and `in_scope` checks select: those must be files of the project, and a
+/// grammar that knows it writes one the conversation named.
+fn with_project_files(step: &super::Step) -> Value {
+    let mut schema = step.schema.clone();
+    for check in &step.checks {
+        let pointers = match check {
+            super::check::Check::FilesExist(p) => p.as_slice(),
+            super::check::Check::InScope { files, .. } => files.as_slice(),
+            _ => continue,
+        };
+        for pointer in pointers {
+            // `step:/pointer` selects another step's result, not this one's.
+            if let (None, pointer) = super::check::split_pointer(pointer) {
+                mark_project_file(&mut schema, pointer);
+            }
+        }
+    }
+    schema
+}
+
+/// Follows `pointer` through `properties` (a name) and `items` (`*`) and marks the string
+/// schema it ends on; a pointer the schema does not spell out that way marks nothing.
+fn mark_project_file(schema: &mut Value, pointer: &str) {
+    let mut at = schema;
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        let next = if seg == "*" {
+            at.get_mut("items")
+        } else {
+            at.get_mut("properties").and_then(|p| p.get_mut(&seg))
+        };
+        match next {
+            Some(next) => at = next,
+            None => return,
+        }
+    }
+    let is_string = at.get("type").and_then(Value::as_str) == Some("string");
+    if let (true, Some(obj)) = (is_string, at.as_object_mut()) {
+        obj.insert(crate::model::PROJECT_FILE_KEYWORD.into(), Value::Bool(true));
+    }
+}
+
+fn spec_text(description: String, names: &[&str], results: &[Value]) -> ToolSpec {
     let mut name = json!({"type": "string", "description": "the step's name"});
     if !names.is_empty() {
         name["enum"] = json!(names);
@@ -198,7 +241,7 @@ fn spec_text(description: String, names: &[&str], results: &[&Value]) -> ToolSpe
     let about = "the step's result, as its schema asks";
     let result = match results {
         [] => json!({"type": "object", "description": about}),
-        [one] => with_description((*one).clone(), about),
+        [one] => with_description(one.clone(), about),
         many => json!({"description": about, "anyOf": many}),
     };
     ToolSpec {
@@ -438,5 +481,31 @@ mod tests {
         // The grammar a local model decodes the call under is written from it.
         let gbnf = crate::model::local::grammar::json_schema(&later.parameters).expect("grammar");
         assert!(gbnf.contains("count"), "{gbnf}");
+    }
+    /// The strings a step's own `files_exist`/`in_scope` checks select carry the project-file
+    /// annotation, so a local grammar writes them as files the conversation named; a pointer
+    /// into another step's result marks nothing here.
+    #[test]
+    fn the_paths_a_step_checks_are_marked_as_project_files() {
+        let wf = super::super::spec::parse(
+            "workflow/t.yaml",
+            "steps:\n  - name: scope\n    schema: {type: object, properties: {primary: {type: array, items: {type: string}}, note: {type: string}, steps: {type: array, items: {type: object, properties: {files: {type: array, items: {type: string}}}}}}}\n    checks:\n      - files_exist: [/primary/*, other:/primary/*, /missing/*]\n      - in_scope: {files: [/steps/*/files/*], scope: [/primary/*]}\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let tool = spec(&wf, None, "r1");
+        let result = &tool.parameters["properties"]["result"]["properties"];
+        let key = crate::model::PROJECT_FILE_KEYWORD;
+        assert_eq!(result["primary"]["items"][key], json!(true), "{result}");
+        assert_eq!(
+            result["steps"]["items"]["properties"]["files"]["items"][key],
+            json!(true),
+            "{result}"
+        );
+        assert!(result["note"].get(key).is_none(), "{result}");
+        assert!(result.get("missing").is_none(), "{result}");
+        // The step's own schema, which validates the result, is left as written.
+        assert!(wf.steps[0].schema["properties"]["primary"]["items"]
+            .get(key)
+            .is_none());
     }
 }

@@ -469,6 +469,16 @@ fn schema_rule(g: &mut Writer, schema: &Value, pointer: &str) -> Result<String, 
 
 fn string_schema(g: &mut Writer, obj: &serde_json::Map<String, Value>, hint: &str) -> String {
     let l = g.limits;
+    let project_file = obj.get(crate::model::PROJECT_FILE_KEYWORD) == Some(&Value::Bool(true));
+    let cited = g.cited;
+    if project_file && !cited.files.is_empty() {
+        let names: Vec<String> = cited
+            .files
+            .iter()
+            .map(|f| lit(&Value::String(f.clone()).to_string()))
+            .collect();
+        return g.rule("project-file", names.join(" | "));
+    }
     if let Some(body) = obj
         .get("pattern")
         .and_then(Value::as_str)
@@ -484,8 +494,21 @@ fn string_schema(g: &mut Writer, obj: &serde_json::Map<String, Value>, hint: &st
         .unwrap_or(u64::MAX)
         .min(l.string.max(min));
     string_rule(g);
-    let reps = format!("{{{min},{}}}", max.max(min));
-    g.rule(hint, format!("\"\\\"\" char{reps} \"\\\"\""))
+    // Not opening on `.`: Qwen2.5-Coder-1.5B, barred from the shapes' `…`, wrote `...` in
+    // its place; a value that is a real sentence or name rarely starts with a dot.
+    let first = g.rule(
+        "first-char",
+        "[^\"\\\\\\x00-\\x1F….] | \"\\\\\" [\"\\\\/bfnrt]",
+    );
+    let rest = max.max(min).saturating_sub(1);
+    let body = if max.max(min) == 0 {
+        String::new()
+    } else if min == 0 {
+        format!("( {first} char{{0,{rest}}} )?")
+    } else {
+        format!("{first} char{{{},{rest}}}", min - 1)
+    };
+    g.rule(hint, format!("\"\\\"\" {body} \"\\\"\""))
 }
 
 fn array_schema(
@@ -1217,7 +1240,7 @@ mod tests {
         // maxItems 1: the comma-separated tail never repeats; minLength 5 on the items.
         let q = rule(&g, "missing-info-questions");
         assert!(!q.contains("\",\""), "{q}");
-        assert!(g.contains("char{5,160}"), "{g}");
+        assert!(g.contains("first-char char{4,159}"), "{g}");
     }
 
     #[test]
@@ -1305,7 +1328,7 @@ mod tests {
     #[test]
     fn untranslatable_patterns_fall_back_to_any_string() {
         let g = json_schema(&json!({"type": "string", "pattern": "a(?=b)"})).unwrap();
-        assert!(rule(&g, "value").contains("char{0,160}"), "{g}");
+        assert!(rule(&g, "value").contains("char{0,159}"), "{g}");
     }
 
     #[test]
@@ -1440,6 +1463,50 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!g.contains("j-"), "{g}");
+    }
+
+    /// A string the runtime checks is a project file is one of the files the conversation
+    /// named: the 1.5B planner filled its `scope` with `...` and a made-up folder. With none
+    /// named it is a free string, and no free string opens on a dot.
+    #[test]
+    fn a_project_file_string_is_one_of_the_named_files() {
+        let key = crate::model::PROJECT_FILE_KEYWORD;
+        let schema = serde_json::json!({
+            "type": "object",
+            "required": ["primary", "note"],
+            "properties": {
+                "primary": {"type": "array", "minItems": 1,
+                            "items": {"type": "string", key: true}},
+                "note": {"type": "string", "minLength": 3}}
+        });
+        let mut c = Contract::envelope();
+        c.format = ContractFormat::Json;
+        let request = request_for(Some(rc(c)));
+        let cited = Cited {
+            files: vec!["src/cli/run.rs".to_string(), "src/a \"b\".rs".to_string()],
+            quotable: Vec::new(),
+        };
+        let g = for_request(&request, Some(&schema), LOOSE, &cited)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rule(&g, "project-file"),
+            r#""\"src/cli/run.rs\"" | "\"src/a \\\"b\\\".rs\"""#
+        );
+        assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
+        assert!(rule(&g, "primary").contains("project-file"), "{g}");
+        assert!(
+            rule(&g, "note").starts_with(r#""\"" first-char char{2,"#),
+            "{g}"
+        );
+        assert!(
+            rule(&g, "first-char").starts_with("[^\"\\\\\\x00-\\x1F….]"),
+            "{g}"
+        );
+        let g = for_request(&request, Some(&schema), LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(!g.contains("project-file"), "{g}");
     }
 
     #[test]
