@@ -216,7 +216,10 @@ pub struct VerifiedItem {
 }
 
 /// The Evidence items of any markdown `text` that hold up, by the rules [`verify_evidence`]
-/// applies.
+/// applies, each set of cited lines once: an item that cites the same lines as one before it
+/// is no new evidence. Qwen2.5-Coder-1.5B, as thoughts-analyzer under a grammar, wrote one
+/// Decision three times over, word for word; counted three times it met `evidence_goal: 3`,
+/// and the report built on it held one item.
 pub fn verified_items(text: &str, ctx: &CheckContext) -> Vec<VerifiedItem> {
     let env = evidence_view(text);
     verified_in(&env, text, ctx)
@@ -241,7 +244,13 @@ fn verified_in(env: &Envelope, text: &str, ctx: &CheckContext) -> Vec<VerifiedIt
                 .as_ref()
                 .is_some_and(|s| s.start >= span.start && s.start < span.end)
         });
-        if clean && !item.references.is_empty() {
+        let cites = |o: &VerifiedItem| {
+            o.references.len() == item.references.len()
+                && o.references.iter().zip(&item.references).all(|(a, b)| {
+                    (a.path.as_str(), a.first, a.last) == (b.path.as_str(), b.first, b.last)
+                })
+        };
+        if clean && !item.references.is_empty() && !out.iter().any(cites) {
             let title = env
                 .headings
                 .iter()
@@ -557,6 +566,16 @@ mod tests {
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].title.as_deref(), Some("Decision"));
         assert_eq!(items[0].references[0].path, "a.txt");
+        // The same lines cited again, under another title, are no second item; other lines are.
+        let item = "- **Evidence**: `a.txt:2`\n- **Excerpt**:\n  ```\n  two\n  ```\n";
+        let same = item.replace(":2`", ":2-2`");
+        let other = item.replace(":2`", ":3`").replace("two", "three");
+        let again = answer.replace(
+            "</answer>",
+            &format!("### Spec\n{item}### Again\n{same}### Other\n{other}</answer>"),
+        );
+        let tally = tally_evidence(&again, &ctx);
+        assert_eq!((tally.items, tally.verified), (4, 2), "{again}");
     }
 
     #[test]
