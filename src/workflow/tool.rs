@@ -183,7 +183,7 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
     let mut results: Vec<Value> = steps
         .iter()
         .filter_map(|n| wf.steps.iter().find(|s| s.name == *n))
-        .map(with_project_files)
+        .map(|step| with_project_files(step, state))
         .collect();
     results.dedup();
     let names = if next.is_some() { steps } else { names };
@@ -192,19 +192,37 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
 
 /// The step's schema with [`crate::model::PROJECT_FILE_KEYWORD`] on every string its own
 /// `files_exist` and `in_scope` checks select: those must be files of the project, and a
-/// grammar that knows it writes one the conversation named.
-fn with_project_files(step: &super::Step) -> Value {
+/// grammar that knows it writes one the conversation named. An `in_scope` string whose scope
+/// is already accepted (`state`) also takes that scope as its `enum`: the plan's steps may
+/// name only the files its scope named, and a schema that lists them lets a grammar, or any
+/// model that reads schemas, write nothing else.
+fn with_project_files(step: &super::Step, state: Option<&State>) -> Value {
+    use super::check::{select, split_pointer, Check};
+    let accepted = state.map(State::accepted).unwrap_or_default();
     let mut schema = step.schema.clone();
     for check in &step.checks {
-        let pointers = match check {
-            super::check::Check::FilesExist(p) => p.as_slice(),
-            super::check::Check::InScope { files, .. } => files.as_slice(),
+        let (pointers, scope) = match check {
+            Check::FilesExist(p) => (p.as_slice(), Vec::new()),
+            Check::InScope { files, scope } => {
+                let mut allowed: Vec<Value> = Vec::new();
+                for p in scope {
+                    if let (Some(step), pointer) = split_pointer(p) {
+                        let selected = accepted.get(step).map(|r| select(r, pointer));
+                        for v in selected.into_iter().flatten() {
+                            if v.is_string() && !allowed.contains(v) {
+                                allowed.push(v.clone());
+                            }
+                        }
+                    }
+                }
+                (files.as_slice(), allowed)
+            }
             _ => continue,
         };
         for pointer in pointers {
             // `step:/pointer` selects another step's result, not this one's.
-            if let (None, pointer) = super::check::split_pointer(pointer) {
-                mark_project_file(&mut schema, pointer);
+            if let (None, pointer) = split_pointer(pointer) {
+                mark_project_file(&mut schema, pointer, &scope);
             }
         }
     }
@@ -212,8 +230,9 @@ fn with_project_files(step: &super::Step) -> Value {
 }
 
 /// Follows `pointer` through `properties` (a name) and `items` (`*`) and marks the string
-/// schema it ends on; a pointer the schema does not spell out that way marks nothing.
-fn mark_project_file(schema: &mut Value, pointer: &str) {
+/// schema it ends on, with `allowed` as its `enum` when there are any; a pointer the schema
+/// does not spell out that way marks nothing.
+fn mark_project_file(schema: &mut Value, pointer: &str, allowed: &[Value]) {
     let mut at = schema;
     for raw in pointer.split('/').skip(1) {
         let seg = raw.replace("~1", "/").replace("~0", "~");
@@ -230,6 +249,9 @@ fn mark_project_file(schema: &mut Value, pointer: &str) {
     let is_string = at.get("type").and_then(Value::as_str) == Some("string");
     if let (true, Some(obj)) = (is_string, at.as_object_mut()) {
         obj.insert(crate::model::PROJECT_FILE_KEYWORD.into(), Value::Bool(true));
+        if !allowed.is_empty() {
+            obj.insert("enum".into(), Value::Array(allowed.to_vec()));
+        }
     }
 }
 
@@ -502,10 +524,34 @@ mod tests {
             "{result}"
         );
         assert!(result["note"].get(key).is_none(), "{result}");
+        assert!(result["steps"]["items"]["properties"]["files"]["items"]
+            .get("enum")
+            .is_none());
         assert!(result.get("missing").is_none(), "{result}");
         // The step's own schema, which validates the result, is left as written.
         assert!(wf.steps[0].schema["properties"]["primary"]["items"]
             .get(key)
             .is_none());
+    }
+    /// Once the scope is accepted, the files a later step may name are the scope's, as an enum.
+    #[test]
+    fn an_in_scope_string_takes_the_accepted_scope_as_its_enum() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "x\n").unwrap();
+        std::fs::write(dir.path().join("b.rs"), "x\n").unwrap();
+        let p = Project::open(dir.path()).unwrap();
+        let wf = super::super::spec::parse(
+            "workflow/t.yaml",
+            "steps:\n  - name: scope\n    schema: {type: object, properties: {primary: {type: array, items: {type: string}}, secondary: {type: array, items: {type: string}}}}\n    checks:\n      - files_exist: [/primary/*, /secondary/*]\n  - name: plan\n    schema: {type: object, properties: {files: {type: array, items: {type: string}}}}\n    checks:\n      - in_scope: {files: [/files/*], scope: [\"scope:/primary/*\", \"scope:/secondary/*\"]}\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let mut s = State::new("r1", &wf, "x", "s", "c", "t");
+        let scope = json!({"primary": ["a.rs"], "secondary": ["b.rs", "a.rs"]});
+        engine::submit(&wf, &mut s, &p, "scope", &scope);
+        assert!(s.is_accepted("scope"), "{:?}", s.steps);
+        let tool = spec(&wf, Some(&s), "r1");
+        let files = &tool.parameters["properties"]["result"]["properties"]["files"]["items"];
+        assert_eq!(files["enum"], json!(["a.rs", "b.rs"]), "{files}");
+        assert_eq!(files[crate::model::PROJECT_FILE_KEYWORD], json!(true));
     }
 }
