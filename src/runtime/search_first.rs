@@ -116,11 +116,14 @@ fn words_of(task: &str) -> Vec<String> {
             .chars()
             .all(|c| c.is_alphabetic() || c == '-' || c == '_');
         let n = word.chars().count();
-        if (n >= 4 || (n == 3 && !FILLER3.contains(&word.as_str())))
+        if !((n >= 4 || (n == 3 && !FILLER3.contains(&word.as_str())))
             && letters
-            && !FILLER.contains(&word.as_str())
-            && !out.contains(&word)
+            && !FILLER.contains(&word.as_str()))
         {
+            continue;
+        }
+        let word = searched_as(&word);
+        if !out.contains(&word) {
             out.push(word);
             if out.len() == MAX_WORDS {
                 break;
@@ -128,6 +131,24 @@ fn words_of(task: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// What is searched for `word`: its stem where that is a prefix of it at least five letters
+/// long, or the singular of a plural (`confined` → `confin`, `paths` → `path`), else the word.
+/// Why: "Why are agent paths confined to the project root?" searched for `confined`, which
+/// only a document about agent discovery holds; the decision it asks about is
+/// `…-path-confinement.md`, which says "confinement". A stem shorter than five letters
+/// (`retry` → `retr`) would match unrelated words, so the word is kept.
+fn searched_as(word: &str) -> String {
+    use crate::model::offline::bm25::{grep_prefix, stem};
+    let stem = stem(word);
+    let prefix = grep_prefix(&stem);
+    let plural = word.strip_suffix('s') == Some(prefix);
+    if word.starts_with(prefix) && (prefix.chars().count() >= 5 || plural) {
+        prefix.to_string()
+    } else {
+        word.to_string()
+    }
 }
 
 /// The `grep` calls to make before `agent`'s first turn on `task` (none unless it declares
@@ -435,7 +456,7 @@ mod tests {
         );
         assert_eq!(
             words("Where is the retry policy for model requests decided? retry"),
-            vec!["retry", "policy", "model"]
+            vec!["retry", "polic", "model"]
         );
         assert!(words("Why? How?").is_empty());
         // A named path gives no words beside a question's own; alone, it is the subject.
@@ -445,7 +466,7 @@ mod tests {
         );
         assert_eq!(
             words("Read `thoughts/shared/d/yaml-parser.md`."),
-            vec!["thoughts", "shared", "yaml-parser"]
+            vec!["thought", "shared", "yaml-parser"]
         );
         assert_eq!(
             words("Plan adding a --quiet flag to the run command."),
@@ -453,8 +474,14 @@ mod tests {
         );
         assert_eq!(
             words("How many repair turns does an agent get, and why?"),
-            vec!["repair", "turns", "agent"]
+            vec!["repair", "turn", "agent"]
         );
+        // Searched by stem, so `confined` finds "confinement" too; a short stem is not used.
+        assert_eq!(
+            words("Why are agent paths confined to the project root, and how?"),
+            vec!["agent", "path", "confin"]
+        );
+        assert_eq!(words("retry logging"), vec!["retry", "logging"]);
     }
 
     #[test]
