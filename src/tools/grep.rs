@@ -65,7 +65,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         ),
         None => None,
     };
-    // Several paths joined with commas are searched each: the 1.5B codebase-locator sent
+    // Several paths joined (commas, semicolons, colons, blanks) are searched each: the 1.5B codebase-locator sent
     // `src/cli/run.rs,src/cli/eval.rs,…` as one `path` again after being told to split it, so
     // the search it means is made, and the output says how it was read.
     let (starts, joined) = match resolve(ctx, "grep", base) {
@@ -163,7 +163,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     }
     if let Some(parts) = joined {
         out = format!(
-            "(`path` held {} paths joined with commas; each was searched: {})\n{out}",
+            "(`path` held {} paths joined together; each was searched: {})\n{out}",
             parts.len(),
             parts.join(", ")
         );

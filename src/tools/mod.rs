@@ -349,24 +349,29 @@ pub(crate) fn resolve_new(
     resolve_with(ctx, tool, name, Project::resolve_new)
 }
 
-/// The parts of `name` that exist, when it is several paths joined with commas (at least one
-/// existing), each relative to the project root. Qwen2.5-Coder-1.5B, as codebase-locator, called
-/// `grep` and `list` with `path` set to four files joined with commas, four times over, reading
-/// only "does not exist"; it also joined them after the project's absolute root
-/// (`/tmp/…/src/a.rs,src/b.rs`).
+/// The parts of `name` that exist, when it is several paths joined with commas, semicolons,
+/// colons or blanks (at least one existing), each relative to the project root.
+/// Qwen2.5-Coder-1.5B, as codebase-locator, called `grep` and `list` with `path` set to four
+/// files joined with commas, four times over, reading only "does not exist"; it also joined
+/// them after the project's absolute root (`/tmp/…/src/a.rs,src/b.rs`), and in later sessions
+/// with `:` (as `PATH` is) and with `;`.
 fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
     split_joined(project, name).map(|parts| parts.iter().map(|p| format!("`{p}`")).collect())
 }
 
-/// The parts of a comma-joined `name` that exist (see [`joined_paths`]), as written, relative to
-/// the root; `None` when `name` has no comma or no part exists.
+/// Where a `path` that names several is cut (see [`joined_paths`]).
+const JOINS: [char; 6] = [',', ';', ':', ' ', '\t', '\n'];
+
+/// The parts of a joined `name` that exist (see [`joined_paths`]), as written, relative to
+/// the root; `None` when `name` has no separator or no part exists. Only a `name` that is not
+/// itself there is cut (the callers check), so a file whose name holds one of them is found.
 pub(crate) fn split_joined(project: &Project, name: &str) -> Option<Vec<String>> {
-    if !name.contains(',') {
+    if !name.trim().contains(JOINS) {
         return None;
     }
     let root = project.root().display().to_string();
     let parts: Vec<String> = name
-        .split(',')
+        .split(JOINS)
         .map(|p| p.trim().trim_matches(['`', '"', '\'']).trim())
         .map(|p| match p.strip_prefix(root.as_str()) {
             Some(rest) if rest.starts_with('/') || rest.is_empty() => rest.trim_start_matches('/'),
@@ -378,12 +383,12 @@ pub(crate) fn split_joined(project: &Project, name: &str) -> Option<Vec<String>>
     (!parts.is_empty()).then_some(parts)
 }
 
-/// The error for a `path` that is several joined with commas (see [`joined_paths`]).
+/// The error for a `path` that is several joined (see [`joined_paths`]).
 fn joined_error(tool: &str, e: impl std::fmt::Display, parts: &[String]) -> ToolError {
     ToolError::Failed {
         tool: tool.to_string(),
         message: format!(
-            "{e}: `path` names one file or folder, and this is several joined with commas; \
+            "{e}: `path` names one file or folder, and this is several joined together; \
              make one `{tool}` call for each of {}",
             parts.join(", ")
         ),

@@ -377,10 +377,22 @@ fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() 
         .text;
     assert_eq!(
         found,
-        "(`path` held 2 paths joined with commas; each was searched: docs/a.md, docs/a.md)\n\
+        "(`path` held 2 paths joined together; each was searched: docs/a.md, docs/a.md)\n\
          docs/a.md:1:inside doc",
         "the file once, though named twice"
     );
+    // Joined with `;` or `:` (as the 1.5B locator did later) is read the same way.
+    for sep in [";", ":"] {
+        let found = call(
+            &f,
+            &a,
+            "grep",
+            json!({"pattern": "inside", "path": format!("docs/nope.md{sep}docs/a.md")}),
+        )
+        .expect("each part searched")
+        .text;
+        assert!(found.ends_with("docs/a.md:1:inside doc"), "{sep}: {found}");
+    }
     let outside = format!("{},docs/a.md", f.outside("secret.txt").display());
     refused(call(
         &f,
