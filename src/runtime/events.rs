@@ -259,6 +259,8 @@ pub enum EventKind {
     /// `write_now` is a turn offered no tools because the note to write the owed document now
     /// came after two turns in a row and the second showed no verified Evidence item more
     /// than the first (`count` items).
+    /// `delivered` is a turn offered no tools because the document the agent owes as a file
+    /// is written and meets its `deliver:` declaration.
     /// `report_frontmatter_added` is a final answer
     /// saved as the deliverable with the frontmatter the runtime knows put above its sections
     /// (`deliver::document_from_sections`).

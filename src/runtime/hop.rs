@@ -253,6 +253,7 @@ pub(crate) fn run_hop_on(
             refused_turns: 0,
             noted_findings: None,
             last_note: None,
+            delivered_noted: false,
             follows_workflow: false,
             stalled: false,
             called_tool: false,
@@ -317,6 +318,8 @@ struct HopState {
     /// notes where the second showed nothing new is offered no tools (see [`Self::write_now`]).
     noted_findings: Option<usize>,
     last_note: Option<usize>,
+    /// The written deliverable was found met and the turn after it offered no tools.
+    delivered_noted: bool,
     /// Whether the agent is offered `step` (it follows a checkpoint workflow): only then is a
     /// call checked against the step it owes, which reads the workflow's files.
     follows_workflow: bool,
@@ -578,7 +581,19 @@ impl HopState {
                     count: self.last_note.unwrap_or(0) as u32,
                 });
             }
-            let held_back = held_back || write_now;
+            let delivered = self.delivered_written() && !tool_specs.is_empty();
+            if delivered {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "delivered".into(),
+                    count: 1,
+                });
+                self.messages.push(Message::user(format!(
+                    "[runtime] Your document is written: `{}`. No more tool calls: answer in two \
+                     or three sentences with where it is and what it holds.",
+                    self.written.last().map(String::as_str).unwrap_or_default()
+                )));
+            }
+            let held_back = held_back || write_now || delivered;
 
             let offer_tools = !(last_step
                 || checkpointing.is_some()
@@ -1195,6 +1210,23 @@ impl HopState {
         };
         let before = self.last_note.replace(now);
         before.is_some_and(|before| now <= before)
+    }
+
+    /// Whether the document this agent owes as a file it writes (`deliver.write`, not
+    /// `from_answer`) is written and holds up, the first time it is: nothing is left to call
+    /// tools for. Once per hop (`delivered_noted`). Why: the 1.5B planner, its plan rendered
+    /// and the workflow closed, reported `render` again and then `intent`, each answered STOP,
+    /// until its steps ran out.
+    fn delivered_written(&mut self) -> bool {
+        if self.delivered_noted || self.written.is_empty() {
+            return false;
+        }
+        let Some(owed) = self.agent.deliver.as_ref().filter(|d| !d.from_answer) else {
+            return false;
+        };
+        let met = deliver::check(owed, &self.written, &self.ctx.shared.project).is_ok();
+        self.delivered_noted = met;
+        met
     }
 
     /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).

@@ -437,9 +437,30 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
                     None => Some(subject.result),
                     Some(s) => subject.accepted.get(s),
                 };
+                // The same lines cited twice are one fact shown twice: under a grammar that
+                // can only copy a file's lines, the 1.5B analyzer repeated one item three times.
+                let mut cited: Vec<(String, u64, u64)> = Vec::new();
                 for item in root.map(|r| select(r, ptr)).unwrap_or_default() {
                     if let Err(e) = evidence(subject.project, item) {
                         errors.push(e.to_string());
+                        continue;
+                    }
+                    let at = (
+                        normal(item["path"].as_str().unwrap_or("")),
+                        item["start"].as_u64().unwrap_or(0),
+                        item["end"].as_u64().unwrap_or(0),
+                    );
+                    if cited.contains(&at) {
+                        errors.push(
+                            EvidenceError::Repeated {
+                                path: at.0.clone(),
+                                start: at.1,
+                                end: at.2,
+                            }
+                            .to_string(),
+                        );
+                    } else {
+                        cited.push(at);
                     }
                 }
             }
@@ -467,6 +488,11 @@ enum EvidenceError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "evidence `{path}:{start}-{end}` is cited by an item before it: each item quotes other \
+         lines, of this file or another"
+    )]
+    Repeated { path: String, start: u64, end: u64 },
     #[error(
         "evidence `{path}:{start}-{end}`: the excerpt does not match the file; lines there \
          now: {actual:?}"

@@ -84,6 +84,54 @@ async fn an_answer_without_the_document_is_repaired_then_partial_never_completed
     assert!(!second.contains("written as text"), "{second}");
 }
 
+/// Once the document owed as a file is written and holds up, the next turn offers no tools and
+/// says where it is: the 1.5B planner, its plan rendered, reported steps to a closed workflow
+/// until its steps ran out. A written document that does not hold up leaves the tools offered.
+#[tokio::test]
+async fn a_written_document_that_holds_up_leaves_only_the_answer() {
+    let (_dir, project) = project();
+    let mock = Mock::start().await;
+    let write = |id: &str, content: &str| {
+        call(
+            id,
+            "write",
+            json!({"path": "thoughts/reports/a.md", "content": content}),
+        )
+    };
+    let unverified = REPORT.replace("  hello\n", "  hullo\n");
+    mock.push(answer("", vec![write("w1", &unverified)]))
+        .push(answer("", vec![write("w2", REPORT)]))
+        .push(answer("The report is at thoughts/reports/a.md.", vec![]));
+    let (outcome, events) = session(&project, &mock).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(
+        requests[1].body["tools"].is_array(),
+        "{:?}",
+        requests[1].body
+    );
+    assert!(
+        requests[2].body.get("tools").is_none(),
+        "{:?}",
+        requests[2].body
+    );
+    let note = last_user(&mock, 2);
+    assert!(
+        note.contains("Your document is written: `thoughts/reports/a.md`"),
+        "{note}"
+    );
+    let steered: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, .. } => Some(why.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steered, ["delivered"]);
+    assert_eq!(checks(&events), [("met".to_string(), 1)]);
+}
+
 /// Qwen2.5-Coder-1.5B as the researcher: `## Findings` with its analyzer's verified item, after
 /// a `task(…)` line written as text, and no frontmatter. The sections are saved under the
 /// frontmatter the runtime knows, and the session completes with that report.
