@@ -245,6 +245,31 @@ pub fn offer_evidence(
                 );
             }
         }
+        // Short of items (one file named): further lines of the files already offered, each
+        // after the last offered of its file, so no two items cite the same lines.
+        let files: Vec<String> = offered
+            .iter()
+            .filter_map(|o| o["path"].as_str().map(str::to_string))
+            .collect();
+        for path in files.iter().cycle().take(files.len() * OFFERED) {
+            if offered.len() >= OFFERED {
+                break;
+            }
+            let after = offered
+                .iter()
+                .filter(|o| o["path"] == path.as_str())
+                .filter_map(|o| o["end"].as_u64())
+                .max()
+                .unwrap_or(0) as usize;
+            let text = text_inside(project, path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+            if let Some(l) = lines_from(&lines, after) {
+                push(
+                    &mut offered,
+                    offered_item(super::shape::PLACEHOLDER, path, l),
+                );
+            }
+        }
         // Only what the check itself would accept is offered.
         offered.retain(|item| evidence(project, item).is_ok());
         if offered.is_empty() {
@@ -272,7 +297,13 @@ fn quoted_lines(lines: &[&str], start: usize, end: usize) -> Option<(usize, usiz
 
 /// The first of a file's `lines` that fit an offer, from a line near its top that is not blank.
 fn first_lines(lines: &[&str]) -> Option<(usize, usize, String)> {
-    (0..lines.len().min(SCANNED_LINES))
+    lines_from(lines, 0)
+}
+
+/// The first of `lines` from index `from` (0-based) on that fit an offer, opening on a line
+/// that is not blank, within [`SCANNED_LINES`] of `from`.
+fn lines_from(lines: &[&str], from: usize) -> Option<(usize, usize, String)> {
+    (from..lines.len().min(from + SCANNED_LINES))
         .filter(|&i| !lines[i].trim().is_empty())
         .find_map(|i| fitting(lines, i, lines.len()))
 }
@@ -584,6 +615,28 @@ mod tests {
         assert!(errors[0].contains("src/b.rs"));
     }
 
+    /// Two items citing the same lines are one fact shown twice: the second is refused.
+    #[test]
+    fn evidence_citing_lines_an_item_before_it_cites_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let item = |start: u64, excerpt: &str| json!({"fact": "f", "path": "a.rs", "start": start, "end": start, "excerpt": excerpt});
+        let result =
+            json!({"evidence": [item(1, "fn a() {}"), item(2, "fn b() {}"), item(1, "fn a() {}")]});
+        let subject = Subject {
+            project: &project,
+            result: &result,
+            accepted: &BTreeMap::new(),
+        };
+        let (errors, _) = run(&[Check::Evidence("/evidence/*".into())], &subject);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("`a.rs:1-1` is cited by an item before it"),
+            "{errors:?}"
+        );
+    }
+
     #[test]
     fn a_refused_scope_is_offered_evidence_quoting_the_files_as_they_are() {
         let dir = tempfile::tempdir().unwrap();
@@ -621,6 +674,18 @@ mod tests {
                  "excerpt": "//! `run`: one session.\nuse x;"}
             ])
         );
+        // One file named and cited: its next lines make the second item, not the same ones.
+        let result = json!({"primary": ["src/cli/run.rs"],
+            "evidence": [{"fact": "f", "path": "src/cli/run.rs", "start": 2, "end": 3}]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        let at: Vec<(u64, u64)> = expected["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["start"].as_u64().unwrap(), e["end"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(at, [(2, 3), (5, 6)], "{expected}");
         // Lines cited are kept as cited (the check accepts them as offered).
         let result =
             json!({"evidence": [{"fact": "f", "path": "src/cli/run.rs", "start": 5, "end": 6}]});
