@@ -432,10 +432,28 @@ fn resolve_with(
                 ),
             }
         }
+        // `/thoughts/shared/decisions/`: a project path written after a `/` (the 1.5B
+        // thoughts-locator, its hop BLOCKED for it). Nothing outside is touched, and the path
+        // to use is a project's own, so it is a tool error naming it, not a refusal.
+        crate::project::PathError::Absolute(_)
+            if inside_after_slash(ctx.project, name).is_some() =>
+        {
+            let relative = inside_after_slash(ctx.project, name).unwrap_or_default();
+            ToolError::Failed {
+                tool: tool.to_string(),
+                message: format!("{e}: call it again with `{relative}`"),
+            }
+        }
         e => refused(tool, name, e),
     })?;
     open_to_tools(ctx.project, tool, name, &path)?;
     Ok(path)
+}
+
+/// `name` without its leading `/`s, when that names a visible file or folder of the project.
+fn inside_after_slash(project: &Project, name: &str) -> Option<String> {
+    let rest = name.trim().strip_prefix('/')?.trim_start_matches('/');
+    (!rest.is_empty() && project.resolve_visible(rest).is_ok()).then(|| rest.to_string())
 }
 
 fn refused(tool: &str, name: &str, reason: impl ToString) -> ToolError {

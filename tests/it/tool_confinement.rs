@@ -381,6 +381,21 @@ fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() 
          docs/a.md:1:inside doc",
         "the file once, though named twice"
     );
+    // A project path written after a `/` (the 1.5B thoughts-locator: `/thoughts/shared/…`) is
+    // a tool error naming the path to use, not a refusal; one the project does not hold stays
+    // refused.
+    match call(&f, &a, "grep", json!({"pattern": "x", "path": "/docs/"})) {
+        Err(ToolError::Failed { message, .. }) => {
+            assert!(message.ends_with("call it again with `docs/`"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    refused(call(
+        &f,
+        &a,
+        "grep",
+        json!({"pattern": "x", "path": "/no-such-folder-here"}),
+    ));
     // Joined with `;` or `:` (as the 1.5B locator did later) is read the same way.
     for sep in [";", ":"] {
         let found = call(
