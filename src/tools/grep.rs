@@ -65,9 +65,11 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         ),
         None => None,
     };
-    // Several paths joined (commas, semicolons, colons, blanks) are searched each: the 1.5B codebase-locator sent
-    // `src/cli/run.rs,src/cli/eval.rs,…` as one `path` again after being told to split it, so
-    // the search it means is made, and the output says how it was read.
+    // Several paths joined (commas, semicolons, colons, blanks) are searched each: the 1.5B
+    // codebase-locator sent `src/cli/run.rs,src/cli/eval.rs,…` as one `path` again after being
+    // told to split it, so the search it means is made, and the output says how it was read.
+    // So is a project path written after a `/`: the 1.5B thoughts-locator sent
+    // `/thoughts/shared/decisions/` three times after being told the relative path.
     let (starts, joined) = match resolve(ctx, "grep", base) {
         Ok(start) => (vec![start], None),
         // Only a path that is not there; a refused one stays refused.
@@ -163,7 +165,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     }
     if let Some(parts) = joined {
         out = format!(
-            "(`path` held {} paths joined together; each was searched: {})\n{out}",
+            "(`path` was read as {} project path(s), each searched: {})\n{out}",
             parts.len(),
             parts.join(", ")
         );

@@ -356,6 +356,9 @@ pub(crate) fn resolve_new(
 /// them after the project's absolute root (`/tmp/…/src/a.rs,src/b.rs`), and in later sessions
 /// with `:` (as `PATH` is) and with `;`.
 fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
+    if !name.trim().contains(JOINS) {
+        return None;
+    }
     split_joined(project, name).map(|parts| parts.iter().map(|p| format!("`{p}`")).collect())
 }
 
@@ -363,10 +366,11 @@ fn joined_paths(project: &Project, name: &str) -> Option<Vec<String>> {
 const JOINS: [char; 6] = [',', ';', ':', ' ', '\t', '\n'];
 
 /// The parts of a joined `name` that exist (see [`joined_paths`]), as written, relative to
-/// the root; `None` when `name` has no separator or no part exists. Only a `name` that is not
+/// the root (a part written after a `/` that the project holds is read as the project's);
+/// `None` when `name` has no separator and no leading `/`, or no part exists. Only a `name` that is not
 /// itself there is cut (the callers check), so a file whose name holds one of them is found.
 pub(crate) fn split_joined(project: &Project, name: &str) -> Option<Vec<String>> {
-    if !name.trim().contains(JOINS) {
+    if !name.trim().contains(JOINS) && !name.trim().starts_with('/') {
         return None;
     }
     let root = project.root().display().to_string();
@@ -375,6 +379,8 @@ pub(crate) fn split_joined(project: &Project, name: &str) -> Option<Vec<String>>
         .map(|p| p.trim().trim_matches(['`', '"', '\'']).trim())
         .map(|p| match p.strip_prefix(root.as_str()) {
             Some(rest) if rest.starts_with('/') || rest.is_empty() => rest.trim_start_matches('/'),
+            // `/thoughts/shared/`: the project's path after a `/` (see `inside_after_slash`).
+            _ if inside_after_slash(project, p).is_some() => p.trim_start_matches('/'),
             _ => p,
         })
         .filter(|p| !p.is_empty() && project.resolve_visible(p).is_ok())

@@ -377,19 +377,34 @@ fn a_missing_file_and_the_roots_own_absolute_path_are_errors_an_agent_can_fix() 
         .text;
     assert_eq!(
         found,
-        "(`path` held 2 paths joined together; each was searched: docs/a.md, docs/a.md)\n\
+        "(`path` was read as 2 project path(s), each searched: docs/a.md, docs/a.md)\n\
          docs/a.md:1:inside doc",
         "the file once, though named twice"
     );
     // A project path written after a `/` (the 1.5B thoughts-locator: `/thoughts/shared/…`) is
-    // a tool error naming the path to use, not a refusal; one the project does not hold stays
-    // refused.
-    match call(&f, &a, "grep", json!({"pattern": "x", "path": "/docs/"})) {
+    // a tool error naming the path to use, not a refusal; `grep` searches it and says so. One
+    // the project does not hold stays refused.
+    match call(&f, &a, "read", json!({"path": "/docs/a.md"})) {
         Err(ToolError::Failed { message, .. }) => {
-            assert!(message.ends_with("call it again with `docs/`"), "{message}")
+            assert!(
+                message.ends_with("call it again with `docs/a.md`"),
+                "{message}"
+            )
         }
         other => panic!("{other:?}"),
     }
+    let found = call(
+        &f,
+        &a,
+        "grep",
+        json!({"pattern": "inside", "path": "/docs/"}),
+    )
+    .expect("searched as the project's docs/")
+    .text;
+    assert_eq!(
+        found,
+        "(`path` was read as 1 project path(s), each searched: docs/)\ndocs/a.md:1:inside doc"
+    );
     refused(call(
         &f,
         &a,
