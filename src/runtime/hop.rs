@@ -581,18 +581,20 @@ impl HopState {
                     count: self.last_note.unwrap_or(0) as u32,
                 });
             }
-            let delivered = self.delivered_written() && !tool_specs.is_empty();
-            if delivered {
-                self.ctx.emit(EventKind::HopSteered {
-                    why: "delivered".into(),
-                    count: 1,
-                });
-                self.messages.push(Message::user(format!(
-                    "[runtime] Your document is written: `{}`. No more tool calls: answer in two \
-                     or three sentences with where it is and what it holds.",
-                    self.written.last().map(String::as_str).unwrap_or_default()
-                )));
-            }
+            let delivered = match self.delivered_written() {
+                Some(path) if !tool_specs.is_empty() => {
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: "delivered".into(),
+                        count: 1,
+                    });
+                    self.messages.push(Message::user(format!(
+                        "[runtime] Your document is written: `{path}`. No more tool calls: \
+                         answer in two or three sentences with where it is and what it holds."
+                    )));
+                    true
+                }
+                _ => false,
+            };
             let held_back = held_back || write_now || delivered;
 
             let offer_tools = !(last_step
@@ -1212,21 +1214,19 @@ impl HopState {
         before.is_some_and(|before| now <= before)
     }
 
-    /// Whether the document this agent owes as a file it writes (`deliver.write`, not
-    /// `from_answer`) is written and holds up, the first time it is: nothing is left to call
+    /// The path of the document this agent owes as a file it writes (`deliver.write`, not
+    /// `from_answer`) once it is written and holds up, the first time only: nothing is left to call
     /// tools for. Once per hop (`delivered_noted`). Why: the 1.5B planner, its plan rendered
     /// and the workflow closed, reported `render` again and then `intent`, each answered STOP,
     /// until its steps ran out.
-    fn delivered_written(&mut self) -> bool {
+    fn delivered_written(&mut self) -> Option<String> {
         if self.delivered_noted || self.written.is_empty() {
-            return false;
+            return None;
         }
-        let Some(owed) = self.agent.deliver.as_ref().filter(|d| !d.from_answer) else {
-            return false;
-        };
-        let met = deliver::check(owed, &self.written, &self.ctx.shared.project).is_ok();
-        self.delivered_noted = met;
-        met
+        let owed = self.agent.deliver.as_ref().filter(|d| !d.from_answer)?;
+        let (path, _) = deliver::check(owed, &self.written, &self.ctx.shared.project).ok()?;
+        self.delivered_noted = true;
+        Some(path)
     }
 
     /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).
