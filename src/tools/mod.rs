@@ -441,15 +441,13 @@ fn resolve_with(
         // `/thoughts/shared/decisions/`: a project path written after a `/` (the 1.5B
         // thoughts-locator, its hop BLOCKED for it). Nothing outside is touched, and the path
         // to use is a project's own, so it is a tool error naming it, not a refusal.
-        crate::project::PathError::Absolute(_)
-            if inside_after_slash(ctx.project, name).is_some() =>
-        {
-            let relative = inside_after_slash(ctx.project, name).unwrap_or_default();
-            ToolError::Failed {
+        e @ crate::project::PathError::Absolute(_) => match inside_after_slash(ctx.project, name) {
+            Some(relative) => ToolError::Failed {
                 tool: tool.to_string(),
                 message: format!("{e}: call it again with `{relative}`"),
-            }
-        }
+            },
+            None => refused(tool, name, e),
+        },
         e => refused(tool, name, e),
     })?;
     open_to_tools(ctx.project, tool, name, &path)?;
