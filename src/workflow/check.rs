@@ -57,11 +57,18 @@ pub fn split_pointer(p: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// The segments of a JSON `pointer`, unescaped (`~1` is `/`, `~0` is `~`); `*` stays `*`.
+pub fn segments(pointer: &str) -> impl Iterator<Item = String> + '_ {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|raw| raw.replace("~1", "/").replace("~0", "~"))
+}
+
 /// The values `pointer` selects in `root`; `*` selects every child.
 pub fn select<'a>(root: &'a Value, pointer: &str) -> Vec<&'a Value> {
     let mut current = vec![root];
-    for raw in pointer.split('/').skip(1) {
-        let seg = raw.replace("~1", "/").replace("~0", "~");
+    for seg in segments(pointer) {
         let mut next = Vec::new();
         for v in current {
             match (v, seg.as_str()) {
@@ -82,8 +89,7 @@ pub fn select<'a>(root: &'a Value, pointer: &str) -> Vec<&'a Value> {
 /// [`select`], for changing what it selects.
 fn select_mut<'a>(root: &'a mut Value, pointer: &str) -> Vec<&'a mut Value> {
     let mut current = vec![root];
-    for raw in pointer.split('/').skip(1) {
-        let seg = raw.replace("~1", "/").replace("~0", "~");
+    for seg in segments(pointer) {
         let mut next = Vec::new();
         for v in current {
             match (v, seg.as_str()) {
@@ -388,24 +394,34 @@ pub struct Subject<'a> {
 
 impl Subject<'_> {
     fn strings(&self, pointers: &[String]) -> Vec<String> {
-        let mut out = Vec::new();
-        for p in pointers {
-            let (step, ptr) = split_pointer(p);
-            let root = match step {
-                None => Some(self.result),
-                Some(s) => self.accepted.get(s),
-            };
-            if let Some(root) = root {
-                out.extend(
-                    select(root, ptr)
-                        .into_iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string),
-                );
-            }
-        }
-        out
+        strings(self.result, self.accepted, pointers)
     }
+}
+
+/// The strings `pointers` select: in `result`, or, for a `step:/pointer`, in that step's
+/// accepted result.
+pub fn strings(
+    result: &Value,
+    accepted: &BTreeMap<String, Value>,
+    pointers: &[String],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in pointers {
+        let (step, ptr) = split_pointer(p);
+        let root = match step {
+            None => Some(result),
+            Some(s) => accepted.get(s),
+        };
+        if let Some(root) = root {
+            out.extend(
+                select(root, ptr)
+                    .into_iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string),
+            );
+        }
+    }
+    out
 }
 
 /// Runs `checks`; returns the problems (for an INVALID reply) and what the runtime computed

@@ -197,22 +197,20 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
 /// name only the files its scope named, and a schema that lists them lets a grammar, or any
 /// model that reads schemas, write nothing else.
 fn with_project_files(step: &super::Step, state: Option<&State>) -> Value {
-    use super::check::{select, split_pointer, Check};
+    use super::check::{split_pointer, strings, Check};
     let accepted = state.map(State::accepted).unwrap_or_default();
     let mut schema = step.schema.clone();
     for check in &step.checks {
         let (pointers, scope) = match check {
             Check::FilesExist(p) => (p.as_slice(), Vec::new()),
             Check::InScope { files, scope } => {
+                // Other steps' accepted results only: this step's own is not written yet
+                // (null, which selects nothing).
                 let mut allowed: Vec<Value> = Vec::new();
-                for p in scope {
-                    if let (Some(step), pointer) = split_pointer(p) {
-                        let selected = accepted.get(step).map(|r| select(r, pointer));
-                        for v in selected.into_iter().flatten() {
-                            if v.is_string() && !allowed.contains(v) {
-                                allowed.push(v.clone());
-                            }
-                        }
+                for path in strings(&Value::Null, &accepted, scope) {
+                    let path = Value::String(path);
+                    if !allowed.contains(&path) {
+                        allowed.push(path);
                     }
                 }
                 (files.as_slice(), allowed)
@@ -234,8 +232,7 @@ fn with_project_files(step: &super::Step, state: Option<&State>) -> Value {
 /// does not spell out that way marks nothing.
 fn mark_project_file(schema: &mut Value, pointer: &str, allowed: &[Value]) {
     let mut at = schema;
-    for raw in pointer.split('/').skip(1) {
-        let seg = raw.replace("~1", "/").replace("~0", "~");
+    for seg in super::check::segments(pointer) {
         let next = if seg == "*" {
             at.get_mut("items")
         } else {
