@@ -363,6 +363,11 @@ fn any_value(g: &mut Writer) -> String {
     any_rules(g).0
 }
 
+/// What a JSON string's `char` (and `first-char`) leaves out, as a GBNF class body, and the
+/// escapes it allows instead: one place for both rules.
+const STRING_CHAR_OUT: &str = "\"\\\\\\x00-\\x1F…";
+const STRING_ESCAPE: &str = "\"\\\\\" [\"\\\\/bfnrt]";
+
 /// A JSON string's characters: anything but `"`, `\` and control characters, which only come
 /// as the two-character escapes. `\uXXXX` is left out: every character can be written as
 /// itself, and an escape six characters long would make the grammar's longest answer (which
@@ -371,7 +376,7 @@ fn string_rule(g: &mut Writer) -> String {
     let l = g.limits;
     // No `…`: it is the placeholder of every shape the runtime shows (a step's `next_call`, a
     // reply's `expected`), and the 1.5B planner copied it as a file path into `scope`.
-    g.rule("char", "[^\"\\\\\\x00-\\x1F…] | \"\\\\\" [\"\\\\/bfnrt]");
+    g.rule("char", format!("[^{STRING_CHAR_OUT}] | {STRING_ESCAPE}"));
     let most = l.string;
     g.rule("string", format!("\"\\\"\" char{{0,{most}}} \"\\\"\""))
 }
@@ -472,12 +477,7 @@ fn string_schema(g: &mut Writer, obj: &serde_json::Map<String, Value>, hint: &st
     let project_file = obj.get(crate::model::PROJECT_FILE_KEYWORD) == Some(&Value::Bool(true));
     let cited = g.cited;
     if project_file && !cited.files.is_empty() {
-        let names: Vec<String> = cited
-            .files
-            .iter()
-            .map(|f| lit(&Value::String(f.clone()).to_string()))
-            .collect();
-        return g.rule("project-file", names.join(" | "));
+        return g.rule("project-file", json_names(&cited.files));
     }
     if let Some(body) = obj
         .get("pattern")
@@ -498,7 +498,7 @@ fn string_schema(g: &mut Writer, obj: &serde_json::Map<String, Value>, hint: &st
     // its place; a value that is a real sentence or name rarely starts with a dot.
     let first = g.rule(
         "first-char",
-        "[^\"\\\\\\x00-\\x1F….] | \"\\\\\" [\"\\\\/bfnrt]",
+        format!("[^{STRING_CHAR_OUT}.] | {STRING_ESCAPE}"),
     );
     let rest = max.max(min).saturating_sub(1);
     let body = if max.max(min) == 0 {
@@ -761,11 +761,7 @@ fn quoted_objects(
     match unquoted(cited, &quoted) {
         Unquoted::AnyPath => alts.push(g.rule(&format!("{hint}-free"), object_body(members))),
         Unquoted::Named(rest) => {
-            let names: Vec<String> = rest
-                .iter()
-                .map(|f| lit(&Value::from(f.as_str()).to_string()))
-                .collect();
-            let path = g.rule(&format!("{hint}-free-path"), names.join(" | "));
+            let path = g.rule(&format!("{hint}-free-path"), json_names(&rest));
             let mut free: Vec<(&str, String, bool)> = members.to_vec();
             free[path_at].1 = path;
             alts.push(g.rule(&format!("{hint}-free"), object_body(&free)));
@@ -1095,6 +1091,16 @@ fn line_numbers(n: usize) -> String {
     }
     alts.push(lit(&n.max(1).to_string()));
     alts.join(" | ")
+}
+
+/// One of `files` as a JSON string (quotes and escapes included): the body of a rule for a
+/// JSON value that names one of them.
+fn json_names<S: AsRef<str>>(files: &[S]) -> String {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| lit(&Value::from(f.as_ref()).to_string()))
+        .collect();
+    names.join(" | ")
 }
 
 /// One of `files` (`cited::named_files`): the rule Evidence paths and `path` fields share.
