@@ -163,8 +163,9 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
 /// most, and the characters of its excerpt at most. Few and short: the 1.5B planner, offered
 /// three items of up to three lines, copied the first whole and broke off inside the second's
 /// 180-character excerpt, where the local engine's grammar ends a JSON string (160 characters
-/// at its loosest, `model::local::grammar::Limits`).
-const OFFERED: usize = 2;
+/// at its loosest, `model::local::grammar::Limits`). Three items, as many as the shipped plan's
+/// scope asks for (`minItems: 3`), but each short enough for that grammar.
+const OFFERED: usize = 3;
 const OFFERED_LINES: usize = 2;
 const OFFERED_CHARS: usize = 120;
 /// Lines searched from the top of a file for a first line short enough to offer.
@@ -307,10 +308,10 @@ fn first_lines(lines: &[&str]) -> Option<(usize, usize, String)> {
 }
 
 /// The first of `lines` from index `from` (0-based) on that fit an offer, opening on a line
-/// that is not blank, within [`SCANNED_LINES`] of `from`.
+/// with a letter or digit (a lone `}` states nothing), within [`SCANNED_LINES`] of `from`.
 fn lines_from(lines: &[&str], from: usize) -> Option<(usize, usize, String)> {
     (from..lines.len().min(from + SCANNED_LINES))
-        .filter(|&i| !lines[i].trim().is_empty())
+        .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
         .find_map(|i| fitting(lines, i, lines.len()))
 }
 
@@ -671,7 +672,8 @@ mod tests {
         let shape = || json!({"primary": ["…"], "evidence": [{"fact": "…", "path": "…", "start": 1, "end": 1, "excerpt": "…"}]});
         // The shape copied back, the path aside: its file's lines are offered at the lines
         // cited, the fact kept when written; then the first lines of each other file named
-        // (blank lines at either end left out), each file once.
+        // (blank lines at either end left out), each file once; then the next lines of a file
+        // offered, up to three items.
         let result = json!({
             "primary": ["src/cli/run.rs"], "secondary": ["src/lib.rs", "src/gone.rs"],
             "evidence": [
@@ -687,7 +689,9 @@ mod tests {
                 {"fact": "lib declares cli", "path": "src/lib.rs", "start": 1, "end": 1,
                  "excerpt": "pub mod cli;"},
                 {"fact": "…", "path": "src/cli/run.rs", "start": 2, "end": 3,
-                 "excerpt": "//! `run`: one session.\nuse x;"}
+                 "excerpt": "//! `run`: one session.\nuse x;"},
+                {"fact": "…", "path": "src/cli/run.rs", "start": 5, "end": 6,
+                 "excerpt": "fn run() {}\nfn quiet() {}"}
             ])
         );
         // One file named and cited: its next lines make the second item, not the same ones.

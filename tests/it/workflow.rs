@@ -82,7 +82,13 @@ fn good(step: &str) -> Value {
             "primary": ["src/retry.rs"], "secondary": ["tests/retry.rs"],
             "evidence": [{"fact": "Backoff doubles per attempt", "path": "src/retry.rs",
                           "start": 2, "end": 3,
-                          "excerpt": "pub fn backoff(attempt: u32) -> u64 {\n    100 * 2u64.pow(attempt)"}]
+                          "excerpt": "pub fn backoff(attempt: u32) -> u64 {\n    100 * 2u64.pow(attempt)"},
+                         {"fact": "The module is the HTTP client's retry", "path": "src/retry.rs",
+                          "start": 1, "end": 1,
+                          "excerpt": "//! Retry with backoff for the HTTP client."},
+                         {"fact": "A test checks the second attempt's delay", "path": "tests/retry.rs",
+                          "start": 3, "end": 3,
+                          "excerpt": "    assert_eq!(demo::retry::backoff(1), 200);"}]
         }),
         "test_strategy" => {
             json!({"verdict": "NEEDED", "strategy": "extend tests/retry.rs", "tests": ["tests/retry.rs"]})
@@ -360,17 +366,24 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     // A quote that does not match its lines is refused too.
     let mut result = good("scope");
     result["evidence"][0]["excerpt"] = json!("pub fn backoff() {}");
-    let r = run.step("scope", result);
+    let r = run.step("scope", result.clone());
     assert!(r["errors"].to_string().contains("does not match"), "{r}");
-    // … and the reply offers the lines cited as the file has them, the fact kept, then the
-    // first lines of the other file named; copied back, they pass the check.
+    // One item of the three the step asks for, and that one misquoted: the reply offers the
+    // lines cited as the file has them, the fact kept, then the first lines of the other file
+    // named, then the next lines of a file offered (a lone `}` passed over), three items;
+    // copied back, they pass the check.
+    result["evidence"] = json!([result["evidence"][0].clone()]);
+    let r = run.step("scope", result);
+    assert!(r["errors"].to_string().contains("less than 3 items"), "{r}");
     assert_eq!(
         r["expected"]["evidence"],
         json!([
             {"fact": "Backoff doubles per attempt", "path": "src/retry.rs", "start": 2, "end": 3,
              "excerpt": "pub fn backoff(attempt: u32) -> u64 {\n    100 * 2u64.pow(attempt)"},
             {"fact": "…", "path": "tests/retry.rs", "start": 1, "end": 2,
-             "excerpt": "#[test]\nfn backoff_doubles() {"}
+             "excerpt": "#[test]\nfn backoff_doubles() {"},
+            {"fact": "…", "path": "tests/retry.rs", "start": 3, "end": 4,
+             "excerpt": "    assert_eq!(demo::retry::backoff(1), 200);\n}"}
         ]),
         "{r}"
     );
@@ -387,10 +400,14 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
         .collect();
     assert_eq!(
         about_fact,
-        [&json!("/evidence/1/fact: still the placeholder \"…\" of the expected shape; write the value itself")],
-        "only the unwritten fact is left, said once: {again}"
+        [
+            &json!("/evidence/1/fact: still the placeholder \"…\" of the expected shape; write the value itself"),
+            &json!("/evidence/2/fact: still the placeholder \"…\" of the expected shape; write the value itself")
+        ],
+        "only the unwritten facts are left, each said once: {again}"
     );
     unfilled["evidence"][1]["fact"] = json!("A test checks the doubling");
+    unfilled["evidence"][2]["fact"] = json!("The second attempt waits 200 ms");
     let copied = run.step("scope", unfilled);
     assert_eq!(copied["action"], "PROCEED", "{copied}");
     // The right quote at the wrong lines is cited where it stands, and the reply says so.

@@ -18,6 +18,8 @@ use crate::model::{ModelRequest, ANSWER_MARK};
 
 /// Lines longer than this are not quoted (grep cuts long lines, and a cut line is no quote).
 const MAX_QUOTED_CHARS: usize = 200;
+/// Evidence items the scope cites: what `eval` asks of a delivered plan (three verified items).
+const SCOPE_EVIDENCE: usize = 3;
 
 static NEXT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"Next step: `([A-Za-z0-9_.-]+)`").expect("static regex"));
@@ -341,32 +343,49 @@ impl Facts {
         test.into_iter().chain(other).collect()
     }
 
+    /// The scope: the primary files, and [`SCOPE_EVIDENCE`] evidence items, each a distinct line
+    /// that holds the request's words: the best line of each primary file first (the first of
+    /// equals), then those of the secondary files, then the next-best lines of the primary files.
     fn scope(&self) -> Option<Value> {
         let primary = self.primary();
-        let evidence: Vec<Value> = primary
+        let secondary = self.secondary();
+        // Each file's quotable lines, best first (most of the request's words, then earliest).
+        let lines_of = |f: &String| {
+            let mut lines: Vec<&(String, u64, String)> = self
+                .hits
+                .iter()
+                .filter(|(p, _, t)| {
+                    p == f && !t.trim().is_empty() && t.chars().count() <= MAX_QUOTED_CHARS
+                })
+                .collect();
+            lines.sort_by(|a, b| {
+                self.matched(&b.2)
+                    .cmp(&self.matched(&a.2))
+                    .then(a.1.cmp(&b.1))
+            });
+            lines.dedup_by_key(|h| h.1);
+            lines
+        };
+        let per_file: Vec<Vec<&(String, u64, String)>> =
+            primary.iter().chain(&secondary).map(lines_of).collect();
+        let firsts = per_file.iter().filter_map(|l| l.first());
+        let nexts = per_file[..primary.len()]
             .iter()
-            .filter_map(|f| {
-                // The line holding most of the request's words (the first of equals).
-                let (path, line, text) = self
-                    .hits
-                    .iter()
-                    .filter(|(p, _, t)| {
-                        p == f && !t.trim().is_empty() && t.chars().count() <= MAX_QUOTED_CHARS
-                    })
-                    .fold(None::<&(String, u64, String)>, |best, h| match best {
-                        Some(b) if self.matched(&b.2) >= self.matched(&h.2) => Some(b),
-                        _ => Some(h),
-                    })?;
-                Some(json!({
+            .flat_map(|l| l.iter().skip(1));
+        let evidence: Vec<Value> = firsts
+            .chain(nexts)
+            .take(SCOPE_EVIDENCE)
+            .map(|(path, line, text)| {
+                json!({
                     "fact": format!("`{path}` line {line} bears on the request"),
                     "path": path, "start": line, "end": line, "excerpt": text,
-                }))
+                })
             })
             .collect();
         if primary.is_empty() || evidence.is_empty() {
             return None;
         }
-        Some(json!({"primary": primary, "secondary": self.secondary(), "evidence": evidence}))
+        Some(json!({"primary": primary, "secondary": secondary, "evidence": evidence}))
     }
 
     fn test_strategy(&self) -> Value {
