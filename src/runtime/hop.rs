@@ -456,16 +456,18 @@ impl HopState {
             .as_ref()
             .and_then(|g| g.runtime_call(&self.req.prompt));
         if let Some(call) = asked {
-            if let Some(plan_agent) = call.arguments["subagent_type"].as_str() {
-                self.ctx.emit(EventKind::GateAsked {
-                    call_id: call.id.clone(),
-                    plan_agent: plan_agent.to_string(),
-                });
+            let at = self.messages.len();
+            let mut results = self.ask_plan(call).await;
+            // A plan that opens nothing here is asked for once more (`PlanGate::reask`); the
+            // agent reads only the plan that stands, the event log holds both.
+            let again = self
+                .plan_gate
+                .as_ref()
+                .and_then(|g| g.reask(&self.req.prompt));
+            if let Some(call) = again {
+                self.messages.truncate(at);
+                results = self.ask_plan(call).await;
             }
-            let calls = vec![call];
-            self.messages
-                .push(Message::assistant(String::new(), calls.clone()));
-            let results = self.tools_turn(&calls, By::Runtime).await;
             self.messages.extend(results);
         }
         // `delegate_first`: the delegation the agent's prompt asks for first, made by the
@@ -1146,6 +1148,21 @@ impl HopState {
                 .then(|| self.next_delegation())
                 .flatten()
         })
+    }
+
+    /// The runtime's own request to the plan agent (`gate.ask: runtime`): a `gate.asked` event,
+    /// the call as the agent's turn, and its result (the plan note) for the caller to keep.
+    async fn ask_plan(&mut self, call: crate::model::ToolCall) -> Vec<Message> {
+        if let Some(plan_agent) = call.arguments["subagent_type"].as_str() {
+            self.ctx.emit(EventKind::GateAsked {
+                call_id: call.id.clone(),
+                plan_agent: plan_agent.to_string(),
+            });
+        }
+        let calls = vec![call];
+        self.messages
+            .push(Message::assistant(String::new(), calls.clone()));
+        self.tools_turn(&calls, By::Runtime).await
     }
 
     /// The `task` call of `delegate_first:`, made once, before the hop's first turn.

@@ -204,6 +204,61 @@ impl PlanGate {
         })
     }
 
+    /// After the runtime's own plan request: one more, when the plan it got passed its contract
+    /// but opens nothing here (it chose only sources this gate does not map, such as `db`),
+    /// while other sources would open something. The prompt is the task again, naming the
+    /// sources the project can search. `None` otherwise. Qwen2.5-Coder-1.5B as the analyst
+    /// classed "How many repair turns does a hop get…?" as `STATUS_SUMMARY`, whose contract
+    /// then requires `db`, and every delegation of the researcher was refused; the plan says
+    /// where to look, so a plan that can look nowhere is asked again rather than obeyed.
+    /// Once only: a second plan that opens nothing stands, and its note says so.
+    pub fn reask(&self, task: &str) -> Option<ToolCall> {
+        let accepted = self.accepted.as_ref()?;
+        if self.gate.ask != AskedBy::Runtime || !accepted.allowed.is_empty() {
+            return None;
+        }
+        let plan = self.gate.plan_agent()?;
+        let searchable: Vec<&str> = self
+            .gate
+            .sources
+            .iter()
+            .filter(|(_, names)| !names.is_empty())
+            .map(|(s, _)| s.as_str())
+            .collect();
+        if searchable.is_empty() {
+            return None;
+        }
+        let quoted = |items: &[&str]| {
+            items
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let chose: Vec<&str> = accepted.sources.iter().map(String::as_str).collect();
+        let chose = if chose.is_empty() {
+            "no source".to_string()
+        } else {
+            quoted(&chose)
+        };
+        Some(ToolCall {
+            id: RUNTIME_CALL_ID.to_string(),
+            name: "task".to_string(),
+            arguments: json!({
+                "subagent_type": plan,
+                "description": "Plan the task again",
+                "prompt": format!(
+                    "{}\n\n[runtime] Your plan chose {chose}, which this project cannot \
+                     search; it can search {}. A question about what this project's code does \
+                     or what it decided is answered from those: plan again with them, unless \
+                     the answer can only come from live data.",
+                    task.trim(),
+                    quoted(&searchable),
+                ),
+            }),
+        })
+    }
+
     /// After a plan passed: the delegation to make next, filled in for a model to copy — the
     /// first subagent the plan's sources open (the gate's sources list them in the order of
     /// the work, locators first, then analyzers), passing over those in `skip` (they answered
@@ -536,6 +591,44 @@ mod tests {
         ));
         let why = g.submit("not json", &project).unwrap_err().to_string();
         assert!(why.contains("does not pass contract"), "{why}");
+    }
+
+    #[test]
+    fn a_runtime_plan_that_opens_nothing_is_asked_again_naming_what_can_be_searched() {
+        let planner = PLANNER.replace("enum: [doc, code]", "enum: [db, doc, code]");
+        let lead = LEAD.replace(
+            "sources_field: /sources",
+            "sources_field: /sources\n  ask: runtime",
+        );
+        let (_d, project, agents) = set(&[("planner", planner.as_str()), ("lead", lead.as_str())]);
+        let mut g = PlanGate::new(agents.get("lead").unwrap(), &agents)
+            .unwrap()
+            .unwrap();
+        assert!(g.reask("q").is_none(), "no plan yet");
+        let a = g.submit(r#"{"sources": ["db"]}"#, &project).unwrap();
+        assert!(a.allowed.is_empty());
+        let call = g
+            .reask("How many turns?")
+            .expect("a plan that opens nothing is asked again");
+        assert_eq!(call.id, RUNTIME_CALL_ID);
+        assert_eq!(call.arguments["subagent_type"], "planner");
+        let prompt = call.arguments["prompt"].as_str().unwrap();
+        assert!(
+            prompt.starts_with("How many turns?\n\n[runtime] "),
+            "{prompt}"
+        );
+        assert!(prompt.contains("Your plan chose `db`"), "{prompt}");
+        assert!(prompt.contains("it can search `code`, `doc`"), "{prompt}");
+        // A plan that opens something stands.
+        g.submit(r#"{"sources": ["code"]}"#, &project).unwrap();
+        assert!(g.reask("q").is_none());
+        // Asked by the model, the plan note says what to do; the runtime does not ask.
+        let (_d, project, agents) = set(&[("planner", planner.as_str()), ("lead", LEAD)]);
+        let mut g = PlanGate::new(agents.get("lead").unwrap(), &agents)
+            .unwrap()
+            .unwrap();
+        g.submit(r#"{"sources": ["db"]}"#, &project).unwrap();
+        assert!(g.reask("q").is_none());
     }
 
     #[test]

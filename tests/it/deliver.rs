@@ -700,6 +700,58 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
     assert_eq!(checks(&events), [("met".to_string(), 1)]);
 }
 
+/// The shipped researcher's analyst classes a question about the code as a status request,
+/// whose contract requires `db`, a source this project cannot search (Qwen2.5-Coder-1.5B, "How
+/// many repair turns…?" as `STATUS_SUMMARY`): the runtime asks once more, naming what can be
+/// searched, and the researcher reads only the plan that stands.
+#[tokio::test]
+async fn a_plan_that_opens_nothing_is_asked_for_again_before_the_first_turn() {
+    let (_dir, project) = support::fs::shipped_agents_with(
+        "thoughts/shared/decisions/repairs.md",
+        "# Repairs\n\nA hop gets two repair turns.\n",
+    );
+    let mock = Mock::start().await;
+    let question = "How many repair turns does a hop get?";
+    let status = r#"{"intent": "repair_turns", "request_type": "STATUS_SUMMARY", "track": "QUALITY", "required_sources": ["db"], "missing_info_questions": [], "expected_output_schema": "status_v1_json"}"#;
+    mock.push(answer(status, vec![])) // analyst, asked by the runtime
+        .push(answer(PLAN, vec![])) // analyst, asked again
+        .push(answer("I cannot tell.", vec![]))
+        .push(answer("I cannot tell.", vec![]))
+        .push(answer("I cannot tell.", vec![]))
+        .push(answer("I cannot tell.", vec![]));
+    let (_outcome, events) = support::wire::session(&project, &mock, "researcher", question).await;
+    let asked = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::GateAsked { plan_agent, .. } if plan_agent == "analyst"))
+        .count();
+    assert_eq!(asked, 2);
+    let plans: Vec<Vec<String>> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GatePlan { allowed, .. } => Some(allowed.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(plans.len(), 2, "{plans:?}");
+    assert!(plans[0].is_empty(), "{plans:?}");
+    assert!(
+        plans[1].iter().any(|a| a == "thoughts-locator"),
+        "{plans:?}"
+    );
+    let requests = mock.requests();
+    let again = requests[1].body["messages"].to_string();
+    assert!(again.contains(question), "{again}");
+    assert!(
+        again.contains("Your plan chose `db`, which this project cannot search"),
+        "{again}"
+    );
+    // The researcher's first request holds the second plan, not the first.
+    let first = requests[2].body["messages"].to_string();
+    assert!(first.contains("Next, delegate"), "{first}");
+    assert!(!first.contains("This plan opens nothing here"), "{first}");
+    assert_eq!(first.matches("Plan accepted").count(), 1, "{first}");
+}
+
 /// A locator that copies its answer template unfilled, or lists a path that is not there
 /// (Qwen2.5-Coder-1.5B did both without searching), is told which placeholder and which path,
 /// through every repair; once it is BLOCKED, the researcher's identical call is not run again, and the repair
