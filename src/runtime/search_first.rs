@@ -277,11 +277,20 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
             .count()
     };
     let in_path = |f: &Hits| searched.iter().filter(|w| named(f, w)).count();
+    // A word the file's own name holds counts once more: a file named for the subject is about
+    // it, where one that holds the words in a line may only mention them. "Plan adding a
+    // --quiet flag to the run command" ranked `src/runtime/search_first.rs` first, whose doc
+    // comment quotes that question, over `src/cli/run.rs` (`flag`, `run`, and named `run`).
+    let in_name = |f: &Hits| {
+        let name = f.path.rsplit('/').next().unwrap_or(f.path);
+        searched.iter().filter(|w| named_in(name, w)).count()
+    };
+    let score = |f: &Hits| words(f) + in_name(f);
     let total = |f: &Hits| f.lines.iter().sum::<usize>();
     // Stable: among equals, the order grep found them in.
     files.sort_by(|a, b| {
-        words(b)
-            .cmp(&words(a))
+        score(b)
+            .cmp(&score(a))
             .then(in_path(b).cmp(&in_path(a)))
             .then(total(b).cmp(&total(a)))
     });
@@ -541,6 +550,26 @@ mod tests {
                 "- `d/yaml-parser.md` (yaml ×1)",
                 "- `a.md` (yaml ×1, parser ×1)"
             ]
+        );
+        // A file whose own name is one of the words outranks one that only says one word more
+        // (a comment quoting the question), folders aside.
+        let words3 = vec![call(1, "quiet"), call(2, "flag"), call(3, "run")];
+        let quoted = vec![
+            Message::tool("search_first_1", "src/runtime/search_first.rs:92", false),
+            Message::tool(
+                "search_first_2",
+                "src/runtime/search_first.rs:1\nsrc/cli/run.rs:6",
+                false,
+            ),
+            Message::tool(
+                "search_first_3",
+                "src/runtime/search_first.rs:3\nsrc/cli/run.rs:27",
+                false,
+            ),
+        ];
+        assert_eq!(
+            listing("t", &words3, &quoted).first.as_deref(),
+            Some("src/cli/run.rs")
         );
         let failed = vec![Message::tool("search_first_1", "bad", true)];
         assert_eq!(with_results("t", &calls[..1], &failed), "t");
