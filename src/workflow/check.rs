@@ -514,7 +514,24 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
             }
         }
     }
-    (errors, computed)
+    (once_each(errors), computed)
+}
+
+/// Each error once, in first-seen order, with how often it was found when more than once:
+/// the 1.5B planner wrote one excerpt into eight evidence items, and the reply repeated the
+/// same sentence seven times into the context it reads next.
+fn once_each(errors: Vec<String>) -> Vec<String> {
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for e in errors {
+        match counted.iter_mut().find(|(seen, _)| *seen == e) {
+            Some((_, n)) => *n += 1,
+            None => counted.push((e, 1)),
+        }
+    }
+    counted
+        .into_iter()
+        .map(|(e, n)| if n > 1 { format!("{e} ({n} times)") } else { e })
+        .collect()
 }
 
 fn normal(path: &str) -> String {
@@ -652,6 +669,17 @@ mod tests {
             errors[0].contains("`a.rs:1-1` is cited by an item before it"),
             "{errors:?}"
         );
+        // Cited a third time: the error is said once, with its count.
+        let result =
+            json!({"evidence": [item(1, "fn a() {}"), item(1, "fn a() {}"), item(1, "fn a() {}")]});
+        let subject = Subject {
+            project: &project,
+            result: &result,
+            accepted: &BTreeMap::new(),
+        };
+        let (errors, _) = run(&[Check::Evidence("/evidence/*".into())], &subject);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].ends_with("(2 times)"), "{errors:?}");
     }
 
     #[test]
