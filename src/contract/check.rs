@@ -320,6 +320,8 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
     }
     signals.sort_by_key(|s| s.0.start);
     let mut offered = 0;
+    // The lines `stated_elsewhere` has pointed an item at so far (`path:N-N`).
+    let mut stated: Vec<String> = Vec::new();
     for (i, &(ref span, level, title, statement)) in signals.iter().enumerate() {
         let next_signal = signals.get(i + 1).map_or(answer_end, |s| s.0.start);
         let next_heading = env
@@ -365,7 +367,7 @@ fn check_signals(env: &Envelope, contract: &Contract, ctx: &CheckContext, out: &
                 if offered >= MAX_OFFERS {
                     break;
                 }
-                if let Some(v) = stated_elsewhere(env, ctx, item, title, statement) {
+                if let Some(v) = stated_elsewhere(env, ctx, item, title, statement, &mut stated) {
                     out.push(v);
                 }
                 offered += 1;
@@ -423,12 +425,19 @@ const MIN_STATEMENT_WORDS: usize = 4;
 /// title, word for word, and quoted the header row of the record's options table for it; the excerpt verified, and the evidence-validator rejected the whole analysis because
 /// the lines did not carry the decision. The line that states it is attached, so the runtime
 /// cites it (`contract::fix`); the model's statement is kept as written.
+///
+/// Only one item is pointed at each line (`stated` holds those pointed at so far), and none at
+/// a line another item cites: the same
+/// model gave three items the record's title and quoted three different real lines under
+/// them; all three were moved to the title's line, and the answer kept one verified item of
+/// three.
 fn stated_elsewhere(
     env: &Envelope,
     ctx: &CheckContext,
     item: &crate::contract::envelope::EvidenceItem,
     title: &str,
     statement: &str,
+    stated: &mut Vec<String>,
 ) -> Option<Problem> {
     let want = words(statement);
     if want.len() < MIN_STATEMENT_WORDS {
@@ -443,17 +452,34 @@ fn stated_elsewhere(
     // the cited lines and holds that line has its words. The 1.5B analyzer cited 8-34 for the
     // record's title (line 8) and quoted lines of its own making.
     let (from, line) = stating_line(env, ctx, statement)?;
-    let stated = words(&line).intersection(&want).count();
-    if stated < quoted + 2 {
+    // Another item already cites that line: it is that item's.
+    let cited_by_another = from.rsplit_once(':').is_some_and(|(path, range)| {
+        let n: usize = range
+            .split('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        env.evidence
+            .iter()
+            .filter(|e| !std::ptr::eq(*e, item))
+            .flat_map(|e| e.references.iter())
+            .any(|r| r.path == path && r.first <= n && n <= r.last)
+    });
+    if cited_by_another || stated.contains(&from) {
         return None;
     }
+    let shared = words(&line).intersection(&want).count();
+    if shared < quoted + 2 {
+        return None;
+    }
+    stated.push(from.clone());
     Some(
         Rule::SignalStatedElsewhere
             .problem(
                 block.span.clone(),
                 format!(
                     "the excerpt of `{title}` does not say it: it holds {quoted} of the title's \
-                     {} words, `{from}` holds {stated}",
+                     {} words, `{from}` holds {shared}",
                     want.len()
                 ),
             )

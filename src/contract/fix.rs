@@ -372,6 +372,37 @@ mod tests {
                 "# Decision: parse YAML with serde-saphyr behind our own frontmatter splitter"
             ))
         );
+        // Three items under the record's title, each quoting other real lines (the 1.5B
+        // analyzer): only the first is moved to the title's line; the others keep their lines,
+        // cited where they stand, so three items verify, not one.
+        let bom_line = "- accept and skip a UTF-8 byte order mark at the start of the file;";
+        let same = answer(&format!(
+            "{}{}{}",
+            item(decision, "d.md:6-15", splitter),
+            item(decision, "d.md:12-16", bom_line),
+            item(
+                decision,
+                "d.md:16-18",
+                "- accept CRLF line endings as well as LF."
+            ),
+        ));
+        let problems = check(&same, &contract, &ctx).violations;
+        let fixed = apply(&same, &problems, &project).expect("fixed");
+        // As the gate passes it on: each reference narrowed to the lines it quotes.
+        let fixed = narrow(&fixed, &project).unwrap_or(fixed);
+        let cited: Vec<&str> = fixed
+            .lines()
+            .filter_map(|l| l.strip_prefix("- **Evidence**: `"))
+            .collect();
+        assert_eq!(
+            cited,
+            ["d.md:6-6`", "d.md:17-17`", "d.md:18-18`"],
+            "{fixed}"
+        );
+        assert!(
+            check(&fixed, &contract, &ctx).violations.is_empty(),
+            "{fixed}"
+        );
         // The excerpt says it: nothing to move, though the title's words stand elsewhere too.
         let said = answer(&item(
             "Constraint: the splitter must accept CRLF line endings as well as LF",
