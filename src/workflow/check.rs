@@ -302,9 +302,19 @@ fn quoted_lines(lines: &[&str], start: usize, end: usize) -> Option<(usize, usiz
     fitting(lines, start - 1, end)
 }
 
-/// The first of a file's `lines` that fit an offer, from a line near its top that is not blank.
+/// The first of a file's `lines` that fit an offer, from a line near its top that is not blank,
+/// after its YAML frontmatter if it opens with one: `date: 2026-11-09` / `status: accepted`,
+/// offered for a decision record, is its metadata, not what it says.
 fn first_lines(lines: &[&str]) -> Option<(usize, usize, String)> {
-    lines_from(lines, 0)
+    let body = match lines.first() {
+        Some(&"---") => lines
+            .iter()
+            .skip(1)
+            .position(|l| *l == "---")
+            .map_or(0, |end| end + 2),
+        _ => 0,
+    };
+    lines_from(lines, body)
 }
 
 /// The first of `lines` from index `from` (0-based) on that fit an offer, opening on a line
@@ -744,6 +754,17 @@ mod tests {
             "fn run() {}\nfn quiet() {}"
         );
         assert_eq!(expected["primary"], json!(["…"]), "only evidence is filled");
+        // A file that opens with a YAML frontmatter is offered from its body.
+        std::fs::write(
+            dir.path().join("src/d.md"),
+            "---\ndate: 2026-11-09\nstatus: accepted\n---\n\n# Delegation\n",
+        )
+        .unwrap();
+        let result =
+            json!({"primary": ["src/d.md"], "evidence": [{"fact": "f", "path": "src/d.md"}]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        assert_eq!(expected["evidence"][0]["excerpt"], "# Delegation");
         // Lines past the end, or a range too long to cite, fall back to the first lines.
         let result =
             json!({"evidence": [{"fact": "f", "path": "src/lib.rs", "start": 3, "end": 4}]});
