@@ -87,6 +87,7 @@ fn bench(c: &mut Criterion) {
         session_id: "s",
         correlation_id: "c",
         task: "task",
+        found: &[],
     };
     let args = json!({"name": "intent", "result": intent});
     // Each call starts a fresh run (the folder is removed untimed), so the state does not grow

@@ -989,6 +989,7 @@ impl HopState {
             session_id: &shared.session_id,
             correlation_id: &shared.correlation_id,
             task: &self.req.prompt,
+            found: &self.found_paths,
         }
     }
 

@@ -101,6 +101,8 @@ pub(crate) struct Caller<'a> {
     pub model_spec: &'a str,
     /// The hop's message id: the id of the checkpoint workflow run it reports `step`s to.
     pub message_id: &'a str,
+    /// Files the hop's subagents found so far (see `workflow::tool::Call::found`).
+    pub found: &'a [String],
 }
 
 impl Caller<'_> {
@@ -138,6 +140,7 @@ impl Caller<'_> {
             session_id: &self.shared.session_id,
             correlation_id: &self.shared.correlation_id,
             task: &self.request.prompt,
+            found: self.found,
         }
     }
 

@@ -290,6 +290,92 @@ pub fn offer_evidence(
     filled
 }
 
+/// Lines of a file offered as one evidence item: (first line, last line, excerpt), 1-based.
+type Span = (usize, usize, String);
+
+/// Fills the evidence arrays of `expected` (the next step's shape, in a PROCEED reply's
+/// `next_call`) before the step is reported: up to [`OFFERED`] items quoting `files` (what the
+/// agent's subagents found, in that order), each file's lines that hold the most of `words`
+/// (the task's), taken in turn from each file, no line twice. Only `fact` is left to write.
+/// Returns whether anything was filled; nothing is when no file can be read.
+///
+/// Why: Qwen2.5-Coder-1.5B as the planner, shown the scope's placeholder shape, quoted the
+/// two lines of `src/cli/run.rs` it had seen, then one of them six times more, and reported
+/// that again after its INVALID reply offered three items: its context held no other line of
+/// the file. Offered the lines with the call it is about to write, it copies them.
+pub fn prefill_evidence(
+    checks: &[Check],
+    project: &Project,
+    files: &[String],
+    words: &[String],
+    expected: &mut Value,
+) -> bool {
+    // Per file, its quotable lines, those holding more of the words first, then in file order.
+    let mut ranked: Vec<(&String, Vec<Span>)> = Vec::new();
+    for path in files {
+        let Some(text) = text_inside(project, path) else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+        let body = first_lines(&lines).map_or(0, |(start, _, _)| start - 1);
+        let holds = |line: &str| {
+            let lower = line.to_lowercase();
+            words.iter().filter(|w| lower.contains(w.as_str())).count()
+        };
+        let mut scored: Vec<(usize, (usize, usize, String))> = (body..lines.len())
+            .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
+            .filter_map(|i| fitting(&lines, i, lines.len()))
+            .map(|span| (holds(&span.2), span))
+            .collect();
+        // Stable: among equals the earlier line, so lines no word is in come in file order
+        // after those that hold one.
+        scored.sort_by_key(|s| std::cmp::Reverse(s.0));
+        let mut kept: Vec<Span> = Vec::new();
+        for (_, span) in scored {
+            if kept.len() >= OFFERED {
+                break;
+            }
+            if !kept.iter().any(|k| span.0 <= k.1 && k.0 <= span.1) {
+                kept.push(span);
+            }
+        }
+        // Reversed, so `pop` gives the best first.
+        ranked.push((path, kept.into_iter().rev().collect()));
+    }
+    let mut offered: Vec<Value> = Vec::new();
+    while offered.len() < OFFERED && ranked.iter().any(|(_, r)| !r.is_empty()) {
+        for (path, spans) in ranked.iter_mut() {
+            if offered.len() >= OFFERED {
+                break;
+            }
+            if let Some(span) = spans.pop() {
+                offered.push(offered_item(super::shape::PLACEHOLDER, path, span));
+            }
+        }
+    }
+    offered.retain(|item| evidence(project, item).is_ok());
+    if offered.is_empty() {
+        return false;
+    }
+    let mut filled = false;
+    for check in checks {
+        let Check::Evidence(pointer) = check else {
+            continue;
+        };
+        let (None, ptr) = split_pointer(pointer) else {
+            continue;
+        };
+        let Some(array) = ptr.strip_suffix("/*") else {
+            continue;
+        };
+        if let Some(slot) = select_mut(expected, array).into_iter().next() {
+            *slot = Value::Array(offered.clone());
+            filled = true;
+        }
+    }
+    filled
+}
+
 /// The text of `path` when it is a file inside the root that can be read.
 fn text_inside(project: &Project, path: &str) -> Option<String> {
     std::fs::read_to_string(file_inside(project, path).ok()?).ok()
@@ -690,6 +776,86 @@ mod tests {
         let (errors, _) = run(&[Check::Evidence("/evidence/*".into())], &subject);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].ends_with("(2 times)"), "{errors:?}");
+    }
+
+    #[test]
+    fn the_next_step_is_offered_the_lines_of_the_found_files_that_hold_the_tasks_words() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/cli")).unwrap();
+        std::fs::write(
+            dir.path().join("src/cli/run.rs"),
+            "//! `run`: one session.\nuse x;\n\npub struct Args {\n    pub verbose: bool,\n}\n\
+             /// Runs the session.\npub fn run(args: Args) {}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("src/cli/mod.rs"),
+            "---\ntitle: x\n---\npub mod run;\n",
+        )
+        .unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let checks = [Check::Evidence("/evidence/*".into())];
+        let shape = || json!({"primary": ["…"], "evidence": [{"fact": "…", "path": "…", "start": 1, "end": 1, "excerpt": "…"}]});
+        let files = [
+            "src/cli/run.rs".to_string(),
+            "src/cli/mod.rs".to_string(),
+            "gone.rs".to_string(),
+        ];
+        let words = ["quiet".to_string(), "run".to_string()];
+        let mut expected = shape();
+        assert!(prefill_evidence(
+            &checks,
+            &project,
+            &files,
+            &words,
+            &mut expected
+        ));
+        let at: Vec<(String, u64, u64)> = expected["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["path"].as_str().unwrap().to_string(),
+                    e["start"].as_u64().unwrap(),
+                    e["end"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // The best lines of each file in turn: run.rs's first that says `run` (lines 1-2),
+        // mod.rs's body (past its frontmatter), then run.rs's next (lines 7-8); none overlap.
+        assert_eq!(
+            at,
+            [
+                ("src/cli/run.rs".to_string(), 1, 2),
+                ("src/cli/mod.rs".to_string(), 4, 4),
+                ("src/cli/run.rs".to_string(), 7, 8)
+            ],
+            "{expected}"
+        );
+        assert!(expected["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| evidence(&project, e).is_ok()));
+        assert_eq!(expected["primary"], json!(["…"]), "only evidence is filled");
+        // Nothing found, or nothing readable: the shape stays as it is.
+        let mut expected = shape();
+        assert!(!prefill_evidence(
+            &checks,
+            &project,
+            &[],
+            &words,
+            &mut expected
+        ));
+        assert!(!prefill_evidence(
+            &checks,
+            &project,
+            &files[2..],
+            &words,
+            &mut expected
+        ));
+        assert_eq!(expected, shape());
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct Call<'a> {
     pub session_id: &'a str,
     pub correlation_id: &'a str,
     pub task: &'a str,
+    /// Files the agent's subagents found, in the order found: the next step's evidence is
+    /// offered quoting them (`check::prefill_evidence`).
+    pub found: &'a [String],
 }
 
 /// One handled call: the reply for the model, and what the event log records.
@@ -329,6 +332,23 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
         ),
     };
     let mut outcome = engine::submit(wf, &mut state, call.project, name, &result);
+    if let Reply::Proceed {
+        next: Some(next),
+        next_call: Some(next_call),
+        ..
+    } = &mut outcome.reply
+    {
+        if let Some(step) = wf.step(next) {
+            let words = crate::runtime::search_first::words(call.task);
+            super::check::prefill_evidence(
+                &step.checks,
+                call.project,
+                call.found,
+                &words,
+                &mut next_call["result"],
+            );
+        }
+    }
     let mut written = None;
     if outcome.complete {
         match finish(call.project, wf, &mut state) {
@@ -436,6 +456,7 @@ mod tests {
             session_id: "s",
             correlation_id: "c",
             task: "t",
+            found: &[],
         };
         assert_eq!(closed_tool(&call, "read", "read"), None);
         assert_eq!(closed_tool(&call, "fs_list", "fs_list"), None);

@@ -61,6 +61,7 @@ impl Run<'_> {
             session_id: "s-1",
             correlation_id: "corr-1",
             task: "Plan retries for the HTTP client",
+            found: &[],
         };
         let h = tool::handle(&call, &json!({"name": name, "result": result})).unwrap();
         assert!(!h.is_error, "{}", h.text);
@@ -781,4 +782,66 @@ fn the_offline_planner_renders_plans_for_twenty_prompts() {
         prompts.len()
     );
     assert_eq!(rendered, prompts.len());
+}
+
+/// The reply that opens `scope` offers its evidence already quoting the files the planner's
+/// subagents found, the lines that hold the task's words first; copied with facts written, it
+/// passes. Without found files the placeholders stay.
+#[test]
+fn the_scope_call_is_offered_with_evidence_from_the_files_found() {
+    let dir = project();
+    let p = Project::open(dir.path()).unwrap();
+    let found = ["src/retry.rs".to_string(), "tests/retry.rs".to_string()];
+    let step = |id: &str, found: &[String], name: &str, result: Value| {
+        let call = tool::Call {
+            project: &p,
+            agent: "planner",
+            declared: Some("plan"),
+            run_id: id,
+            session_id: "s-1",
+            correlation_id: "corr-1",
+            task: "Plan capping the retry backoff",
+            found,
+        };
+        let h = tool::handle(&call, &json!({"name": name, "result": result})).unwrap();
+        serde_json::from_str::<Value>(&h.text).unwrap()
+    };
+    step("r-found", &found, "intent", good("intent"));
+    let r = step("r-found", &found, "clarify", good("clarify"));
+    assert_eq!(r["next"], "scope", "{r}");
+    let evidence = r["next_call"]["result"]["evidence"].clone();
+    let at: Vec<(&str, u64)> = evidence
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), e["start"].as_u64().unwrap()))
+        .collect();
+    // `retry`/`backoff` lines of each file in turn.
+    assert_eq!(
+        at,
+        [
+            ("src/retry.rs", 1),
+            ("tests/retry.rs", 2),
+            ("src/retry.rs", 3)
+        ],
+        "{r}"
+    );
+    assert!(evidence
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["fact"] == "…"));
+    let mut scope = good("scope");
+    scope["evidence"] = evidence;
+    for (i, fact) in ["Backoff is the retry's", "A test checks it", "It doubles"]
+        .iter()
+        .enumerate()
+    {
+        scope["evidence"][i]["fact"] = json!(fact);
+    }
+    assert_eq!(step("r-found", &found, "scope", scope)["action"], "PROCEED");
+    // Nothing found: the shape's placeholders, as before.
+    step("r-none", &[], "intent", good("intent"));
+    let r = step("r-none", &[], "clarify", good("clarify"));
+    assert_eq!(r["next_call"]["result"]["evidence"][0]["path"], "…", "{r}");
 }

@@ -82,6 +82,7 @@ impl HopState {
             Child(Child),
         }
         let shared = self.ctx.shared.clone();
+        let found = self.found_paths.clone();
         let caller = Caller {
             shared: &shared,
             agent: &self.agent,
@@ -89,6 +90,7 @@ impl HopState {
             hop_id: &self.ctx.hop_id,
             model_spec: &self.model_spec,
             message_id: &self.message_id,
+            found: &found,
         };
         let mut pending = Vec::with_capacity(calls.len());
         // Calls refused as repeats of earlier ones. A gate refusal is not one: it says what the
@@ -235,11 +237,12 @@ impl HopState {
                 let work = {
                     let (shared, agent, req) =
                         (shared.clone(), self.agent.clone(), self.req.clone());
-                    let (hop_id, model_spec, message_id, call) = (
+                    let (hop_id, model_spec, message_id, call, found) = (
                         self.ctx.hop_id.clone(),
                         self.model_spec.clone(),
                         self.message_id.clone(),
                         call.clone(),
+                        found.clone(),
                     );
                     async move {
                         let caller = Caller {
@@ -249,6 +252,7 @@ impl HopState {
                             hop_id: &hop_id,
                             model_spec: &model_spec,
                             message_id: &message_id,
+                            found: &found,
                         };
                         caller.step(&call)
                     }
@@ -391,6 +395,10 @@ impl HopState {
                     let mut message = result.to_tool_message(&call.id);
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
+                    } else if self.plan_gate.is_none() && result.status == HopStatus::Completed {
+                        // What a subagent found is what a workflow step's evidence is offered
+                        // from (`workflow::tool::Call::found`).
+                        self.note_found_paths(&result.answer);
                     } else if self.plan_gate.is_some() && result.status == HopStatus::Completed {
                         self.answered.insert(result.agent.clone());
                         self.note_found_paths(&result.answer);
