@@ -49,7 +49,7 @@ impl Asked {
             Test::Richer { verified } => {
                 super::evidence_goal::verified(answer, project) > *verified
             }
-            Test::Names { file } => answer.contains(file.as_str()),
+            Test::Names { file } => super::search_first::names_file(answer, file),
         }
     }
 

@@ -367,7 +367,7 @@ fn named_in(path: &str, word: &str) -> bool {
 /// it (take the file out). The model's answer still decides: `ask_once` keeps the first answer
 /// unless the second names the file.
 pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<String> {
-    if answer.contains(first) {
+    if names_file(answer, first) {
         return None;
     }
     let titled = title.map_or(String::new(), |t| format!(" (its title: \"{t}\")"));
@@ -391,6 +391,18 @@ pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<St
         ),
     }
     Some(ask)
+}
+
+/// Whether `answer` names `file`: in its `<answer>` block when it has one, since that is what
+/// the caller takes from it, else anywhere. Qwen2.5-Coder-1.5B as codebase-locator listed
+/// `src/cli/run.rs` in its `<thinking>` and answered "Nothing in the source tree matches
+/// --quiet.": counted as named, the file was never asked for, and the planner had no file.
+pub fn names_file(answer: &str, file: &str) -> bool {
+    let block = answer.split_once("<answer>").map(|(_, rest)| {
+        rest.split_once("</answer>")
+            .map_or(rest, |(inner, _)| inner)
+    });
+    block.unwrap_or(answer).contains(file)
 }
 
 /// `answer` with `file` added inside its `<answer>` block: listed first (after the block's first
@@ -633,6 +645,15 @@ mod tests {
             "{ask}"
         );
         assert!(!ask.contains("exactly as before"), "{ask}");
+        // Named only in the thinking, it is left out of what the caller takes: asked.
+        let thought = format!(
+            "<thinking>\n- {first} (yaml ×12)\n</thinking>\n<answer>\nNothing matches.\n</answer>"
+        );
+        assert!(left_out_ask(&thought, first, None).is_some());
+        assert!(names_file(
+            &thought.replace("Nothing matches.", first),
+            first
+        ));
     }
 
     #[test]
