@@ -464,17 +464,24 @@ impl HopState {
     }
 
     /// Keeps the first few file paths a subagent's answer named that exist in the project,
-    /// for the next delegation's prompt.
+    /// for the next delegation's prompt and a workflow step's offered evidence: those in
+    /// backticks, or, when the answer has none, the bare words of its `<answer>` block that
+    /// are project files (Qwen2.5-Coder-1.5B's locator: "Start with: src/runtime/search_first.rs").
     fn note_found_paths(&mut self, answer: &str) {
         const KEEP: usize = 3;
-        let env = crate::contract::Envelope::parse_lenient(answer);
-        for named in env.paths {
+        let (named, bare) = answered_paths(answer);
+        for path in named {
             if self.found_paths.len() >= KEEP {
                 break;
             }
-            let exists = self.ctx.shared.project.resolve_visible(&named.path).is_ok();
-            if exists && !self.found_paths.contains(&named.path) {
-                self.found_paths.push(named.path);
+            let found = self
+                .ctx
+                .shared
+                .project
+                .resolve_visible(&path)
+                .is_ok_and(|p| !bare || p.is_file());
+            if found && !self.found_paths.contains(&path) {
+                self.found_paths.push(path);
             }
         }
     }
@@ -647,5 +654,49 @@ impl SeenCall {
              next step of your task.",
             self.turn
         ))
+    }
+}
+
+/// The paths a subagent's answer names: those in backticks (`true` beside them: none were, so
+/// these are the bare words), else the words of its `<answer>` block (the whole text without
+/// one) that look like a file path (a `/` and a `.`). Whether they exist is the caller's to ask.
+fn answered_paths(answer: &str) -> (Vec<String>, bool) {
+    let env = crate::contract::Envelope::parse_lenient(answer);
+    let named: Vec<String> = env.paths.into_iter().map(|n| n.path).collect();
+    if !named.is_empty() {
+        return (named, false);
+    }
+    let block = answer.split_once("<answer>").map_or(answer, |(_, rest)| {
+        rest.split_once("</answer>").map_or(rest, |(b, _)| b)
+    });
+    let path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    let words = block
+        .split(|c: char| !path_char(c))
+        .map(|w| w.trim_end_matches('.').to_string())
+        .filter(|w| w.contains('/') && w.contains('.'))
+        .collect();
+    (words, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answered_paths;
+
+    #[test]
+    fn an_answer_names_paths_in_backticks_or_else_as_bare_words_of_its_block() {
+        let ticked = "<answer>\n- `src/a.rs` — a\nsee src/b.rs\n</answer>";
+        assert_eq!(
+            answered_paths(ticked),
+            (vec!["src/a.rs".to_string()], false)
+        );
+        let bare = "<thinking>\nsrc/c.rs\n</thinking>\n<answer>\nStart with: src/runtime/search_first.rs.\n</answer>";
+        assert_eq!(
+            answered_paths(bare),
+            (vec!["src/runtime/search_first.rs".to_string()], true)
+        );
+        assert_eq!(
+            answered_paths("<answer>\nNothing matches.\n</answer>").0,
+            Vec::<String>::new()
+        );
     }
 }
