@@ -198,16 +198,9 @@ pub fn offer_evidence(
         .flatten()
         .collect();
     let mut filled = false;
-    for check in checks {
-        let Check::Evidence(pointer) = check else {
-            continue;
-        };
-        let (None, ptr) = split_pointer(pointer) else {
-            continue;
-        };
-        let Some(array) = ptr.strip_suffix("/*") else {
-            continue;
-        };
+    for array in checks.iter().filter_map(evidence_array) {
+        let ptr = format!("{array}/*");
+        let ptr = ptr.as_str();
         let mut offered: Vec<Value> = Vec::new();
         let push = |offered: &mut Vec<Value>, item: Value| {
             let same = |o: &Value| o["path"] == item["path"] && o["start"] == item["start"];
@@ -302,7 +295,8 @@ type Span = (usize, usize, String);
 /// Why: Qwen2.5-Coder-1.5B as the planner, shown the scope's placeholder shape, quoted the
 /// two lines of `src/cli/run.rs` it had seen, then one of them six times more, and reported
 /// that again after its INVALID reply offered three items: its context held no other line of
-/// the file. Offered the lines with the call it is about to write, it copies them.
+/// the file. Offered `run.rs`'s lines with the call it was about to write, it wrote three items
+/// on lines of that file (one of them twice, which the `evidence` check still refuses).
 pub fn prefill_evidence(
     checks: &[Check],
     project: &Project,
@@ -322,7 +316,7 @@ pub fn prefill_evidence(
             let lower = line.to_lowercase();
             words.iter().filter(|w| lower.contains(w.as_str())).count()
         };
-        let mut scored: Vec<(usize, (usize, usize, String))> = (body..lines.len())
+        let mut scored: Vec<(usize, Span)> = (body..lines.len())
             .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
             .filter_map(|i| fitting(&lines, i, lines.len()))
             .map(|span| (holds(&span.2), span))
@@ -358,22 +352,25 @@ pub fn prefill_evidence(
         return false;
     }
     let mut filled = false;
-    for check in checks {
-        let Check::Evidence(pointer) = check else {
-            continue;
-        };
-        let (None, ptr) = split_pointer(pointer) else {
-            continue;
-        };
-        let Some(array) = ptr.strip_suffix("/*") else {
-            continue;
-        };
+    for array in checks.iter().filter_map(evidence_array) {
         if let Some(slot) = select_mut(expected, array).into_iter().next() {
             *slot = Value::Array(offered.clone());
             filled = true;
         }
     }
     filled
+}
+
+/// The array an `evidence` check of the result itself selects (`/evidence` for
+/// `/evidence/*`); `None` for any other check, or one over another step's result.
+fn evidence_array(check: &Check) -> Option<&str> {
+    let Check::Evidence(pointer) = check else {
+        return None;
+    };
+    let (None, ptr) = split_pointer(pointer) else {
+        return None;
+    };
+    ptr.strip_suffix("/*")
 }
 
 /// The text of `path` when it is a file inside the root that can be read.
