@@ -100,6 +100,16 @@ pub fn check_json_detailed(text: &str, contract: &Contract, project: &Project) -
     out
 }
 
+/// The rule at `schema_path` in words (`json_hint`), when the schema is inline and the rule's
+/// shape is one it can say; the path is kept so a person can find the rule.
+fn rule_hint(json: &JsonContract, schema_path: &str, field: &str) -> Option<String> {
+    let super::schema::SchemaSource::Inline(schema) = &json.schema else {
+        return None;
+    };
+    let asks = super::json_hint::hint(schema, schema_path, field)?;
+    Some(format!("{asks} (the schema rule at `{schema_path}`)"))
+}
+
 fn validate(
     json: &JsonContract,
     value: &Value,
@@ -151,9 +161,9 @@ fn validate(
                 span_of(spans, &pointer),
                 format!("{field}: {err}"),
             )
-            .with_help(format!(
-                "change {field} so it satisfies the schema rule at `{schema_path}`"
-            )),
+            .with_help(rule_hint(json, &schema_path, &field).unwrap_or_else(|| {
+                format!("change {field} so it satisfies the schema rule at `{schema_path}`")
+            })),
         );
     }
     // `conflict` only when every error is a cross-field rule: a wrong type is the deeper fault.

@@ -26,6 +26,7 @@ mod fields;
 mod files;
 pub mod fix;
 pub mod json;
+mod json_hint;
 mod report;
 mod rule;
 pub mod schema;

@@ -186,4 +186,17 @@ fn every_request_types_source_rules() {
     }
     assert_eq!(judge("CASUAL", &[]).0, None);
     assert_eq!(judge("CASUAL", &["doc"]).0, Some("conflict"));
+    // The repair says which sources would pass and why, not only where the rule is (the 1.5B
+    // analyst sent `["code"]` back three times under the bare schema path).
+    let text = r#"{"intent": "x", "request_type": "DESIGN_ARCH", "track": "QUALITY", "required_sources": ["code"], "missing_info_questions": [], "expected_output_schema": "answer_v1_markdown"}"#;
+    let repair = check_json_detailed(text, &contract, &project)
+        .report
+        .repair_prompt();
+    assert!(
+        repair.contains(
+            "field `/required_sources` must contain `doc`, or contain `policy`, because \
+             `/request_type` is one of `DESIGN_ARCH`, `HOWTO_POLICY`, `DATA_DEFINITION`"
+        ),
+        "{repair}"
+    );
 }
