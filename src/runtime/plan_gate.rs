@@ -74,6 +74,10 @@ pub struct Accepted {
 /// One hop's gate and the plan it accepted so far.
 /// The call id of the plan request the runtime makes itself ([`PlanGate::runtime_call`]).
 pub(crate) const RUNTIME_CALL_ID: &str = "gate_plan";
+/// The call id of the runtime's second plan request ([`PlanGate::reask`]): its own, since a
+/// hop's journal (a recorded step on Restate) keys each tool call by its id, and the same id
+/// would replay the first plan.
+pub(crate) const REASK_CALL_ID: &str = "gate_plan_again";
 
 pub(crate) struct PlanGate {
     agent: String,
@@ -242,7 +246,7 @@ impl PlanGate {
             quoted(&chose)
         };
         Some(ToolCall {
-            id: RUNTIME_CALL_ID.to_string(),
+            id: REASK_CALL_ID.to_string(),
             name: "task".to_string(),
             arguments: json!({
                 "subagent_type": plan,
@@ -610,7 +614,7 @@ mod tests {
         let call = g
             .reask("How many turns?")
             .expect("a plan that opens nothing is asked again");
-        assert_eq!(call.id, RUNTIME_CALL_ID);
+        assert_eq!(call.id, REASK_CALL_ID);
         assert_eq!(call.arguments["subagent_type"], "planner");
         let prompt = call.arguments["prompt"].as_str().unwrap();
         assert!(

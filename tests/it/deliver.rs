@@ -725,6 +725,15 @@ async fn a_plan_that_opens_nothing_is_asked_for_again_before_the_first_turn() {
         .filter(|e| matches!(&e.kind, EventKind::GateAsked { plan_agent, .. } if plan_agent == "analyst"))
         .count();
     assert_eq!(asked, 2);
+    // Each ask has its own call id: a journal keyed by it must not replay the first plan.
+    let ids: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GateAsked { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["gate_plan", "gate_plan_again"]);
     let plans: Vec<Vec<String>> = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -27,10 +27,13 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         return Turn::Answer(final_answer(history));
     }
     // A plan the runtime asked for itself (`gate.ask: runtime`) is not asked for again.
-    let asked = history
-        .exchanges
-        .iter()
-        .any(|e| e.call.id == crate::runtime::plan_gate::RUNTIME_CALL_ID);
+    let asked = history.exchanges.iter().any(|e| {
+        [
+            crate::runtime::plan_gate::RUNTIME_CALL_ID,
+            crate::runtime::plan_gate::REASK_CALL_ID,
+        ]
+        .contains(&e.call.id.as_str())
+    });
     if has_tool(request, PLAN_TOOL) && !history.did("plan") && !asked {
         if let Some(turn) = plan_turn(request, &question) {
             return turn;
