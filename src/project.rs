@@ -57,6 +57,14 @@ pub fn hidden_dir(rel: &str) -> Option<(&'static str, &'static str)> {
         .find_map(|part| HIDDEN_DIRS.iter().find(|(dir, _)| *dir == part).copied())
 }
 
+/// The words of `text` that could be paths: runs of letters, digits and `_./-`, without a
+/// sentence's closing `.`. Which of them name project files is the caller's to ask.
+pub fn path_words(text: &str) -> impl Iterator<Item = &str> {
+    let path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    text.split(move |c: char| !path_char(c))
+        .map(|w| w.trim_end_matches('.'))
+}
+
 /// [`PathError::HardLink`] when `path` is a regular file with more than one name on disk.
 ///
 /// A hard link shares the inode of its other names, so canonicalizing it proves nothing: a link

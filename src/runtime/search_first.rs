@@ -398,11 +398,8 @@ pub fn left_out_ask(answer: &str, first: &str, title: Option<&str>) -> Option<St
 /// `src/cli/run.rs` in its `<thinking>` and answered "Nothing in the source tree matches
 /// --quiet.": counted as named, the file was never asked for, and the planner had no file.
 pub fn names_file(answer: &str, file: &str) -> bool {
-    let block = answer.split_once("<answer>").map(|(_, rest)| {
-        rest.split_once("</answer>")
-            .map_or(rest, |(inner, _)| inner)
-    });
-    block.unwrap_or(answer).contains(file)
+    let env = crate::contract::Envelope::parse_lenient(answer);
+    env.answer_text(answer).unwrap_or(answer).contains(file)
 }
 
 /// `answer` with `file` added inside its `<answer>` block: listed first (after the block's first

@@ -751,12 +751,15 @@ mod tests {
         let item = |start: u64, excerpt: &str| json!({"fact": "f", "path": "a.rs", "start": start, "end": start, "excerpt": excerpt});
         let result =
             json!({"evidence": [item(1, "fn a() {}"), item(2, "fn b() {}"), item(1, "fn a() {}")]});
-        let subject = Subject {
-            project: &project,
-            result: &result,
-            accepted: &BTreeMap::new(),
+        let errors_of = |result: &Value| {
+            let subject = Subject {
+                project: &project,
+                result,
+                accepted: &BTreeMap::new(),
+            };
+            run(&[Check::Evidence("/evidence/*".into())], &subject).0
         };
-        let (errors, _) = run(&[Check::Evidence("/evidence/*".into())], &subject);
+        let errors = errors_of(&result);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
             errors[0].contains("`a.rs:1-1` is cited by an item before it"),
@@ -765,12 +768,7 @@ mod tests {
         // Cited a third time: the error is said once, with its count.
         let result =
             json!({"evidence": [item(1, "fn a() {}"), item(1, "fn a() {}"), item(1, "fn a() {}")]});
-        let subject = Subject {
-            project: &project,
-            result: &result,
-            accepted: &BTreeMap::new(),
-        };
-        let (errors, _) = run(&[Check::Evidence("/evidence/*".into())], &subject);
+        let errors = errors_of(&result);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].ends_with("(2 times)"), "{errors:?}");
     }

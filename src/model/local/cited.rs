@@ -78,11 +78,9 @@ impl Cited {
 /// and outside its hidden folders (`.git`, `.switchboard`), or to a folder there, whose own
 /// files count as named ("analyse thoughts/shared/decisions/").
 pub fn named_files<'a>(project: &Project, texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
     let mut words: Vec<&str> = texts
         .into_iter()
-        .flat_map(|t| t.split(|c: char| !path_char(c)))
-        .map(|w| w.trim_end_matches('.'))
+        .flat_map(crate::project::path_words)
         .filter(|w| (w.contains('/') || w.contains('.')) && w.len() <= 240)
         .collect();
     words.sort_unstable();

@@ -395,16 +395,16 @@ impl HopState {
                     let mut message = result.to_tool_message(&call.id);
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
-                    } else if self.plan_gate.is_none() && result.status == HopStatus::Completed {
-                        // What a subagent found is what a workflow step's evidence is offered
-                        // from (`workflow::tool::Call::found`).
+                    } else if result.status == HopStatus::Completed {
+                        // What a subagent found goes into the gate's next delegation and a
+                        // workflow step's offered evidence (`workflow::tool::Call::found`).
                         self.note_found_paths(&result.answer);
-                    } else if self.plan_gate.is_some() && result.status == HopStatus::Completed {
-                        self.answered.insert(result.agent.clone());
-                        self.note_found_paths(&result.answer);
-                        if let Some(note) = self.after_answer(&result.answer) {
-                            message.content.push_str("\n\n[runtime] ");
-                            message.content.push_str(&note);
+                        if self.plan_gate.is_some() {
+                            self.answered.insert(result.agent.clone());
+                            if let Some(note) = self.after_answer(&result.answer) {
+                                message.content.push_str("\n\n[runtime] ");
+                                message.content.push_str(&note);
+                            }
                         }
                     }
                     let blocked = result.status == HopStatus::Blocked;
@@ -662,18 +662,13 @@ impl SeenCall {
 /// one) that look like a file path (a `/` and a `.`). Whether they exist is the caller's to ask.
 fn answered_paths(answer: &str) -> (Vec<String>, bool) {
     let env = crate::contract::Envelope::parse_lenient(answer);
-    let named: Vec<String> = env.paths.into_iter().map(|n| n.path).collect();
-    if !named.is_empty() {
-        return (named, false);
+    if !env.paths.is_empty() {
+        return (env.paths.into_iter().map(|n| n.path).collect(), false);
     }
-    let block = answer.split_once("<answer>").map_or(answer, |(_, rest)| {
-        rest.split_once("</answer>").map_or(rest, |(b, _)| b)
-    });
-    let path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
-    let words = block
-        .split(|c: char| !path_char(c))
-        .map(|w| w.trim_end_matches('.').to_string())
+    let block = env.answer_text(answer).unwrap_or(answer);
+    let words = crate::project::path_words(block)
         .filter(|w| w.contains('/') && w.contains('.'))
+        .map(str::to_string)
         .collect();
     (words, true)
 }
