@@ -521,6 +521,7 @@ fn generate(prompt: &str, reuse_prefix: bool) -> switchboard::model::local::engi
         threads: 2,
         reuse_prefix,
         slots: 1,
+        quoted: std::sync::Arc::from([]),
     }
 }
 

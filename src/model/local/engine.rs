@@ -144,7 +144,13 @@ pub struct Generate {
     /// Contexts the decoding thread keeps (at least 1): parallel hops take turns on the model,
     /// and each turn goes to the context whose cache shares most of its prompt.
     pub slots: u32,
+    /// The files the grammar quotes line by line (empty without a grammar): the sampler keeps
+    /// a later excerpt of one from opening on a line an earlier one quoted.
+    pub quoted: Quoted,
 }
+
+/// The files a grammar quotes line by line, shared by the request and the decoding thread.
+pub type Quoted = Arc<[super::cited::Quotable]>;
 
 impl Generate {
     /// The context window for a prompt of `prompt_tokens`.
@@ -339,6 +345,7 @@ impl Loaded {
             g.temperature,
             g.top_p,
             g.seed,
+            g.quoted.clone(),
         )?;
         let decode = |step: &'static str| {
             move |e: &dyn std::fmt::Display| EngineError::Decode {
@@ -472,10 +479,11 @@ impl LocalModel {
     }
 
     /// The grammar for `request`, `None` when decoding is free (no contract, or
-    /// `grammar = false`). A schema nothing could match is named with its place.
-    fn grammar(&self, request: &ModelRequest) -> Result<Option<String>, ModelError> {
+    /// `grammar = false`), and the files it quotes line by line. A schema nothing could match
+    /// is named with its place.
+    fn grammar(&self, request: &ModelRequest) -> Result<(Option<String>, Quoted), ModelError> {
         if !self.settings.grammar.unwrap_or(true) {
-            return Ok(None);
+            return Ok((None, Quoted::from([])));
         }
         let schema = self.schema(request)?;
         // The files the conversation named are the only ones an Evidence item may cite.
@@ -488,7 +496,9 @@ impl LocalModel {
             })
             .unwrap_or_default();
         let max_tokens = self.max_tokens(request);
-        grammar::for_request(request, schema.as_ref(), max_tokens, &cited).map_err(|e| {
+        let grammar = grammar::for_request(request, schema.as_ref(), max_tokens, &cited);
+        let quoted = Quoted::from(cited.quotable);
+        grammar.map(|g| (g, quoted)).map_err(|e| {
             let file = match request
                 .response_contract
                 .as_ref()
@@ -519,6 +529,7 @@ impl LocalModel {
         request: &ModelRequest,
         prompt: String,
         grammar: Option<String>,
+        quoted: Quoted,
         n_ctx_train: u32,
     ) -> Generate {
         let most = n_ctx_train.max(MIN_ANSWER_ROOM * 2);
@@ -558,6 +569,7 @@ impl LocalModel {
                 .prompt_cache_slots
                 .unwrap_or(DEFAULT_CACHE_SLOTS)
                 .max(1),
+            quoted,
         }
     }
 
@@ -568,13 +580,13 @@ impl LocalModel {
     ) -> Result<ModelResponse, ModelError> {
         let fatal = |e: EngineError| ModelError::Fatal(format!("{}: {e}", self.path.display()));
         let loaded = load(&self.path).map_err(|e| ModelError::Fatal(e.to_string()))?;
-        let grammar = self.grammar(request)?;
+        let (grammar, quoted) = self.grammar(request)?;
         let constrained = grammar.is_some();
         let textual = TextualTools::textual_request(request);
         let prompt = loaded
             .prompt(&textual.system, &textual.messages)
             .map_err(fatal)?;
-        let params = self.generate_params(request, prompt, grammar, loaded.n_ctx_train());
+        let params = self.generate_params(request, prompt, grammar, quoted, loaded.n_ctx_train());
         let mut send = |piece: &str| {
             if let Some(sink) = &sink {
                 sink(piece)

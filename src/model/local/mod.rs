@@ -13,6 +13,7 @@
 //! build); only the engine needs llama.cpp.
 
 pub mod cited;
+pub mod fresh;
 pub mod gbnf;
 pub mod grammar;
 pub mod stream;

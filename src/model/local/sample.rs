@@ -17,7 +17,9 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
+use super::cited::Quotable;
 use super::error::EngineError;
+use super::fresh::excerpt_guard;
 
 /// Candidates the grammar sees before it sees the whole vocabulary.
 pub const SHORTLIST: usize = 64;
@@ -50,6 +52,9 @@ pub struct Picker<'m> {
     grammar: Option<LlamaSampler>,
     pick: LlamaSampler,
     mode: GrammarMode,
+    /// The files the grammar quotes line by line: an excerpt of one opens on a line no
+    /// earlier excerpt of the answer quoted ([`super::fresh`]).
+    quoted: std::sync::Arc<[Quotable]>,
     pub stats: GrammarStats,
 }
 
@@ -62,6 +67,7 @@ impl<'m> Picker<'m> {
         temperature: f32,
         top_p: f32,
         seed: u32,
+        quoted: std::sync::Arc<[Quotable]>,
     ) -> Result<Self, EngineError> {
         let grammar = match grammar {
             Some(text) => Some(
@@ -93,6 +99,7 @@ impl<'m> Picker<'m> {
             grammar,
             pick,
             mode,
+            quoted,
             stats: GrammarStats::default(),
         })
     }
@@ -110,6 +117,7 @@ impl<'m> Picker<'m> {
         let mut all = LlamaTokenDataArray::from_iter(ctx.candidates_ith(idx), false);
         all.apply_sampler(&mut self.penalties);
         let open = range_guard(text);
+        let excerpt = excerpt_guard(text, &self.quoted);
         let model = self.model;
         let guard = |data: &mut LlamaTokenDataArray| {
             if let Some(open) = &open {
@@ -117,6 +125,22 @@ impl<'m> Picker<'m> {
                     let piece = model.vocab().token_to_piece(t.id(), true, None);
                     if !open.admits(&piece) {
                         t.set_logit(f32::NEG_INFINITY);
+                    }
+                }
+            }
+            // Held only while some token is left: an answer that has quoted every line the
+            // grammar still allows repeats one rather than stopping.
+            if let Some(excerpt) = &excerpt {
+                let refused: Vec<usize> = (data.data.iter().enumerate())
+                    .filter(|(_, t)| admitted(t))
+                    .filter(|(_, t)| {
+                        !excerpt.admits(&model.vocab().token_to_piece(t.id(), true, None))
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                if refused.len() < data.data.iter().filter(|t| admitted(t)).count() {
+                    for i in refused {
+                        data.data[i].set_logit(f32::NEG_INFINITY);
                     }
                 }
             }

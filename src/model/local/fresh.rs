@@ -1,0 +1,356 @@
+//! An excerpt never opens on a line that an earlier excerpt of the same answer quoted.
+//!
+//! The grammar makes each excerpt of a quotable file a run of that file's lines, but GBNF
+//! cannot remember which runs the answer has already written. The 1.5B planner's `scope` step
+//! quoted `pub struct Args {` and the lines after it in two items; the step check refused the
+//! repeat (`is cited by an item before it`), and the model sent the identical call twice more
+//! and gave up. Like the citation range guard ([`super::sample`]), this reads the answer so
+//! far and refuses a token that would make the excerpt being written open on a line an
+//! earlier excerpt of the same file covers. Only the opening line is held: an excerpt may run
+//! on into lines already quoted, as the checkers allow.
+//!
+//! Both of the grammar's excerpt shapes are read: a JSON `"excerpt"` string (after its
+//! object's `"path"`) and the envelope's fenced block after `- **Evidence**: `path:N-M``.
+//! Plain Rust, so its tests run in every build; the sampler uses it under `--features local`.
+
+use super::cited::Quotable;
+
+/// The excerpt the answer is writing, of a quotable file some earlier excerpt also quoted.
+#[derive(Debug)]
+pub struct OpenExcerpt<'q> {
+    file: &'q Quotable,
+    /// Lines (0-based) an earlier excerpt of this file covers.
+    used: Vec<bool>,
+    shape: Shape,
+    /// The excerpt's text so far, as written (JSON-escaped for [`Shape::Json`]).
+    written: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Json,
+    Markdown,
+}
+
+/// One excerpt found in the answer's text.
+struct Found<'t> {
+    path: &'t [u8],
+    shape: Shape,
+    /// The raw text after the excerpt's opening, up to its close or the end of the text.
+    raw: &'t [u8],
+    closed: bool,
+}
+
+const FENCE_OPEN: &[u8] = b"- **Excerpt**:\n```\n";
+const EVIDENCE_OPEN: &[u8] = b"- **Evidence**: `";
+
+/// [`OpenExcerpt`] when `text` ends inside an excerpt of one of the `quoted` files and an
+/// earlier excerpt of that file was written; `None` otherwise (nothing to hold).
+pub fn excerpt_guard<'q>(text: &[u8], quoted: &'q [Quotable]) -> Option<OpenExcerpt<'q>> {
+    if quoted.is_empty() {
+        return None;
+    }
+    let mut found = excerpts(text);
+    let open = found.pop().filter(|e| !e.closed)?;
+    let file = quoted.iter().find(|q| q.path.as_bytes() == open.path)?;
+    let mut used = vec![false; file.lines.len()];
+    let mut any = false;
+    for earlier in found.iter().filter(|e| e.path == open.path && e.closed) {
+        let content = decode(earlier.raw, earlier.shape);
+        let lines: Vec<&[u8]> = content.split(|&b| b == b'\n').collect();
+        let lines = match earlier.shape {
+            // A fenced block's lines each end in a line break: the last piece is empty.
+            Shape::Markdown => &lines[..lines.len().saturating_sub(1)],
+            Shape::Json => &lines[..],
+        };
+        if lines.is_empty() {
+            continue;
+        }
+        let at = (0..file.lines.len().saturating_sub(lines.len() - 1)).find(|&i| {
+            lines
+                .iter()
+                .zip(&file.lines[i..])
+                .all(|(a, b)| *a == b.as_bytes())
+        });
+        if let Some(i) = at {
+            used[i..i + lines.len()].iter_mut().for_each(|u| *u = true);
+            any = true;
+        }
+    }
+    any.then(|| OpenExcerpt {
+        file,
+        used,
+        shape: open.shape,
+        written: open.raw.to_vec(),
+    })
+}
+
+impl OpenExcerpt<'_> {
+    /// Whether the token `piece` may follow: the excerpt's first line, as far as it is written,
+    /// must still be (the start of) a line of the file no earlier excerpt covers.
+    pub fn admits(&self, piece: &[u8]) -> bool {
+        let mut raw = self.written.clone();
+        raw.extend_from_slice(piece);
+        let (raw, closed) = match self.shape {
+            Shape::Json => match string_end(&raw) {
+                Some(end) => (&raw[..end], true),
+                None => (&raw[..], false),
+            },
+            Shape::Markdown => (&raw[..], false),
+        };
+        let content = decode(raw, self.shape);
+        let (first, whole) = match content.iter().position(|&b| b == b'\n') {
+            Some(at) => (&content[..at], true),
+            None => (&content[..], closed),
+        };
+        self.file.lines.iter().zip(&self.used).any(|(line, &used)| {
+            !used
+                && if whole {
+                    line.as_bytes() == first
+                } else {
+                    line.as_bytes().starts_with(first)
+                }
+        })
+    }
+}
+
+/// Every excerpt in `text`, in order; only the last can be open.
+fn excerpts(text: &[u8]) -> Vec<Found<'_>> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let json = find(&text[at..], b"\"excerpt\"").map(|i| at + i);
+        let fence = find(&text[at..], FENCE_OPEN).map(|i| at + i);
+        let next = match (json, fence) {
+            (Some(j), Some(f)) if f < j => Err(f),
+            (Some(j), _) => Ok(j),
+            (None, Some(f)) => Err(f),
+            (None, None) => break,
+        };
+        match next {
+            Ok(key) => {
+                let Some(value) = json_value(text, key + b"\"excerpt\"".len()) else {
+                    at = key + 1;
+                    continue;
+                };
+                let end = string_end(&text[value..]).map(|e| value + e);
+                found.push(Found {
+                    path: json_path_before(&text[..key]).unwrap_or_default(),
+                    shape: Shape::Json,
+                    raw: &text[value..end.unwrap_or(text.len())],
+                    closed: end.is_some(),
+                });
+                at = end.map_or(text.len(), |e| e + 1);
+            }
+            Err(open) => {
+                let body = open + FENCE_OPEN.len();
+                // The block closes with a fence at the start of a line.
+                let end = if text[body..].starts_with(b"```") {
+                    Some(body)
+                } else {
+                    find(&text[body..], b"\n```").map(|i| body + i + 1)
+                };
+                found.push(Found {
+                    path: markdown_path_before(&text[..open]).unwrap_or_default(),
+                    shape: Shape::Markdown,
+                    raw: &text[body..end.unwrap_or(text.len())],
+                    closed: end.is_some(),
+                });
+                at = end.map_or(text.len(), |e| e + 3);
+            }
+        }
+    }
+    found
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn skip_ws(text: &[u8], mut at: usize) -> usize {
+    while text.get(at).is_some_and(|b| b" \t\r\n".contains(b)) {
+        at += 1;
+    }
+    at
+}
+
+/// Where a JSON string value begins (after its opening quote), `after` being the end of its
+/// key: `ws ":" ws "\""`.
+fn json_value(text: &[u8], after: usize) -> Option<usize> {
+    let colon = skip_ws(text, after);
+    (text.get(colon) == Some(&b':')).then_some(())?;
+    let quote = skip_ws(text, colon + 1);
+    (text.get(quote) == Some(&b'"')).then_some(quote + 1)
+}
+
+/// Where a JSON string's text (opening quote already read) ends: its unescaped closing quote.
+fn string_end(raw: &[u8]) -> Option<usize> {
+    let mut escaped = false;
+    for (i, &b) in raw.iter().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The value of the last `"path"` key before an excerpt key: the grammar writes an evidence
+/// object's path first.
+fn json_path_before(text: &[u8]) -> Option<&[u8]> {
+    let key = text
+        .windows(b"\"path\"".len())
+        .rposition(|w| w == b"\"path\"")?;
+    let value = json_value(text, key + b"\"path\"".len())?;
+    let end = string_end(&text[value..])?;
+    Some(&text[value..value + end])
+}
+
+/// The path of the `- **Evidence**: `path:N-M`` line that opens a fenced excerpt.
+fn markdown_path_before(text: &[u8]) -> Option<&[u8]> {
+    let open = text
+        .windows(EVIDENCE_OPEN.len())
+        .rposition(|w| w == EVIDENCE_OPEN)?;
+    let reference = &text[open + EVIDENCE_OPEN.len()..];
+    let colon = reference.iter().position(|&b| b == b':')?;
+    Some(&reference[..colon])
+}
+
+/// The excerpt's bytes: a JSON string's escapes undone (an escape cut off at the end is
+/// dropped: it is still being written), a fenced block as it is.
+fn decode(raw: &[u8], shape: Shape) -> Vec<u8> {
+    if shape == Shape::Markdown {
+        return raw.to_vec();
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] != b'\\' {
+            out.push(raw[i]);
+            i += 1;
+            continue;
+        }
+        let Some(&kind) = raw.get(i + 1) else {
+            break;
+        };
+        let simple = match kind {
+            b'n' => Some(b'\n'),
+            b't' => Some(b'\t'),
+            b'r' => Some(b'\r'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'"' | b'\\' | b'/' => Some(kind),
+            _ => None,
+        };
+        if let Some(b) = simple {
+            out.push(b);
+            i += 2;
+            continue;
+        }
+        if kind != b'u' || raw.len() < i + 6 {
+            break;
+        }
+        let code = std::str::from_utf8(&raw[i + 2..i + 6])
+            .ok()
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .and_then(char::from_u32);
+        let Some(c) = code else {
+            break;
+        };
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        i += 6;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> Vec<Quotable> {
+        vec![Quotable {
+            path: "src/cli/run.rs".into(),
+            lines: [
+                "use crate::project::Project;",
+                "use crate::runtime::Session;",
+                "",
+                "pub struct Args {",
+                "    /// The primary agent to run",
+                "    pub agent: String,",
+                "}",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }]
+    }
+
+    #[test]
+    fn a_json_excerpt_cannot_open_on_a_line_an_earlier_one_quoted() {
+        let quoted = file();
+        let earlier = r#"{"name":"scope","result":{"evidence":[{"path": "src/cli/run.rs", "start": 4, "end": 5, "excerpt": "pub struct Args {\n    /// The primary agent to run", "fact": "x"}, {"path": "src/cli/run.rs", "start": 4, "end": 5, "excerpt": ""#;
+        let open = excerpt_guard(earlier.as_bytes(), &quoted).expect("an excerpt is open");
+        // `pub struct Args {` and the line after it are taken; `pub agent` and the imports not.
+        assert!(
+            !open.admits(b"pub struct"),
+            "line 4 opened the earlier excerpt"
+        );
+        assert!(
+            !open.admits(b"    /// The"),
+            "line 5 is inside the earlier excerpt"
+        );
+        assert!(open.admits(b"    pub agent"), "line 6 is free");
+        assert!(open.admits(b"use crate::"), "lines 1 and 2 are free");
+        // A prefix both a taken and a free line share is still open.
+        assert!(open.admits(b"    "));
+        // Closing the string right after a taken line's text would make it the first line.
+        let mut partial = earlier.as_bytes().to_vec();
+        partial.extend_from_slice(b"    pub agent: String,");
+        let open = excerpt_guard(&partial, &quoted).unwrap();
+        assert!(open.admits(b"\\n}"), "running on into the next line");
+        assert!(open.admits(b"\", "), "closing after a free line");
+        assert!(!open.admits(b"X"), "no line reads so");
+    }
+
+    #[test]
+    fn a_fenced_excerpt_cannot_open_on_a_line_an_earlier_one_quoted() {
+        let quoted = file();
+        let text = "### Findings\n- **Evidence**: `src/cli/run.rs:1-2`\n- **Excerpt**:\n```\nuse crate::project::Project;\nuse crate::runtime::Session;\n```\n- **Evidence**: `src/cli/run.rs:2-2`\n- **Excerpt**:\n```\nuse crate::";
+        let open = excerpt_guard(text.as_bytes(), &quoted).expect("an excerpt is open");
+        assert!(!open.admits(b"project"), "line 1 was quoted");
+        assert!(!open.admits(b"runtime::Session;\n"), "line 2 was quoted");
+        // The whole first line must be a free one; none of the file's other lines reads so.
+        assert!(!open.admits(b"runtime"));
+    }
+
+    #[test]
+    fn nothing_is_held_without_an_earlier_excerpt_of_the_same_file() {
+        let quoted = file();
+        // The first excerpt of the answer.
+        let first = r#"{"evidence":[{"path": "src/cli/run.rs", "excerpt": "pub"#;
+        assert!(excerpt_guard(first.as_bytes(), &quoted).is_none());
+        // An earlier excerpt of another file.
+        let other = r#"[{"path": "README.md", "excerpt": "pub struct Args {"}, {"path": "src/cli/run.rs", "excerpt": "pub"#;
+        assert!(excerpt_guard(other.as_bytes(), &quoted).is_none());
+        // No excerpt open: the text is past the last one's close.
+        let closed = r#"[{"path": "src/cli/run.rs", "excerpt": "pub struct Args {"}, {"path": "src/cli/run.rs", "fact": "pub"#;
+        assert!(excerpt_guard(closed.as_bytes(), &quoted).is_none());
+        // A file the grammar does not quote.
+        assert!(excerpt_guard(closed.as_bytes(), &[]).is_none());
+    }
+
+    #[test]
+    fn escapes_are_read_as_the_characters_they_stand_for() {
+        assert_eq!(
+            decode(br#"a\"b\\c\nd\u00e9"#, Shape::Json),
+            "a\"b\\c\nd\u{e9}".as_bytes()
+        );
+        // An escape still being written is left out.
+        assert_eq!(decode(br"ab\", Shape::Json), b"ab");
+        assert_eq!(decode(br"ab\u00", Shape::Json), b"ab");
+        assert_eq!(string_end(br#"a\"b" rest"#), Some(4));
+        assert_eq!(string_end(br#"a\\"#), None);
+    }
+}
