@@ -69,6 +69,10 @@ pub enum EventKind {
         /// `required` when the turn must be a tool call (the agent's `tool_choice:`).
         #[serde(default, skip_serializing_if = "crate::model::ToolChoice::is_auto")]
         tool_choice: crate::model::ToolChoice,
+        /// The temperature this turn is sampled at, when it is warmer than the agent's because
+        /// the turn before had all its calls refused as repeats.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warmed: Option<f64>,
     },
     #[serde(rename = "model.response")]
     ModelResponse {

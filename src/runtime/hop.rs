@@ -90,6 +90,25 @@ enum By {
 /// new from its tools. Qwen2.5-Coder-1.5B, its subagents all BLOCKED, made 17 refused `task` calls in
 /// a row until the session's wall-clock limit; two are enough to tell.
 pub const STALLED_TURNS: u32 = 2;
+/// How much warmer a turn is sampled for each turn of refused repeats before it, up to
+/// [`WARMEST`]. Asked again as before, a model gives the same call again: the 1.5B planner
+/// (temperature 0.2, one seed) sent a refused `step` call three times over. Whisper's decoder
+/// retries a failed segment the same way, warmer each time.
+const WARMING: f64 = 0.4;
+const WARMEST: f64 = 0.8;
+
+/// The temperature of a turn after `refused_turns` turns of refused repeats in a row: the
+/// agent's own until one, then warmer ([`WARMING`]); never colder than the agent's. An agent
+/// that sets none keeps its provider's default, which the runtime does not know.
+fn turn_temperature(agent: Option<f64>, refused_turns: u32) -> Option<f64> {
+    agent.map(|t| {
+        if refused_turns == 0 {
+            t
+        } else {
+            (t + WARMING * f64::from(refused_turns)).min(WARMEST.max(t))
+        }
+    })
+}
 /// What an agent with `tool_choice: required` reads after an answer without a call: what it
 /// can call, and that its answer comes from the results.
 fn tool_reminder(specs: &[crate::model::ToolSpec]) -> String {
@@ -621,7 +640,7 @@ impl HopState {
                     Vec::new()
                 },
                 tool_choice,
-                temperature: self.agent.temperature,
+                temperature: turn_temperature(self.agent.temperature, self.refused_turns),
                 top_p: self.agent.top_p,
                 max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),
@@ -644,6 +663,9 @@ impl HopState {
                 messages: request.messages.len(),
                 tools: request.tools.len(),
                 tool_choice: request.tool_choice,
+                warmed: request
+                    .temperature
+                    .filter(|&t| Some(t) != self.agent.temperature),
             });
             let clock = Instant::now();
             let turn_call = turn::complete(self.ctx.clone(), self.model.clone(), request, turn);

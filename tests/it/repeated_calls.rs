@@ -158,6 +158,48 @@ async fn turns_of_refused_calls_only_end_in_a_turn_without_tools() {
     assert_eq!(steered, vec![("refused_calls".to_string(), 2)]);
 }
 
+/// A turn after refused repeats is sampled warmer than the agent's temperature (asked the same
+/// way, a model gives the same call again), and the event log says at what temperature.
+#[tokio::test]
+async fn a_turn_after_refused_repeats_is_sampled_warmer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace("mode: primary\n", "mode: primary\ntemperature: 0.2\n"),
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    let missing = |id: &str| call(id, "read", json!({"path": "thoughts/none.md"}));
+    mock.push(answer("", vec![missing("r1")]))
+        .push(answer("", vec![missing("r2")]))
+        .push(answer("", vec![missing("r3")]))
+        .push(answer("I could not read thoughts/none.md.", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "lead", "read it").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let sent: Vec<f64> = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["temperature"].as_f64().unwrap_or(-1.0))
+        .collect();
+    let warmed: Vec<Option<f64>> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelRequest { warmed, .. } => Some(*warmed),
+            _ => None,
+        })
+        .collect();
+    // The failed first call ran (no refusal); then one and two turns of refused repeats.
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert!(near(sent[0], 0.2) && near(sent[1], 0.2), "{sent:?}");
+    assert!(near(sent[2], 0.6) && near(sent[3], 0.8), "{sent:?}");
+    assert_eq!(warmed[..2], [None, None], "{warmed:?}");
+    assert!(warmed[2].is_some_and(|t| near(t, 0.6)), "{warmed:?}");
+    assert!(warmed[3].is_some_and(|t| near(t, 0.8)), "{warmed:?}");
+}
+
 /// One turn of refused calls between calls that run is not a stall.
 #[tokio::test]
 async fn a_refused_call_between_calls_that_run_is_no_stall() {

@@ -89,6 +89,7 @@ fn session_log() -> Vec<Event> {
                 messages: 2,
                 tools: 1,
                 tool_choice: Default::default(),
+                warmed: None,
             },
         ),
         ev(
