@@ -191,8 +191,9 @@ pub struct Listing {
     /// The file that matched the most words (`None` when nothing matched).
     pub first: Option<String>,
     /// Whether every search succeeded and found files, and the first file's own name (not its
-    /// folders') is named for every word searched (see [`named_in`]): a locator that leaves it
-    /// out has it added by the runtime, not asked (see [`with_file`]).
+    /// folders') is named for every word searched that sets files apart (see [`named_in`],
+    /// [`everywhere`]): a locator that leaves it out has it added by the runtime, not asked
+    /// (see [`with_file`]).
     pub named_for_all: bool,
 }
 
@@ -319,20 +320,42 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     if !unmatched.is_empty() {
         out.push_str(&format!("No file matches {}.\n", unmatched.join(", ")));
     }
-    // Every word of the task searched, each found, and each in the file's own name (not a
-    // folder's: under `thoughts/shared/…` every file is "named" for `shared`).
+    // Every word of the task searched, each found, and each that sets files apart in the file's
+    // own name (not a folder's: under `thoughts/shared/…` every file is "named" for `shared`).
     let file_name = |f: &Hits| f.path.rsplit('/').next().unwrap_or(f.path).to_string();
+    let apart: Vec<&String> = (searched.iter().enumerate())
+        .filter(|(w, _)| !everywhere(files.iter().map(|f| f.lines.get(*w) > Some(&0))))
+        .map(|(_, word)| word)
+        .collect();
     Listing {
         named_for_all: !failed
             && unmatched.is_empty()
+            && !apart.is_empty()
             && files
                 .first()
-                .is_some_and(|f| searched.iter().all(|w| named_in(&file_name(f), w))),
+                .is_some_and(|f| apart.iter().all(|w| named_in(&file_name(f), w))),
         ..listing(
             out.trim_end().to_string(),
             files.first().map(|f| f.path.to_string()),
         )
     }
+}
+
+/// Files matched before a word found in nearly all of them can be told to set none apart.
+const EVERYWHERE_MIN_FILES: usize = 10;
+
+/// Whether a word, matched in the files where `matched` is true (one flag per file any word
+/// matched), is in nine of ten of them or more: it says nothing of which file is about the
+/// task. "How many repair turns does an agent get" searched `agent`, which 37 of the 39
+/// records hold, so `2026-11-10-repair-turns.md`, named for the other two words, was asked for
+/// instead of added, and the 1.5B locator kept an answer without it.
+fn everywhere(matched: impl Iterator<Item = bool>) -> bool {
+    let (mut hit, mut all) = (0, 0);
+    for m in matched {
+        all += 1;
+        hit += usize::from(m);
+    }
+    all >= EVERYWHERE_MIN_FILES && hit * 10 >= all * 9
 }
 
 /// Whether `path` is named for `word`: one of its parts (split at `/`, `.`, `-`, `_`) is the word
@@ -445,7 +468,7 @@ pub fn with_file(answer: &str, file: &str, title: Option<&str>) -> Option<String
 
 /// What an entry the runtime added says after the file's title.
 pub const ADDED: &str = "(added by the runtime: its search ranked this file first, and the \
-                         file's name holds every word searched)";
+                         file's name holds every word searched that sets files apart)";
 
 /// The first Markdown heading (`# …`) of `path` in `project`, for [`left_out_ask`]: at most
 /// 120 characters.
@@ -612,6 +635,41 @@ mod tests {
         ];
         assert!(!listing("t", &calls, &one_found).named_for_all);
         assert_eq!(listing("t", &calls[..1], &none).first, None);
+        // A word in nearly every file matched sets none apart: a file named for the others is
+        // named for all. Not so when that word is in fewer of them, nor when it is the only one.
+        let words3 = vec![call(1, "repair"), call(2, "turn"), call(3, "agent")];
+        let agents = |n: usize| {
+            let mut lines = vec!["d/2026-repair-turns.md:7".to_string()];
+            lines.extend((1..n).map(|i| format!("d/record-{i}.md:3")));
+            lines.join("\n")
+        };
+        let matched = |agent_files: usize| {
+            vec![
+                Message::tool(
+                    "search_first_1",
+                    "d/2026-repair-turns.md:10\nd/record-1.md:2",
+                    false,
+                ),
+                Message::tool("search_first_2", "d/2026-repair-turns.md:4", false),
+                Message::tool("search_first_3", agents(agent_files), false),
+            ]
+        };
+        let everywhere = listing("t", &words3, &matched(12));
+        assert_eq!(everywhere.first.as_deref(), Some("d/2026-repair-turns.md"));
+        assert!(everywhere.named_for_all, "`agent` is in all 12 files");
+        let mut fewer = matched(12);
+        fewer.push(Message::tool("search_first_4", "d/other.md:1", false));
+        let calls4 = [&words3[..], &[call(4, "other")]].concat();
+        assert!(
+            !listing("t", &calls4, &fewer).named_for_all,
+            "`other` sets files apart and is not in the first file's name"
+        );
+        assert!(
+            !listing("t", &words3, &matched(3)).named_for_all,
+            "three files are too few to tell"
+        );
+        let only = vec![Message::tool("search_first_3", agents(12), false)];
+        assert!(!listing("t", &words3[2..], &only).named_for_all);
     }
 
     #[test]
