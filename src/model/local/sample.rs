@@ -119,7 +119,7 @@ impl<'m> Picker<'m> {
         let open = range_guard(text);
         let excerpt = excerpt_guard(text, &self.quoted);
         let model = self.model;
-        let guard = |data: &mut LlamaTokenDataArray| {
+        let guard = |data: &mut LlamaTokenDataArray, whole: bool| {
             if let Some(open) = &open {
                 for t in data.data.iter_mut().filter(|t| admitted(t)) {
                     let piece = model.vocab().token_to_piece(t.id(), true, None);
@@ -128,8 +128,9 @@ impl<'m> Picker<'m> {
                     }
                 }
             }
-            // Held only while some token is left: an answer that has quoted every line the
-            // grammar still allows repeats one rather than stopping.
+            // Over the whole vocabulary, held only while some token is left: an answer that has
+            // quoted every line the grammar still allows repeats one rather than stopping. Over
+            // the shortlist, held always: the whole vocabulary may still hold a fresh line.
             if let Some(excerpt) = &excerpt {
                 let refused: Vec<usize> = (data.data.iter().enumerate())
                     .filter(|(_, t)| admitted(t))
@@ -138,7 +139,7 @@ impl<'m> Picker<'m> {
                     })
                     .map(|(i, _)| i)
                     .collect();
-                if refused.len() < data.data.iter().filter(|t| admitted(t)).count() {
+                if !whole || refused.len() < data.data.iter().filter(|t| admitted(t)).count() {
                     for i in refused {
                         data.data[i].set_logit(f32::NEG_INFINITY);
                     }
@@ -149,19 +150,19 @@ impl<'m> Picker<'m> {
             (None, _) => all,
             (Some(grammar), GrammarMode::Full) => {
                 let mut full = all.with_sampler(grammar);
-                guard(&mut full);
+                guard(&mut full, true);
                 full
             }
             (Some(grammar), GrammarMode::Shortlist) => {
                 let mut short = LlamaTokenDataArray::new(best(&mut all.data, SHORTLIST), false);
                 short.apply_sampler(grammar);
-                guard(&mut short);
+                guard(&mut short, false);
                 if short.data.iter().any(admitted) {
                     short
                 } else {
                     self.stats.full_checks += 1;
                     let mut full = all.with_sampler(grammar);
-                    guard(&mut full);
+                    guard(&mut full, true);
                     full
                 }
             }
