@@ -70,6 +70,7 @@ fn hop_events(t0: i64, t1: i64, hop: &str, parent: Option<&str>, depth: u32) -> 
                 messages: 2,
                 tools: 3,
                 tool_choice: Default::default(),
+                warmed: None,
             },
         ),
         ev(
