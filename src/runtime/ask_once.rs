@@ -106,10 +106,20 @@ impl Pending {
             let title = super::search_first::title(project, &file);
             let note = super::search_first::left_out_ask(answer, &file, title.as_deref())?;
             self.search_first = None;
-            if named_for_all {
+            // An answer that names no file loses nothing by the addition. Asked, the 1.5B
+            // codebase-locator kept "Nothing in the source tree matches --quiet flag run.", and
+            // the planner, given no file, quoted a decision record its own prompt named.
+            let why = if named_for_all {
+                Some(super::search_first::ADDED)
+            } else if super::search_first::names_no_file(answer) {
+                Some(super::search_first::ADDED_TO_NONE)
+            } else {
+                None
+            };
+            if let Some(why) = why {
                 let entry = match &title {
-                    Some(t) => format!("{t} {}", super::search_first::ADDED),
-                    None => super::search_first::ADDED.to_string(),
+                    Some(t) => format!("{t} {why}"),
+                    None => why.to_string(),
                 };
                 if let Some(added) = super::search_first::with_file(answer, &file, Some(&entry)) {
                     return Some(Next::Added(added));
@@ -176,6 +186,27 @@ mod tests {
             )
         );
         assert!(pending.next(answer, Some(true), &project).is_none());
+        // Any file is added to an answer that names none; an answer naming another is asked.
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some(("thoughts/a.md".into(), false)),
+        };
+        let Some(Next::Added(added)) = pending.next(answer, Some(true), &project) else {
+            panic!("added to an answer naming no file")
+        };
+        assert!(
+            added.contains(crate::runtime::search_first::ADDED_TO_NONE),
+            "{added}"
+        );
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some(("thoughts/a.md".into(), false)),
+        };
+        let other = "<answer>\nSuggested for analysis: `thoughts/b.md`.\n</answer>";
+        assert!(matches!(
+            pending.next(other, Some(true), &project),
+            Some(Next::Ask(..))
+        ));
         // Without a block, it is asked.
         let mut pending = Pending {
             evidence_goal: None,

@@ -470,6 +470,18 @@ pub fn with_file(answer: &str, file: &str, title: Option<&str>) -> Option<String
 pub const ADDED: &str = "(added by the runtime: its search ranked this file first, and the \
                          file's name holds every word searched that sets files apart)";
 
+/// What an entry the runtime added to an answer that named no file says after its title.
+pub const ADDED_TO_NONE: &str = "(added by the runtime: its search ranked this file first, and \
+                                 the answer named no file)";
+
+/// Whether the `<answer>` block of `answer` (all of it, without one) names no file: no word
+/// there is a path with a folder and an extension.
+pub fn names_no_file(answer: &str) -> bool {
+    let env = crate::contract::Envelope::parse_lenient(answer);
+    let block = env.answer_text(answer).unwrap_or(answer);
+    !crate::project::path_words(block).any(|w| w.contains('/') && w.contains('.'))
+}
+
 /// The first Markdown heading (`# …`) of `path` in `project`, for [`left_out_ask`]: at most
 /// 120 characters.
 pub fn title(project: &Project, path: &str) -> Option<String> {
