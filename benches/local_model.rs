@@ -199,7 +199,7 @@ fn local(
             // llama-server is asked with `cache_prompt: false`: both read the whole prompt.
             reuse_prefix: false,
             slots: 1,
-            quoted: std::sync::Arc::from([]),
+            quoted: Default::default(),
         },
         None,
     )

@@ -289,6 +289,82 @@ fn under_grammar_every_excerpt_copies_a_run_of_the_files_lines() {
     );
 }
 
+/// Under the grammar, a second Evidence item never opens on a line the first one quoted: the
+/// sampler reads the answer so far (`fresh.rs`). The same decoding without the files passed to
+/// the sampler is shown beside it; SmolLM2-135M tends to quote the line it quoted before.
+#[test]
+fn under_grammar_a_later_excerpt_opens_on_a_line_no_earlier_one_quoted() {
+    use switchboard::model::local::cited::Cited;
+    use switchboard::model::local::fresh::Quoting;
+    use switchboard::model::local::{engine, grammar};
+    let (dir, project) = scripted::project();
+    let decision = "# Decision: parse YAML with serde-saphyr\n\n\
+        We chose serde-saphyr over serde_yaml because serde_yaml is archived.\n\
+        Errors from serde-saphyr carry the line and column of the bad value.\n\
+        The frontmatter splitter stays our own code.\n";
+    std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
+    std::fs::write(dir.path().join("thoughts/yaml.md"), decision).unwrap();
+    let system = "You cite the one line of a file that states the decision, as \
+        `- **Evidence**: `path:N-N``, then `- **Excerpt**:` and that line in a fenced block.";
+    let prompt = "What did we decide about YAML? Cite thoughts/yaml.md, line 3:\n\n     \
+        3\tWe chose serde-saphyr over serde_yaml because serde_yaml is archived.\n";
+    let mut contract = Contract::document_analysis();
+    contract.excerpt_max_lines = 1;
+    let req = request(
+        Some(ResponseContract {
+            contract,
+            message_id: "thoughts-2026-11-27-001".into(),
+            correlation_id: "local-test-4".into(),
+            timestamp: "2026-11-27T12:00:00Z".into(),
+        }),
+        system,
+        prompt,
+    );
+    let cited = Cited::gather(&project, [system, prompt]);
+    assert_eq!(cited.quotable.len(), 1);
+    let (g, openings) = grammar::with_openings(&req, None, 300, &cited)
+        .unwrap()
+        .unwrap();
+    let rest: String = g.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let three =
+        format!("root ::= evidence-item \"\\n\" evidence-item \"\\n\" evidence-item\n{rest}");
+    let loaded = engine::load(&model_path()).unwrap();
+    let text = loaded.prompt(system, &[Message::user(prompt)]).unwrap();
+    let decode = |quoted: engine::Quoted| {
+        let mut g = generate(&text, false);
+        g.grammar = Some(three.clone());
+        g.max_tokens = 200;
+        g.quoted = quoted;
+        loaded.generate(&g, None).unwrap().text
+    };
+    let first_lines = |answer: &str| -> Vec<String> {
+        answer
+            .split("- **Excerpt**:\n```\n")
+            .skip(1)
+            .map(|rest| rest.lines().next().unwrap_or("").to_string())
+            .collect()
+    };
+    let held = decode(std::sync::Arc::new(Quoting {
+        files: cited.quotable.clone(),
+        openings,
+    }));
+    eprintln!("with the guard:\n{held}");
+    let opened = first_lines(&held);
+    assert_eq!(opened.len(), 3, "{held}");
+    for (i, line) in opened.iter().enumerate() {
+        assert!(
+            decision.lines().any(|l| l == line),
+            "{line:?} is not a line"
+        );
+        assert!(
+            !opened[..i].contains(line),
+            "{line:?} opened twice:\n{held}"
+        );
+    }
+    let free = decode(Default::default());
+    eprintln!("without it:\n{free}");
+}
+
 #[tokio::test]
 async fn without_grammar_the_same_request_is_decoded_freely() {
     // The comparison the grammar is for: the same request, decoded without it, is not held to
@@ -521,7 +597,7 @@ fn generate(prompt: &str, reuse_prefix: bool) -> switchboard::model::local::engi
         threads: 2,
         reuse_prefix,
         slots: 1,
-        quoted: std::sync::Arc::from([]),
+        quoted: Default::default(),
     }
 }
 

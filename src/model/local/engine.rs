@@ -150,7 +150,7 @@ pub struct Generate {
 }
 
 /// The files a grammar quotes line by line, shared by the request and the decoding thread.
-pub type Quoted = Arc<[super::cited::Quotable]>;
+pub type Quoted = Arc<super::fresh::Quoting>;
 
 impl Generate {
     /// The context window for a prompt of `prompt_tokens`.
@@ -483,7 +483,7 @@ impl LocalModel {
     /// is named with its place.
     fn grammar(&self, request: &ModelRequest) -> Result<(Option<String>, Quoted), ModelError> {
         if !self.settings.grammar.unwrap_or(true) {
-            return Ok((None, Quoted::from([])));
+            return Ok((None, Quoted::default()));
         }
         let schema = self.schema(request)?;
         // The files the conversation named are the only ones an Evidence item may cite.
@@ -496,23 +496,33 @@ impl LocalModel {
             })
             .unwrap_or_default();
         let max_tokens = self.max_tokens(request);
-        let grammar = grammar::for_request(request, schema.as_ref(), max_tokens, &cited);
-        let quoted = Quoted::from(cited.quotable);
-        grammar.map(|g| (g, quoted)).map_err(|e| {
-            let file = match request
-                .response_contract
-                .as_ref()
-                .and_then(|c| c.contract.json.as_ref())
-                .map(|j| &j.schema)
-            {
-                Some(SchemaSource::Path(name)) => format!("schema file `{name}`"),
-                _ => format!("the contract in agent `{}`'s frontmatter", request.agent),
-            };
-            ModelError::Fatal(format!(
-                "{file}: no grammar can be derived from it: {e}; fix the schema (or set \
+        let grammar = grammar::with_openings(request, schema.as_ref(), max_tokens, &cited);
+        let quoted = |openings| {
+            Quoted::new(super::fresh::Quoting {
+                files: cited.quotable.clone(),
+                openings,
+            })
+        };
+        grammar
+            .map(|g| match g {
+                Some((g, openings)) => (Some(g), quoted(openings)),
+                None => (None, Quoted::default()),
+            })
+            .map_err(|e| {
+                let file = match request
+                    .response_contract
+                    .as_ref()
+                    .and_then(|c| c.contract.json.as_ref())
+                    .map(|j| &j.schema)
+                {
+                    Some(SchemaSource::Path(name)) => format!("schema file `{name}`"),
+                    _ => format!("the contract in agent `{}`'s frontmatter", request.agent),
+                };
+                ModelError::Fatal(format!(
+                    "{file}: no grammar can be derived from it: {e}; fix the schema (or set \
                  [providers.local] grammar = false to decode without one)"
-            ))
-        })
+                ))
+            })
     }
 
     /// The answer's token limit: the agent's, else `[providers.local]`'s, else the default.

@@ -15,10 +15,30 @@
 
 use super::cited::Quotable;
 
+/// The files a grammar quotes, and the lines it lets an excerpt of each open on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quoting {
+    pub files: Vec<Quotable>,
+    pub openings: Vec<Opening>,
+}
+
+/// The lines (0-based flags) an excerpt of `path` in `shape` may open on under the grammar: a
+/// line too long to quote, or empty, is none. The guard must know them: a prefix that only such
+/// a line shares with a fresh one ("A" for "Agents …", too long, and a quoted "A refused …")
+/// leads into the quoted line, and the guard, left with no token, gives way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opening {
+    pub path: String,
+    pub shape: Shape,
+    pub lines: Vec<bool>,
+}
+
 /// The excerpt the answer is writing, of a quotable file some earlier excerpt also quoted.
 #[derive(Debug)]
 pub struct OpenExcerpt<'q> {
     file: &'q Quotable,
+    /// Lines (0-based) the grammar lets this excerpt open on.
+    opens: &'q [bool],
     /// Lines (0-based) an earlier excerpt of this file covers.
     used: Vec<bool>,
     shape: Shape,
@@ -26,8 +46,9 @@ pub struct OpenExcerpt<'q> {
     written: Vec<u8>,
 }
 
+/// How an excerpt is written: a JSON string, or the lines of a fenced block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
+pub enum Shape {
     Json,
     Markdown,
 }
@@ -44,15 +65,24 @@ struct Found<'t> {
 const FENCE_OPEN: &[u8] = b"- **Excerpt**:\n```\n";
 const EVIDENCE_OPEN: &[u8] = b"- **Evidence**: `";
 
-/// [`OpenExcerpt`] when `text` ends inside an excerpt of one of the `quoted` files and an
+/// [`OpenExcerpt`] when `text` ends inside an excerpt of one of the quoted files and an
 /// earlier excerpt of that file was written; `None` otherwise (nothing to hold).
-pub fn excerpt_guard<'q>(text: &[u8], quoted: &'q [Quotable]) -> Option<OpenExcerpt<'q>> {
-    if quoted.is_empty() {
+pub fn excerpt_guard<'q>(text: &[u8], quoting: &'q Quoting) -> Option<OpenExcerpt<'q>> {
+    if quoting.files.is_empty() {
         return None;
     }
     let mut found = excerpts(text);
     let open = found.pop().filter(|e| !e.closed)?;
-    let file = quoted.iter().find(|q| q.path.as_bytes() == open.path)?;
+    let file = quoting
+        .files
+        .iter()
+        .find(|q| q.path.as_bytes() == open.path)?;
+    let opens = quoting
+        .openings
+        .iter()
+        .find(|o| o.path == file.path && o.shape == open.shape)
+        .map(|o| o.lines.as_slice())
+        .filter(|o| o.len() == file.lines.len())?;
     let mut used = vec![false; file.lines.len()];
     let mut any = false;
     for earlier in found.iter().filter(|e| e.path == open.path && e.closed) {
@@ -79,6 +109,7 @@ pub fn excerpt_guard<'q>(text: &[u8], quoted: &'q [Quotable]) -> Option<OpenExce
     }
     any.then(|| OpenExcerpt {
         file,
+        opens,
         used,
         shape: open.shape,
         written: open.raw.to_vec(),
@@ -103,8 +134,10 @@ impl OpenExcerpt<'_> {
             Some(at) => (&content[..at], true),
             None => (&content[..], closed),
         };
-        self.file.lines.iter().zip(&self.used).any(|(line, &used)| {
-            !used
+        let lines = self.file.lines.iter().zip(&self.used).zip(self.opens);
+        lines.clone().any(|((line, &used), &opens)| {
+            opens
+                && !used
                 && if whole {
                     line.as_bytes() == first
                 } else {
@@ -270,21 +303,31 @@ fn decode(raw: &[u8], shape: Shape) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn file() -> Vec<Quotable> {
-        vec![Quotable {
-            path: "src/cli/run.rs".into(),
-            lines: [
-                "use crate::project::Project;",
-                "use crate::runtime::Session;",
-                "",
-                "pub struct Args {",
-                "    /// The primary agent to run",
-                "    pub agent: String,",
-                "}",
-            ]
-            .map(String::from)
-            .to_vec(),
-        }]
+    /// `src/cli/run.rs`, every line with text an opening in both shapes.
+    fn file() -> Quoting {
+        let lines: Vec<String> = [
+            "use crate::project::Project;",
+            "use crate::runtime::Session;",
+            "",
+            "pub struct Args {",
+            "    /// The primary agent to run",
+            "    pub agent: String,",
+            "}",
+        ]
+        .map(String::from)
+        .to_vec();
+        let opens: Vec<bool> = lines.iter().map(|l| !l.is_empty()).collect();
+        let path = "src/cli/run.rs".to_string();
+        Quoting {
+            openings: [Shape::Json, Shape::Markdown]
+                .map(|shape| Opening {
+                    path: path.clone(),
+                    shape,
+                    lines: opens.clone(),
+                })
+                .to_vec(),
+            files: vec![Quotable { path, lines }],
+        }
     }
 
     #[test]
@@ -338,7 +381,22 @@ mod tests {
         let closed = r#"[{"path": "src/cli/run.rs", "excerpt": "pub struct Args {"}, {"path": "src/cli/run.rs", "fact": "pub"#;
         assert!(excerpt_guard(closed.as_bytes(), &quoted).is_none());
         // A file the grammar does not quote.
-        assert!(excerpt_guard(closed.as_bytes(), &[]).is_none());
+        assert!(excerpt_guard(closed.as_bytes(), &Quoting::default()).is_none());
+    }
+
+    #[test]
+    fn a_prefix_only_a_line_the_grammar_cannot_open_on_shares_is_refused() {
+        let mut quoted = file();
+        // `pub agent: String,` may not open an excerpt (too long to quote, say).
+        quoted.openings[0].lines[5] = false;
+        let text = r#"[{"path": "src/cli/run.rs", "excerpt": "pub struct Args {\n    /// The primary agent to run"}, {"path": "src/cli/run.rs", "excerpt": ""#;
+        let open = excerpt_guard(text.as_bytes(), &quoted).unwrap();
+        // Only line 6 and the quoted line 5 begin with four spaces: a dead end.
+        assert!(!open.admits(b"    "));
+        assert!(open.admits(b"use"));
+        // Without the grammar's openings for the shape, nothing is held.
+        quoted.openings.clear();
+        assert!(excerpt_guard(text.as_bytes(), &quoted).is_none());
     }
 
     #[test]

@@ -21,6 +21,7 @@
 use serde_json::Value;
 
 use super::cited::{Cited, Quotable};
+use super::fresh::{Opening, Shape};
 use super::gbnf::{lit, pattern_to_gbnf, Gbnf};
 use crate::contract::{ContractFormat, FieldKind, FieldRule};
 use crate::model::textual::TASK_TOOL;
@@ -116,6 +117,8 @@ struct Writer<'a> {
     gbnf: Gbnf,
     limits: Limits,
     cited: &'a Cited,
+    /// The lines each quoted file's excerpts may open on, per shape ([`quoted_runs`]).
+    openings: Vec<Opening>,
 }
 
 /// What a grammar written without a conversation may cite: nothing named, nothing quoted.
@@ -130,6 +133,7 @@ impl<'a> Writer<'a> {
             gbnf: Gbnf::new(),
             limits,
             cited: &NOTHING_CITED,
+            openings: Vec::new(),
         }
     }
 }
@@ -159,18 +163,36 @@ pub fn for_request(
     max_tokens: u32,
     cited: &Cited,
 ) -> Result<Option<String>, GrammarError> {
+    Ok(with_openings(request, schema, max_tokens, cited)?.map(|(g, _)| g))
+}
+
+/// [`for_request`], with the lines each quoted file's excerpts may open on under it: the
+/// sampler's excerpt guard ([`super::fresh`]) must not steer into a line the grammar cannot
+/// quote.
+pub fn with_openings(
+    request: &ModelRequest,
+    schema: Option<&Value>,
+    max_tokens: u32,
+    cited: &Cited,
+) -> Result<Option<(String, Vec<Opening>)>, GrammarError> {
     let budget = u64::from(max_tokens).saturating_mul(CHARS_PER_TOKEN);
     let mut last = None;
     for limits in Limits::LADDER {
-        let Some(g) = write_request(request, schema, limits, cited)? else {
+        let Some(mut g) = write_request(request, schema, limits, cited)? else {
             return Ok(None);
         };
         match g.max_chars("root") {
             Some(n) if n > budget => last = Some(g),
-            _ => return Ok(Some(g.render())),
+            _ => {
+                let openings = std::mem::take(&mut g.openings);
+                return Ok(Some((g.render(), openings)));
+            }
         }
     }
-    Ok(last.map(|g| g.render()))
+    Ok(last.map(|mut g| {
+        let openings = std::mem::take(&mut g.openings);
+        (g.render(), openings)
+    }))
 }
 
 /// The grammar of [`for_request`] at one step of limits.
@@ -1048,10 +1070,28 @@ fn quoted_runs(g: &mut Writer, file: &Quotable, most: u32, form: Form) -> Option
         run.push(row);
     }
     let longest = run.last()?;
+    let opens: Vec<bool> = (0..n)
+        .map(|i| ok[i] && !file.lines[i].trim().is_empty())
+        .collect();
     let starts: Vec<&str> = (0..n)
-        .filter(|&i| ok[i] && !file.lines[i].trim().is_empty())
+        .filter(|&i| opens[i])
         .map(|i| longest[i].as_str())
         .collect();
+    let shape = match form {
+        Form::Markdown => Shape::Markdown,
+        Form::Json => Shape::Json,
+    };
+    if !g
+        .openings
+        .iter()
+        .any(|o| o.path == file.path && o.shape == shape)
+    {
+        g.openings.push(Opening {
+            path: file.path.clone(),
+            shape,
+            lines: opens,
+        });
+    }
     (!starts.is_empty()).then(|| g.rule(&format!("{stem}-excerpt"), starts.join(" | ")))
 }
 
@@ -1599,6 +1639,18 @@ mod tests {
         assert_eq!(
             rule(&g, "q-d-md-excerpt"),
             "q-d-md-1-run2 | q-d-md-3 | q-d-md-5-run2 | q-d-md-6"
+        );
+        // The sampler's excerpt guard is told the same openings.
+        let (_, openings) = with_openings(&request, None, LOOSE, &cited)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            openings,
+            [Opening {
+                path: "d.md".into(),
+                shape: Shape::Markdown,
+                lines: vec![true, false, true, false, true, true],
+            }]
         );
         // The quotable file takes only its runs; the other named file a free excerpt.
         let cite = rule(&g, "evidence-cite");

@@ -17,9 +17,8 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
-use super::cited::Quotable;
 use super::error::EngineError;
-use super::fresh::excerpt_guard;
+use super::fresh::{excerpt_guard, Quoting};
 
 /// Candidates the grammar sees before it sees the whole vocabulary.
 pub const SHORTLIST: usize = 64;
@@ -54,7 +53,7 @@ pub struct Picker<'m> {
     mode: GrammarMode,
     /// The files the grammar quotes line by line: an excerpt of one opens on a line no
     /// earlier excerpt of the answer quoted ([`super::fresh`]).
-    quoted: std::sync::Arc<[Quotable]>,
+    quoted: std::sync::Arc<Quoting>,
     pub stats: GrammarStats,
 }
 
@@ -67,7 +66,7 @@ impl<'m> Picker<'m> {
         temperature: f32,
         top_p: f32,
         seed: u32,
-        quoted: std::sync::Arc<[Quotable]>,
+        quoted: std::sync::Arc<Quoting>,
     ) -> Result<Self, EngineError> {
         let grammar = match grammar {
             Some(text) => Some(
