@@ -69,8 +69,9 @@ impl Asked {
 pub struct Pending {
     /// `evidence_goal:` with the contract's signal headings.
     pub evidence_goal: Option<(u32, Vec<String>)>,
-    /// The file `search_first:` ranked first, and whether its name holds every word searched.
-    pub search_first: Option<(String, bool)>,
+    /// The file `search_first:` ranked first, whether its name holds every word searched that
+    /// sets files apart, and whether it holds one such word at all.
+    pub search_first: Option<(String, bool, bool)>,
 }
 
 /// What an accepted answer calls for.
@@ -102,16 +103,17 @@ impl Pending {
                 return Some(Next::Ask(Asked::new(test, answer, conformant), note));
             }
         }
-        if let Some((file, named_for_all)) = self.search_first.clone() {
+        if let Some((file, named_for_all, sets_apart)) = self.search_first.clone() {
             let title = super::search_first::title(project, &file);
             let note = super::search_first::left_out_ask(answer, &file, title.as_deref())?;
             self.search_first = None;
-            // An answer that names no file loses nothing by the addition. Asked, the 1.5B
-            // codebase-locator kept "Nothing in the source tree matches --quiet flag run.", and
-            // the planner, given no file, quoted a decision record its own prompt named.
+            // An answer that names no file loses nothing by the addition of a file that holds a
+            // word of the task few files hold. Asked, the 1.5B codebase-locator kept "Nothing in
+            // the source tree matches --quiet flag run.", and the planner, given no file, quoted
+            // a decision record its own prompt named.
             let why = if named_for_all {
                 Some(super::search_first::ADDED)
-            } else if super::search_first::names_no_file(answer) {
+            } else if sets_apart && super::search_first::names_no_file(answer) {
                 Some(super::search_first::ADDED_TO_NONE)
             } else {
                 None
@@ -154,7 +156,7 @@ mod tests {
         let project = Project::open(dir.path()).unwrap();
         let mut pending = Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false)),
+            search_first: Some(("thoughts/a.md".into(), false, true)),
         };
         assert!(pending
             .next("lists `thoughts/a.md`", Some(true), &project)
@@ -172,7 +174,7 @@ mod tests {
         // A file named for every word searched is added, not asked, when the answer has a block.
         let mut pending = Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), true)),
+            search_first: Some(("thoughts/a.md".into(), true, true)),
         };
         let answer = "<answer>\nNo documents under thoughts/ match A.\n</answer>";
         let Some(Next::Added(added)) = pending.next(answer, Some(true), &project) else {
@@ -189,7 +191,7 @@ mod tests {
         // Any file is added to an answer that names none; an answer naming another is asked.
         let mut pending = Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false)),
+            search_first: Some(("thoughts/a.md".into(), false, true)),
         };
         let Some(Next::Added(added)) = pending.next(answer, Some(true), &project) else {
             panic!("added to an answer naming no file")
@@ -200,7 +202,20 @@ mod tests {
         );
         let mut pending = Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false)),
+            search_first: Some(("thoughts/a.md".into(), false, true)),
+        };
+        // Nor to one naming none when the file holds no word that sets files apart.
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some(("thoughts/a.md".into(), false, false)),
+        };
+        assert!(matches!(
+            pending.next(answer, Some(true), &project),
+            Some(Next::Ask(..))
+        ));
+        let mut pending = Pending {
+            evidence_goal: None,
+            search_first: Some(("thoughts/a.md".into(), false, true)),
         };
         let other = "<answer>\nSuggested for analysis: `thoughts/b.md`.\n</answer>";
         assert!(matches!(
@@ -210,7 +225,7 @@ mod tests {
         // Without a block, it is asked.
         let mut pending = Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), true)),
+            search_first: Some(("thoughts/a.md".into(), true, true)),
         };
         assert!(matches!(
             pending.next("nothing", Some(true), &project),

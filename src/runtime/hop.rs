@@ -438,7 +438,7 @@ impl HopState {
         // `tool_choice: required` asks for no more.
         let searches = super::search_first::calls(&self.agent, &self.req.prompt, &shared.project);
         // The file those searches ranked first: an answer that leaves it out is asked once.
-        let mut search_first_file: Option<(String, bool)> = None;
+        let mut search_first_file: Option<(String, bool, bool)> = None;
         let task = if searches.is_empty() {
             task
         } else {
@@ -448,7 +448,9 @@ impl HopState {
                 .iter()
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
             let listing = super::search_first::listing(&task, &searches, &results);
-            search_first_file = listing.first.map(|f| (f, listing.named_for_all));
+            search_first_file = listing
+                .first
+                .map(|f| (f, listing.named_for_all, listing.sets_apart));
             listing.message
         };
         // `tool_choice: required`: said with the task too, since a server may not enforce it and a

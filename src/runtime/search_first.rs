@@ -195,6 +195,10 @@ pub struct Listing {
     /// [`everywhere`]): a locator that leaves it out has it added by the runtime, not asked
     /// (see [`with_file`]).
     pub named_for_all: bool,
+    /// Whether the first file holds (in its lines or name) a word searched that sets files
+    /// apart: one that only a word nearly every file holds does not answer anything, and is
+    /// not added to an answer that names no file.
+    pub sets_apart: bool,
 }
 
 /// [`with_results`], with the file it ranks first.
@@ -203,6 +207,7 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
         message,
         first,
         named_for_all: false,
+        sets_apart: false,
     };
     struct Hits<'r> {
         path: &'r str,
@@ -323,11 +328,17 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     // Every word of the task searched, each found, and each that sets files apart in the file's
     // own name (not a folder's: under `thoughts/shared/…` every file is "named" for `shared`).
     let file_name = |f: &Hits| f.path.rsplit('/').next().unwrap_or(f.path).to_string();
-    let apart: Vec<&String> = (searched.iter().enumerate())
+    let apart: Vec<(usize, &String)> = (searched.iter().enumerate())
         .filter(|(w, _)| !everywhere(files.iter().map(|f| f.lines.get(*w) > Some(&0))))
-        .map(|(_, word)| word)
         .collect();
+    let sets_apart = files.first().is_some_and(|f| {
+        apart
+            .iter()
+            .any(|(i, w)| f.lines.get(*i) > Some(&0) || named(f, w))
+    });
+    let apart: Vec<&String> = apart.into_iter().map(|(_, w)| w).collect();
     Listing {
+        sets_apart,
         named_for_all: !failed
             && unmatched.is_empty()
             && !apart.is_empty()
@@ -669,6 +680,18 @@ mod tests {
         let everywhere = listing("t", &words3, &matched(12));
         assert_eq!(everywhere.first.as_deref(), Some("d/2026-repair-turns.md"));
         assert!(everywhere.named_for_all, "`agent` is in all 12 files");
+        assert!(everywhere.sets_apart, "`repair` and `turn`");
+        let only_agent = vec![
+            Message::tool("search_first_1", "no matches for `repair`", false),
+            Message::tool("search_first_2", "no matches for `turn`", false),
+            Message::tool("search_first_3", agents(12), false),
+        ];
+        let loose = listing("t", &words3, &only_agent);
+        assert_eq!(loose.first.as_deref(), Some("d/2026-repair-turns.md"));
+        assert!(
+            !loose.sets_apart,
+            "only `agent` matched, and it is in every file"
+        );
         let mut fewer = matched(12);
         fewer.push(Message::tool("search_first_4", "d/other.md:1", false));
         let calls4 = [&words3[..], &[call(4, "other")]].concat();
