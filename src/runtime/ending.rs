@@ -40,6 +40,15 @@ impl Ending {
         }
     }
 
+    /// A primary's question to the user: the session waits for `resume --answer`.
+    pub fn needs_input(question: String) -> Self {
+        Ending {
+            status: HopStatus::NeedsInput,
+            answer: question.clone(),
+            ..Ending::failed(question)
+        }
+    }
+
     /// Fail closed: `reason` says what happened, `action` what a person must do.
     pub fn blocked(reason: String, action: String) -> Self {
         Ending {

@@ -270,6 +270,7 @@ pub(crate) fn run_hop_on(
             seen_calls: Default::default(),
             read_ahead: Vec::new(),
             refused_turns: 0,
+            asked_user: None,
             noted_findings: None,
             last_note: None,
             delivered_noted: false,
@@ -332,6 +333,9 @@ struct HopState {
     found_paths: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
+    /// The question a primary's workflow step asked (`CLARIFY`): the hop ends NEEDS_INPUT with
+    /// it after this turn (see [`Self::tools_turn`]).
+    asked_user: Option<String>,
     /// The most verified Evidence items a note to write the report now showed in this turn's
     /// results (`after_answer`), and in the last earlier turn that had one: a turn after two
     /// notes where the second showed nothing new is offered no tools (see [`Self::write_now`]).
@@ -942,6 +946,11 @@ impl HopState {
             }
             let results = self.tools_turn(&response.tool_calls, By::Agent).await;
             self.messages.extend(results);
+            // A workflow step said CLARIFY: its question goes to the user, as docs/workflows.md
+            // says. Left to go on, the 1.5B planner reported the same CLARIFY again and again.
+            if let Some(question) = self.asked_user.take() {
+                return Ending::needs_input(question);
+            }
             // Tier 3: a tool was refused a path (outside the root, a hidden folder).
             if let Some(reason) = shared.take_refusal(&self.ctx.hop_id) {
                 return Ending::blocked(

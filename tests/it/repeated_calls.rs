@@ -463,3 +463,44 @@ async fn the_step_tool_names_the_step_owed_at_each_turn() {
         serde_json::json!(["summary"])
     );
 }
+
+/// A primary whose workflow step says CLARIFY asks the user its question and stops: the session
+/// waits for `resume --answer` (NEEDS_INPUT) instead of going on. The 1.5B planner, left to go
+/// on after its `intent` CLARIFY, reported the same CLARIFY again turn after turn.
+#[tokio::test]
+async fn a_primarys_clarify_step_asks_the_user_and_stops() {
+    let (dir, project) = boss_and_helper("workflow: w\n");
+    std::fs::create_dir_all(dir.path().join("workflow")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("workflow/w.yaml"),
+        "name: w\ndescription: \"Two steps.\"\nsteps:\n  - name: ask\n    decides: go\n    question: q\n    schema: {type: object, required: [go, goal], properties: {go: {enum: [PROCEED, CLARIFY]}, goal: {type: string}, q: {type: array, items: {type: string}}}}\n  - name: end\noutput: {path: o.md, template: \"{{ ask.goal }}\"}\n",
+    )
+    .expect("write");
+    let clarify =
+        "{name: step, arguments: {name: ask, result: {go: CLARIFY, q: [\"Which date format?\"]}}}";
+    let script = format!(
+        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{clarify}]\n        - tool_calls: [{clarify}]\n        - content: done\n"
+    );
+    let (outcome, events) = crate::support::scripted::run_agent(
+        &project,
+        switchboard::config::Config::default(),
+        &script,
+        "boss",
+        "x",
+    )
+    .await;
+    assert_eq!(
+        outcome.outcome,
+        switchboard::runtime::Outcome::NeedsInput,
+        "{outcome:?}"
+    );
+    assert!(
+        format!("{outcome:?}").contains("Which date format?"),
+        "{outcome:?}"
+    );
+    let requests = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ModelRequest { .. }))
+        .count();
+    assert_eq!(requests, 1, "no turn after the question");
+}

@@ -268,6 +268,11 @@ impl HopState {
                 };
                 if let Some((message, written, event)) = done {
                     if let Some(event) = event {
+                        if let Some(question) = clarifying_question(&event, &message.content) {
+                            if self.req.parent.is_none() {
+                                self.asked_user = Some(question);
+                            }
+                        }
                         self.ctx.emit(event);
                     }
                     pending.push(Pending::Done(message, written));
@@ -660,6 +665,22 @@ impl SeenCall {
 /// The paths a subagent's answer names: those in backticks (`true` beside them: none were, so
 /// these are the bare words), else the words of its `<answer>` block (the whole text without
 /// one) that look like a file path (a `/` and a `.`). Whether they exist is the caller's to ask.
+/// The question of a `step` reply that said CLARIFY (`{"action":"CLARIFY", …, "question":
+/// "…"}`), `None` for any other reply.
+fn clarifying_question(event: &EventKind, reply: &str) -> Option<String> {
+    let EventKind::WorkflowStep { action, .. } = event else {
+        return None;
+    };
+    if action != "CLARIFY" {
+        return None;
+    }
+    let reply: serde_json::Value = serde_json::from_str(reply).ok()?;
+    reply["question"]
+        .as_str()
+        .filter(|q| !q.trim().is_empty())
+        .map(str::to_string)
+}
+
 fn answered_paths(answer: &str) -> (Vec<String>, bool) {
     let env = crate::contract::Envelope::parse_lenient(answer);
     if !env.paths.is_empty() {
