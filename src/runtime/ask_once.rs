@@ -200,10 +200,6 @@ mod tests {
             added.contains(crate::runtime::search_first::ADDED_TO_NONE),
             "{added}"
         );
-        let mut pending = Pending {
-            evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false, true)),
-        };
         // Nor to one naming none when the file holds no word that sets files apart.
         let mut pending = Pending {
             evidence_goal: None,
