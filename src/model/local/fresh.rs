@@ -118,7 +118,8 @@ pub fn excerpt_guard<'q>(text: &[u8], quoting: &'q Quoting) -> Option<OpenExcerp
 
 impl OpenExcerpt<'_> {
     /// Whether the token `piece` may follow: the excerpt's first line, as far as it is written,
-    /// must still be (the start of) a line of the file no earlier excerpt covers.
+    /// must still be (the start of) a line of the file that the grammar lets an excerpt open
+    /// on and no earlier excerpt covers.
     pub fn admits(&self, piece: &[u8]) -> bool {
         let mut raw = self.written.clone();
         raw.extend_from_slice(piece);
@@ -134,8 +135,8 @@ impl OpenExcerpt<'_> {
             Some(at) => (&content[..at], true),
             None => (&content[..], closed),
         };
-        let lines = self.file.lines.iter().zip(&self.used).zip(self.opens);
-        lines.clone().any(|((line, &used), &opens)| {
+        let mut lines = self.file.lines.iter().zip(&self.used).zip(self.opens);
+        lines.any(|((line, &used), &opens)| {
             opens
                 && !used
                 && if whole {
