@@ -325,26 +325,6 @@ fn verification_commands_both_ways() {
     for c in safe {
         assert_eq!(check_command(c, &p), Ok(()), "{c}");
     }
-    // The shipped plan step's schema admits every safe command, and no sentence about one.
-    let plan = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/workflow/plan.yaml"))
-        .unwrap();
-    let pattern = plan
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("verification: {"))
-        .and_then(|l| l.split("pattern: \"").nth(1))
-        .and_then(|l| l.split("\"}").next())
-        .expect("the verification pattern");
-    let pattern = regex::Regex::new(pattern).unwrap();
-    for c in safe {
-        assert!(pattern.is_match(c), "{c}");
-    }
-    for prose in [
-        "Run `cargo test` to ensure it works.",
-        "Run cargo test",
-        "`cargo test`",
-    ] {
-        assert!(!pattern.is_match(prose), "{prose}");
-    }
     for (c, why) in destructive {
         let errors = check_command(c, &p).expect_err(c);
         assert!(errors.iter().any(|e| e.contains(why)), "{c}: {errors:?}");

@@ -393,17 +393,6 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_steps_verification_pattern_translates() {
-        let g = pattern_to_gbnf(
-            "^([A-Z_][A-Z0-9_]*=[^ `]* )*[a-z./][^`]*$",
-            PATTERN_REPEAT_MAX,
-        )
-        .unwrap();
-        assert!(g.contains("[a-z./]"), "{g}");
-        assert!(g.contains("[^`\"\\\\\\x00-\\x1F]{0,40}"), "{g}");
-    }
-
-    #[test]
     fn negated_classes_keep_json_string_safe() {
         assert_eq!(
             pattern_to_gbnf("^[^ab]+$", PATTERN_REPEAT_MAX).unwrap(),
