@@ -175,6 +175,18 @@ impl PatternReader {
             }
             let atom = self.atom()?;
             let quant = self.quantifier()?;
+            // llama.cpp refuses a repetition whose copies of the rules it repeats pass 2,000
+            // (`MAX_REPETITION_THRESHOLD`): a repeated group holding a repetition of its own
+            // (`^(A=[^ ]* )*…$` came to 40 × 80) made the whole grammar fail at the first token,
+            // and the planner's session with it. Such a pattern is left to the checker.
+            let repeats = !(quant.is_empty() || quant == "?" || quant.ends_with(",1}"));
+            if atom.starts_with('(') && atom.contains('{') && repeats {
+                return Err(Untranslatable(
+                    "a repeated group holding a repetition (llama.cpp limits the rules a \
+                     repetition makes)"
+                        .into(),
+                ));
+            }
             items.push(format!("{atom}{quant}"));
         }
         Ok(if items.is_empty() {
@@ -390,6 +402,15 @@ mod tests {
             pattern_to_gbnf(r"^\d{4}-(a|bc)\.x{2,}$", PATTERN_REPEAT_MAX).unwrap(),
             "[0-9]{4} \"-\" ((\"a\" | \"b\" \"c\")) \".\" \"x\"{2,40}"
         );
+    }
+
+    #[test]
+    fn a_repeated_group_holding_a_repetition_is_left_to_the_checker() {
+        let e = pattern_to_gbnf("^([A-Z]+=[^ ]* )*[a-z]+$", PATTERN_REPEAT_MAX).unwrap_err();
+        assert!(e.0.contains("repeated group"), "{e:?}");
+        // Once, or a group of fixed characters, is fine.
+        assert!(pattern_to_gbnf("^(_[a-z]+)?$", PATTERN_REPEAT_MAX).is_ok());
+        assert!(pattern_to_gbnf("^(ab)+$", PATTERN_REPEAT_MAX).is_ok());
     }
 
     #[test]
