@@ -154,10 +154,13 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
         std::fs::write(dir.path().join("thoughts/a.md"), "# About A\n\ntext\n").unwrap();
         let project = Project::open(dir.path()).unwrap();
-        let mut pending = Pending {
+        // `search_first:` ranked `thoughts/a.md` first: named for every word that sets files
+        // apart, and holding one such word at all.
+        let ranked_first = |named_for_all: bool, sets_apart: bool| Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false, true)),
+            search_first: Some(("thoughts/a.md".into(), named_for_all, sets_apart)),
         };
+        let mut pending = ranked_first(false, true);
         assert!(pending
             .next("lists `thoughts/a.md`", Some(true), &project)
             .is_none());
@@ -172,10 +175,7 @@ mod tests {
         assert_eq!(asked.answer, "nothing");
         assert!(pending.next("nothing", Some(true), &project).is_none());
         // A file named for every word searched is added, not asked, when the answer has a block.
-        let mut pending = Pending {
-            evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), true, true)),
-        };
+        let mut pending = ranked_first(true, true);
         let answer = "<answer>\nNo documents under thoughts/ match A.\n</answer>";
         let Some(Next::Added(added)) = pending.next(answer, Some(true), &project) else {
             panic!("added")
@@ -189,10 +189,7 @@ mod tests {
         );
         assert!(pending.next(answer, Some(true), &project).is_none());
         // Any file is added to an answer that names none; an answer naming another is asked.
-        let mut pending = Pending {
-            evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false, true)),
-        };
+        let mut pending = ranked_first(false, true);
         let Some(Next::Added(added)) = pending.next(answer, Some(true), &project) else {
             panic!("added to an answer naming no file")
         };
@@ -201,28 +198,19 @@ mod tests {
             "{added}"
         );
         // Nor to one naming none when the file holds no word that sets files apart.
-        let mut pending = Pending {
-            evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false, false)),
-        };
+        let mut pending = ranked_first(false, false);
         assert!(matches!(
             pending.next(answer, Some(true), &project),
             Some(Next::Ask(..))
         ));
-        let mut pending = Pending {
-            evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), false, true)),
-        };
+        let mut pending = ranked_first(false, true);
         let other = "<answer>\nSuggested for analysis: `thoughts/b.md`.\n</answer>";
         assert!(matches!(
             pending.next(other, Some(true), &project),
             Some(Next::Ask(..))
         ));
         // Without a block, it is asked.
-        let mut pending = Pending {
-            evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), true, true)),
-        };
+        let mut pending = ranked_first(true, true);
         assert!(matches!(
             pending.next("nothing", Some(true), &project),
             Some(Next::Ask(..))

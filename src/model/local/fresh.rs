@@ -201,6 +201,10 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
 fn skip_ws(text: &[u8], mut at: usize) -> usize {
     while text.get(at).is_some_and(|b| b" \t\r\n".contains(b)) {
         at += 1;
@@ -234,9 +238,7 @@ fn string_end(raw: &[u8]) -> Option<usize> {
 /// The value of the last `"path"` key before an excerpt key: the grammar writes an evidence
 /// object's path first.
 fn json_path_before(text: &[u8]) -> Option<&[u8]> {
-    let key = text
-        .windows(b"\"path\"".len())
-        .rposition(|w| w == b"\"path\"")?;
+    let key = rfind(text, b"\"path\"")?;
     let value = json_value(text, key + b"\"path\"".len())?;
     let end = string_end(&text[value..])?;
     Some(&text[value..value + end])
@@ -244,9 +246,7 @@ fn json_path_before(text: &[u8]) -> Option<&[u8]> {
 
 /// The path of the `- **Evidence**: `path:N-M`` line that opens a fenced excerpt.
 fn markdown_path_before(text: &[u8]) -> Option<&[u8]> {
-    let open = text
-        .windows(EVIDENCE_OPEN.len())
-        .rposition(|w| w == EVIDENCE_OPEN)?;
+    let open = rfind(text, EVIDENCE_OPEN)?;
     let reference = &text[open + EVIDENCE_OPEN.len()..];
     let colon = reference.iter().position(|&b| b == b':')?;
     Some(&reference[..colon])
