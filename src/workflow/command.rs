@@ -42,6 +42,31 @@ pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>
     finish(errors)
 }
 
+/// The programs a verification command may open with here: those the judge knows to read or
+/// test, or to run another command (`env`, `timeout`, `xargs`, `npx`, …), found on `PATH`. A
+/// step's tool schema offers them as the only openings (`workflow::tool`), so a model under a
+/// grammar cannot wrap its command in prose: Qwen2.5-Coder-1.5B wrote "Run `cargo test …` to
+/// ensure …" three times over, and each was refused as a command substitution.
+pub fn installed_openers() -> Vec<&'static str> {
+    const WRAPPERS: &[&str] = &["env", "timeout", "nice", "nohup", "stdbuf", "xargs"];
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<_> = std::env::split_paths(&path).collect();
+    let mut names: Vec<&'static str> = WRAPPERS.to_vec();
+    names.extend(
+        programs::PROGRAMS
+            .iter()
+            .filter(|(name, rule)| !matches!(rule, Rule::Writes(_)) && !BUILTINS.contains(name))
+            .map(|(name, _)| *name),
+    );
+    let mut found: Vec<&'static str> = names
+        .into_iter()
+        .filter(|n| dirs.iter().any(|d| is_executable(&d.join(n))))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
 /// The safety judgement alone, without asking whether the programs are installed: what the
 /// judged corpus (`tests/data/verification-commands.tsv`) measures on any machine.
 pub fn judge_command(command: &str) -> Result<(), Vec<String>> {
@@ -59,6 +84,19 @@ fn finish(mut errors: Vec<String>) -> Result<(), Vec<String>> {
 
 /// The reasons `command` is refused; the programs it runs are added to `programs`.
 fn judge(command: &str, programs: &mut Vec<String>) -> Vec<String> {
+    let mut errors = judge_text(command, programs);
+    if !errors.is_empty() {
+        if let Some(inner) = quoted_command(command) {
+            errors.push(format!(
+                "the text reads as a sentence around the command `{inner}`: write the command \
+                 alone, with no words around it and no backquotes"
+            ));
+        }
+    }
+    errors
+}
+
+fn judge_text(command: &str, programs: &mut Vec<String>) -> Vec<String> {
     let parsed = match shell::parse(command) {
         Ok(p) => p,
         Err(e) => return vec![format!("`{command}`: {e}")],
@@ -74,6 +112,22 @@ fn judge(command: &str, programs: &mut Vec<String>) -> Vec<String> {
         }
     }
     errors
+}
+
+/// The first backquoted span of `text` that is a safe command on its own, when text lies
+/// outside the quotes: a sentence about a command rather than the command.
+fn quoted_command(text: &str) -> Option<&str> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('`') && trimmed.ends_with('`') && trimmed.matches('`').count() == 2 {
+        // The whole text quoted: the span is not inside a sentence.
+        return None;
+    }
+    trimmed
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .find(|span| !span.is_empty() && judge_text(span, &mut Vec::new()).is_empty())
 }
 
 /// Judges one simple command's words: assignments and wrappers first, then the table.
@@ -151,6 +205,12 @@ fn simple(words: &[String], programs: &mut Vec<String>) -> Result<(), String> {
             programs.push(program.clone());
         }
         i += 1 + skip;
+        // `env` alone prints the environment (and its secrets); `nohup` alone runs nothing.
+        if words[i.min(words.len())..].iter().all(|w| is_assignment(w)) {
+            return Err(format!(
+                "`{base}` wraps no command; name the test or read command it runs"
+            ));
+        }
     }
 }
 
@@ -369,6 +429,9 @@ mod tests {
         assert!(!ok("env -S 'rm x'"));
         assert!(ok("find src -name '*.rs' | xargs grep -l unsafe"));
         assert!(!ok("xargs -a files.txt rm"));
+        assert!(!ok("nohup"));
+        assert!(!ok("env FOO=1"));
+        assert!(!ok("timeout 60"));
     }
 
     #[test]
@@ -381,5 +444,22 @@ mod tests {
     fn unknown_programs_are_never_safe() {
         let e = judge_command("frobnicate --all").unwrap_err();
         assert!(e[0].contains("not a program the judge knows"), "{e:?}");
+    }
+
+    #[test]
+    fn a_sentence_around_a_command_is_told_to_write_the_command_alone() {
+        let e =
+            judge_command("Run `cargo test --lib` to ensure the new method works.").unwrap_err();
+        assert!(
+            e.iter()
+                .any(|m| m.contains("sentence around the command `cargo test --lib`")),
+            "{e:?}"
+        );
+        // A span that is itself refused is not offered.
+        let e = judge_command("Run `rm -rf target` first.").unwrap_err();
+        assert!(!e.iter().any(|m| m.contains("sentence")), "{e:?}");
+        // A command wrapped whole in backquotes gets only the substitution's reason.
+        let e = judge_command("`cargo test`").unwrap_err();
+        assert!(!e.iter().any(|m| m.contains("sentence")), "{e:?}");
     }
 }

@@ -198,12 +198,25 @@ pub fn spec(wf: &Workflow, state: Option<&State>, run_id: &str) -> ToolSpec {
 /// grammar that knows it writes one the conversation named. An `in_scope` string whose scope
 /// is already accepted (`state`) also takes that scope as its `enum`: the plan's steps may
 /// name only the files its scope named, and a schema that lists them lets a grammar, or any
-/// model that reads schemas, write nothing else.
+/// model that reads schemas, write nothing else. A string a `safe_command` check selects
+/// takes a `pattern` that opens on a program the judge knows and that is installed
+/// ([`command_pattern`]).
 fn with_project_files(step: &super::Step, state: Option<&State>) -> Value {
     use super::check::{split_pointer, strings, Check};
     let accepted = state.map(State::accepted).unwrap_or_default();
     let mut schema = step.schema.clone();
     for check in &step.checks {
+        if let Check::SafeCommand(pointers) = check {
+            let pattern = Value::String(command_pattern(&super::command::installed_openers()));
+            for pointer in pointers {
+                if let (None, pointer) = split_pointer(pointer) {
+                    mark_string(&mut schema, pointer, |obj| {
+                        obj.insert("pattern".into(), pattern.clone());
+                    });
+                }
+            }
+            continue;
+        }
         let (pointers, scope) = match check {
             Check::FilesExist(p) => (p.as_slice(), Vec::new()),
             Check::InScope { files, scope } => {
@@ -223,17 +236,34 @@ fn with_project_files(step: &super::Step, state: Option<&State>) -> Value {
         for pointer in pointers {
             // `step:/pointer` selects another step's result, not this one's.
             if let (None, pointer) = split_pointer(pointer) {
-                mark_project_file(&mut schema, pointer, &scope);
+                mark_string(&mut schema, pointer, |obj| {
+                    obj.insert(crate::model::PROJECT_FILE_KEYWORD.into(), Value::Bool(true));
+                    if !scope.is_empty() {
+                        obj.insert("enum".into(), Value::Array(scope.clone()));
+                    }
+                });
             }
         }
     }
     schema
 }
 
-/// Follows `pointer` through `properties` (a name) and `items` (`*`) and marks the string
-/// schema it ends on, with `allowed` as its `enum` when there are any; a pointer the schema
-/// does not spell out that way marks nothing.
-fn mark_project_file(schema: &mut Value, pointer: &str, allowed: &[Value]) {
+/// The pattern of a verification command: a script of the project (`./…`), or one of
+/// `openers` alone or followed by its arguments, and never a backquote (a substitution the
+/// judge refuses anyway). It narrows what the judge accepts; the judge still decides.
+fn command_pattern(openers: &[&str]) -> String {
+    let names: Vec<String> = openers.iter().map(|n| regex::escape(n)).collect();
+    format!("^(\\./[^`]*|(?:{})(?: [^`]*)?)$", names.join("|"))
+}
+
+/// Follows `pointer` through `properties` (a name) and `items` (`*`) and, when it ends on a
+/// string schema, lets `mark` add to it; a pointer the schema does not spell out that way
+/// marks nothing.
+fn mark_string(
+    schema: &mut Value,
+    pointer: &str,
+    mark: impl FnOnce(&mut serde_json::Map<String, Value>),
+) {
     let mut at = schema;
     for seg in super::check::segments(pointer) {
         let next = if seg == "*" {
@@ -248,10 +278,7 @@ fn mark_project_file(schema: &mut Value, pointer: &str, allowed: &[Value]) {
     }
     let is_string = at.get("type").and_then(Value::as_str) == Some("string");
     if let (true, Some(obj)) = (is_string, at.as_object_mut()) {
-        obj.insert(crate::model::PROJECT_FILE_KEYWORD.into(), Value::Bool(true));
-        if !allowed.is_empty() {
-            obj.insert("enum".into(), Value::Array(allowed.to_vec()));
-        }
+        mark(obj);
     }
 }
 
@@ -571,5 +598,49 @@ mod tests {
         let files = &tool.parameters["properties"]["result"]["properties"]["files"]["items"];
         assert_eq!(files["enum"], json!(["a.rs", "b.rs"]), "{files}");
         assert_eq!(files[crate::model::PROJECT_FILE_KEYWORD], json!(true));
+    }
+
+    /// A verification command's string opens on an installed program the judge knows, or a
+    /// project script, and holds no backquote; the pattern is one the local grammar writes.
+    #[test]
+    fn a_safe_command_string_opens_on_a_known_program() {
+        let pattern = command_pattern(&["cargo", "grep", "cargo-nextest"]);
+        let re = regex::Regex::new(&pattern).expect("pattern compiles");
+        for ok in [
+            "cargo test",
+            "cargo",
+            "./ci/check.sh",
+            "grep -q x src/a.rs",
+            "cargo-nextest run",
+        ] {
+            assert!(re.is_match(ok), "{ok} against {pattern}");
+        }
+        for no in [
+            "Run `cargo test` to ensure it works.",
+            "Run cargo test",
+            "cargotest",
+            "cargo test `x`",
+            "",
+        ] {
+            assert!(!re.is_match(no), "{no} against {pattern}");
+        }
+        crate::model::local::gbnf::pattern_to_gbnf(&pattern, 40).expect("the grammar writes it");
+
+        let wf = super::super::spec::parse(
+            "workflow/t.yaml",
+            "steps:\n  - name: plan\n    schema: {type: object, properties: {verification: {type: string}}}\n    checks:\n      - safe_command: [/verification]\noutput: {path: o.md, template: x}\n",
+        )
+        .unwrap();
+        let tool = spec(&wf, None, "r1");
+        let v = &tool.parameters["properties"]["result"]["properties"]["verification"];
+        assert_eq!(
+            v["pattern"],
+            json!(command_pattern(&super::super::command::installed_openers())),
+            "{v}"
+        );
+        // The step's own schema, which validates the result, is left as written.
+        assert!(wf.steps[0].schema["properties"]["verification"]
+            .get("pattern")
+            .is_none());
     }
 }

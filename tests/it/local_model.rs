@@ -200,6 +200,54 @@ async fn a_required_call_under_grammar_is_a_call_of_an_offered_tool() {
     assert!(call.arguments["pattern"].is_string(), "{call:?}");
 }
 
+/// llama.cpp loads the grammar of the shipped plan workflow's `plan` step, whose verification
+/// command opens on an installed program, and the call decoded under it is one. A pattern
+/// llama.cpp refused once failed a whole planner session on the 1.5B model: the translation's
+/// unit tests had passed, since none of them loaded the grammar into llama.cpp.
+#[tokio::test]
+async fn the_plan_steps_grammar_loads_and_its_command_opens_on_a_program() {
+    use switchboard::workflow::{state::StepStatus, State};
+    let model = model_path();
+    let (dir, _project) = scripted::project();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/workflow/plan.yaml"))
+        .unwrap();
+    let wf = switchboard::workflow::spec::parse("workflow/plan.yaml", &text).unwrap();
+    let mut state = State::new("r1", &wf, "planner", "s", "c", "Plan a --quiet flag.");
+    for name in ["intent", "clarify", "scope", "test_strategy", "complexity"] {
+        let record = state.record(name);
+        record.status = StepStatus::Accepted;
+        record.result = Some(serde_json::json!({"primary": ["src/cli/run.rs"], "secondary": []}));
+    }
+    let tool = switchboard::workflow::tool::spec(&wf, Some(&state), "r1");
+    let pattern = tool.parameters["properties"]["result"]["properties"]["verification"]["pattern"]
+        .as_str()
+        .expect("the verification string has a pattern")
+        .to_string();
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let mut req = request(
+        None,
+        "You are `planner`. Report the `plan` step with the `step` tool.",
+        "Plan adding a --quiet flag to the run command in src/cli/run.rs.",
+    );
+    req.tools = vec![tool];
+    req.tool_choice = switchboard::model::ToolChoice::Required;
+    req.max_tokens = Some(600);
+    let response = m.complete(&req).await.expect("llama.cpp takes the grammar");
+    eprintln!("plan call: {:?}\n{}", response.tool_calls, response.content);
+    assert_eq!(response.tool_calls.len(), 1, "{}", response.content);
+    let call = &response.tool_calls[0];
+    assert_eq!(call.name, "step", "{call:?}");
+    let verification = call.arguments["result"]["verification"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no verification in {call:?}"));
+    let re = regex::Regex::new(&pattern).unwrap();
+    assert!(
+        re.is_match(verification),
+        "{verification:?} against {pattern}"
+    );
+}
+
 /// The runs of consecutive lines of `file` that the excerpt blocks of `answer` quote: `None`
 /// for a block that is not one.
 fn quoted_runs(answer: &str, file: &str) -> Vec<Option<usize>> {
