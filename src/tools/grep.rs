@@ -34,7 +34,15 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         Some(n) => (n.clamp(1, MAX_LIMIT), usize::MAX),
         None => (MAX_RESULTS, MAX_OUTPUT_BYTES),
     };
-    let base = opt_str(args, "path").unwrap_or(".");
+    let asked_path = opt_str(args, "path").unwrap_or(".");
+    // A glob written as the path (`src/**/*.rs`, as the 1.5B codebase-locator sent it four
+    // times, each "does not exist"): its folder is searched, and the whole of it is the glob
+    // unless the call gave one.
+    let as_glob = (opt_str(args, "glob").is_none())
+        .then(|| glob_in_path(asked_path))
+        .flatten()
+        .filter(|_| !ctx.project.root().join(asked_path).exists());
+    let base = as_glob.map_or(asked_path, |(folder, _)| folder);
     let bad = |message: String| ToolError::BadArguments {
         tool: "grep".into(),
         message,
@@ -43,7 +51,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         .map_err(|e| bad(format!("bad regex `{pattern}`: {e}")))?;
     // A folder given as the glob (`thoughts/shared/decisions/`, as a 1.5B model wrote it) means
     // the files under it; as written it would match no file, and nothing would be searched.
-    let glob = opt_str(args, "glob").map(|g| {
+    let glob = opt_str(args, "glob").or(as_glob.map(|(_, g)| g)).map(|g| {
         let folder = g.trim_end_matches('/');
         let is_folder = g.ends_with('/')
             || ctx
@@ -163,6 +171,10 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
             out.push_str(&hint);
         }
     }
+    if as_glob.is_some() {
+        out =
+            format!("(`path` was read as the folder `{base}` and the glob `{asked_path}`)\n{out}");
+    }
     if let Some(parts) = joined {
         out = format!(
             "(`path` was read as {} project path(s), each searched: {})\n{out}",
@@ -171,6 +183,15 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         );
     }
     Ok(ToolOutput::text(out))
+}
+
+/// A path that holds a glob (`*`, `?`, `[`, `{`): the folder before its first glob part (`.`
+/// when there is none) and the path as the glob. `None` for a plain path.
+fn glob_in_path(path: &str) -> Option<(&str, &str)> {
+    let at = path.find(['*', '?', '[', '{'])?;
+    let folder = path[..at].rfind('/').map_or(".", |slash| &path[..slash]);
+    let folder = if folder.is_empty() { "." } else { folder };
+    Some((folder, path.strip_prefix("./").unwrap_or(path)))
 }
 
 /// Words of a pattern tried on their own, at most this many.

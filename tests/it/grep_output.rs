@@ -87,3 +87,50 @@ fn many_matches_are_cut_to_what_a_small_context_holds_and_counted_per_file() {
     assert!(few.starts_with("src/a59.rs:1:let run_59"), "{few}");
     assert!(!few.contains("matches per file"), "{few}");
 }
+
+/// A glob written as `path` searches its folder with the path as the glob, and says so; a
+/// glob whose folder is outside the project is still refused.
+#[test]
+fn a_glob_written_as_the_path_searches_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("src/cli")).unwrap();
+    std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+    std::fs::write(root.join("src/cli/sessions.rs"), "fn since() {}\n").unwrap();
+    std::fs::write(root.join("src/cli/notes.md"), "since\n").unwrap();
+    std::fs::write(root.join("README.md"), "since\n").unwrap();
+    std::fs::write(dir.path().join("outside/secret.rs"), "since SECRET\n").unwrap();
+    let project = Project::open(&root).unwrap();
+    let out = grep(&project, json!({"pattern": "since", "path": "src/**/*.rs"}));
+    assert!(
+        out.starts_with("(`path` was read as the folder `src` and the glob `src/**/*.rs`)"),
+        "{out}"
+    );
+    assert!(out.contains("src/cli/sessions.rs:1:fn since() {}"), "{out}");
+    assert!(
+        !out.contains("notes.md") && !out.contains("README"),
+        "{out}"
+    );
+    let all = grep(&project, json!({"pattern": "since", "path": "**/*.md"}));
+    assert!(
+        all.contains("README.md:1:") && all.contains("src/cli/notes.md:1:"),
+        "{all}"
+    );
+    let args = json!({"pattern": "since", "path": "../outside/*.rs"});
+    let text = "---\nname: t\ndescription: d\nmode: subagent\ntools: {grep: true}\n---\nbody\n";
+    let Outcome::Loaded(agent) = parse(text, "agent/t.md", "t").outcome else {
+        panic!("agent");
+    };
+    let refused = tools::invoke(
+        ToolContext {
+            project: &project,
+            agent: &agent,
+        },
+        "grep",
+        &args,
+    );
+    match refused {
+        Err(e) => assert!(!e.to_string().contains("SECRET"), "{e}"),
+        Ok(o) => panic!("searched outside the root: {}", o.text),
+    }
+}
