@@ -9,6 +9,13 @@
 //! earlier excerpt of the same file covers. Only the opening line is held: an excerpt may run
 //! on into lines already quoted, as the checkers allow.
 //!
+//! The excerpt is read whole, not by its first line alone: a file can hold one line twice
+//! (`impl RetryPolicy {` at lines 43 and 79 of `src/model/retry.rs`), and the 1.5B planner,
+//! free to open on the second copy, ran on into the first copy's next line, so its `scope`
+//! repeated one run three times. An excerpt is admitted only while it is, as far as written,
+//! the start of a run of lines that opens on a free line; an earlier excerpt covers every run
+//! it matches.
+//!
 //! Both of the grammar's excerpt shapes are read: a JSON `"excerpt"` string (after its
 //! object's `"path"`) and the envelope's fenced block after `- **Evidence**: `path:N-M``.
 //! Plain Rust, so its tests run in every build; the sampler uses it under `--features local`.
@@ -37,10 +44,10 @@ pub struct Opening {
 #[derive(Debug)]
 pub struct OpenExcerpt<'q> {
     file: &'q Quotable,
-    /// Lines (0-based) the grammar lets this excerpt open on.
-    opens: &'q [bool],
-    /// Lines (0-based) an earlier excerpt of this file covers.
-    used: Vec<bool>,
+    /// The lines (0-based) a run matching the excerpt so far may open on: ones the grammar
+    /// lets it open on, no earlier excerpt covers, and whose run reads as written so far.
+    /// A token only narrows them.
+    starts: Vec<usize>,
     shape: Shape,
     /// The excerpt's text so far, as written (JSON-escaped for [`Shape::Json`]).
     written: Vec<u8>,
@@ -96,55 +103,77 @@ pub fn excerpt_guard<'q>(text: &[u8], quoting: &'q Quoting) -> Option<OpenExcerp
         if lines.is_empty() {
             continue;
         }
-        let at = (0..file.lines.len().saturating_sub(lines.len() - 1)).find(|&i| {
-            lines
+        // Every run it matches: the checkers place an excerpt by its text, so the same text
+        // at another copy of its lines is the same citation.
+        for i in 0..file.lines.len().saturating_sub(lines.len() - 1) {
+            let here = lines
                 .iter()
                 .zip(&file.lines[i..])
-                .all(|(a, b)| *a == b.as_bytes())
-        });
-        if let Some(i) = at {
-            used[i..i + lines.len()].iter_mut().for_each(|u| *u = true);
-            any = true;
+                .all(|(a, b)| *a == b.as_bytes());
+            if here {
+                used[i..i + lines.len()].iter_mut().for_each(|u| *u = true);
+                any = true;
+            }
         }
     }
-    any.then(|| OpenExcerpt {
+    if !any {
+        return None;
+    }
+    let free: Vec<usize> = (0..file.lines.len())
+        .filter(|&o| opens[o] && !used[o])
+        .collect();
+    let written = open.raw.to_vec();
+    let starts = runs_reading(file, &free, &written, open.shape);
+    Some(OpenExcerpt {
         file,
-        opens,
-        used,
+        starts,
         shape: open.shape,
-        written: open.raw.to_vec(),
+        written,
     })
 }
 
+/// The lines of `from` on which a run of `file`'s lines opens that reads as `raw` (an
+/// excerpt's text as written so far): each whole line of it equal to the file's line, the
+/// line still being written a prefix of the next one. A fenced block's closing fence, while
+/// written, is not read as a line.
+fn runs_reading(file: &Quotable, from: &[usize], raw: &[u8], shape: Shape) -> Vec<usize> {
+    let (raw, closed) = match shape {
+        Shape::Json => match string_end(raw) {
+            Some(end) => (&raw[..end], true),
+            None => (raw, false),
+        },
+        Shape::Markdown => (raw, false),
+    };
+    let content = decode(raw, shape);
+    let mut lines: Vec<&[u8]> = content.split(|&b| b == b'\n').collect();
+    let partial = if closed { None } else { lines.pop() };
+    let partial = partial.filter(|p| {
+        let fence = shape == Shape::Markdown && !lines.is_empty() && b"```".starts_with(p);
+        !fence
+    });
+    from.iter()
+        .copied()
+        .filter(|&o| {
+            let whole = lines
+                .iter()
+                .enumerate()
+                .all(|(k, l)| file.lines.get(o + k).is_some_and(|f| f.as_bytes() == *l));
+            whole
+                && partial.is_none_or(|p| {
+                    (file.lines.get(o + lines.len())).is_some_and(|f| f.as_bytes().starts_with(p))
+                })
+        })
+        .collect()
+}
+
 impl OpenExcerpt<'_> {
-    /// Whether the token `piece` may follow: the excerpt's first line, as far as it is written,
-    /// must still be (the start of) a line of the file that the grammar lets an excerpt open
-    /// on and no earlier excerpt covers.
+    /// Whether the token `piece` may follow: the excerpt, as far as it is written, must still
+    /// be the start of a run of the file's lines that opens on a line the grammar lets an
+    /// excerpt open on and no earlier excerpt covers.
     pub fn admits(&self, piece: &[u8]) -> bool {
         let mut raw = self.written.clone();
         raw.extend_from_slice(piece);
-        let (raw, closed) = match self.shape {
-            Shape::Json => match string_end(&raw) {
-                Some(end) => (&raw[..end], true),
-                None => (&raw[..], false),
-            },
-            Shape::Markdown => (&raw[..], false),
-        };
-        let content = decode(raw, self.shape);
-        let (first, whole) = match content.iter().position(|&b| b == b'\n') {
-            Some(at) => (&content[..at], true),
-            None => (&content[..], closed),
-        };
-        let mut lines = self.file.lines.iter().zip(&self.used).zip(self.opens);
-        lines.any(|((line, &used), &opens)| {
-            opens
-                && !used
-                && if whole {
-                    line.as_bytes() == first
-                } else {
-                    line.as_bytes().starts_with(first)
-                }
-        })
+        !runs_reading(self.file, &self.starts, &raw, self.shape).is_empty()
     }
 }
 
@@ -398,6 +427,39 @@ mod tests {
         // Without the grammar's openings for the shape, nothing is held.
         quoted.openings.clear();
         assert!(excerpt_guard(text.as_bytes(), &quoted).is_none());
+    }
+
+    /// `src/model/retry.rs` holds `impl RetryPolicy {` twice: an excerpt that opens on the
+    /// second copy must go on with the second copy's lines, not the first's.
+    #[test]
+    fn a_line_the_file_holds_twice_opens_only_the_run_not_yet_quoted() {
+        let lines: Vec<String> = [
+            "impl RetryPolicy {",
+            "    /// The wait before retry number `retry`.",
+            "}",
+            "impl RetryPolicy {",
+            "    pub fn none() -> Self {",
+        ]
+        .map(String::from)
+        .to_vec();
+        let path = "src/model/retry.rs".to_string();
+        let quoted = Quoting {
+            openings: vec![Opening {
+                path: path.clone(),
+                shape: Shape::Json,
+                lines: vec![true; lines.len()],
+            }],
+            files: vec![Quotable { path, lines }],
+        };
+        let text = r#"[{"path": "src/model/retry.rs", "excerpt": "impl RetryPolicy {\n    /// The wait before retry number `retry`."}, {"path": "src/model/retry.rs", "excerpt": "impl RetryPolicy {\n    "#;
+        let open = excerpt_guard(text.as_bytes(), &quoted).expect("an excerpt is open");
+        assert!(!open.admits(b"/// The"), "the run of lines 1-2 was quoted");
+        assert!(open.admits(b"pub fn none"), "the run of lines 4-5 is free");
+        // An earlier excerpt covers each copy of its text: one line quoted alone at line 1
+        // takes line 4 too.
+        let text = r#"[{"path": "src/model/retry.rs", "excerpt": "impl RetryPolicy {"}, {"path": "src/model/retry.rs", "excerpt": "impl"#;
+        let open = excerpt_guard(text.as_bytes(), &quoted).expect("an excerpt is open");
+        assert!(!open.admits(b" RetryPolicy"), "both copies are quoted");
     }
 
     #[test]
