@@ -424,3 +424,35 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A plan sent again unchanged while the gate stands where it did is not judged again: it
+/// would be accepted again and change nothing, and the model is told to go on. (A call is
+/// keyed with the gate's state, so the first repeat, made after the plan opened the gate, is
+/// still judged; the 1.5B researcher over llama-server sent the plan its runtime-asked analyst
+/// had already given seven turns running.)
+#[tokio::test]
+async fn an_accepted_plan_sent_again_unchanged_is_not_run_again() {
+    let (_dir, project) = project();
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n",
+        call("plan", DOC_PLAN),
+        call("plan", DOC_PLAN),
+        call("plan", DOC_PLAN),
+    );
+    let (_, events) = run(&project, &script, "lead", "What did we decide?").await;
+    let results = lead_results(&events);
+    let flags: Vec<(&str, bool)> = results.iter().map(|(t, e, _)| (t.as_str(), *e)).collect();
+    assert_eq!(
+        flags,
+        [("plan", false), ("plan", false), ("plan", true)],
+        "{results:?}"
+    );
+    assert!(
+        results[2]
+            .2
+            .contains("not run: you made this exact `plan` call already"),
+        "{}",
+        results[2].2
+    );
+    assert_eq!(plans(&events).len(), 2, "judged twice, not three times");
+}

@@ -569,7 +569,16 @@ fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) ->
 
 /// Built-in tools whose identical successful call would only do the same again while no file
 /// changed (every write forgets the earlier calls but itself).
-const SAME_AGAIN: &[&str] = &["read", "grep", "glob", "list", "write"];
+/// `plan` too: an accepted plan sent again is accepted again and changes nothing. The 1.5B
+/// researcher over llama-server sent its accepted plan seven turns running.
+const SAME_AGAIN: &[&str] = &[
+    "read",
+    "grep",
+    "glob",
+    "list",
+    "write",
+    crate::agent::gate::PLAN_TOOL,
+];
 
 /// A workflow `step` reply that refused the result, as `ACTION: why`: `INVALID` (the result
 /// broke its schema or a check; its errors joined) or `STOP` (a step reported out of order; its
