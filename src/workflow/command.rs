@@ -49,8 +49,7 @@ pub fn check_command(command: &str, project: &Project) -> Result<(), Vec<String>
 /// ensure …" three times over, and each was refused as a command substitution.
 pub fn installed_openers() -> Vec<&'static str> {
     const WRAPPERS: &[&str] = &["env", "timeout", "nice", "nohup", "stdbuf", "xargs"];
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<_> = std::env::split_paths(&path).collect();
+    let dirs = path_dirs();
     let mut names: Vec<&'static str> = WRAPPERS.to_vec();
     names.extend(
         programs::PROGRAMS
@@ -58,10 +57,7 @@ pub fn installed_openers() -> Vec<&'static str> {
             .filter(|(name, rule)| !matches!(rule, Rule::Writes(_)) && !BUILTINS.contains(name))
             .map(|(name, _)| *name),
     );
-    let mut found: Vec<&'static str> = names
-        .into_iter()
-        .filter(|n| dirs.iter().any(|d| is_executable(&d.join(n))))
-        .collect();
+    let mut found: Vec<&'static str> = names.into_iter().filter(|n| on_path(&dirs, n)).collect();
     found.sort_unstable();
     found.dedup();
     found
@@ -392,8 +388,7 @@ fn exists(program: &str, project: &Project) -> Result<(), String> {
             Err(source) => Err(path_error(program, &source)),
         };
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program))) {
+    if on_path(&path_dirs(), program) {
         Ok(())
     } else {
         Err(format!(
@@ -405,6 +400,17 @@ fn exists(program: &str, project: &Project) -> Result<(), String> {
 
 fn path_error(program: &str, source: &PathError) -> String {
     format!("the program `{program}`: {source}")
+}
+
+/// The folders of `PATH`, in order.
+fn path_dirs() -> Vec<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).collect()
+}
+
+/// Whether `program` is an executable file in one of `dirs`.
+fn on_path(dirs: &[std::path::PathBuf], program: &str) -> bool {
+    dirs.iter().any(|dir| is_executable(&dir.join(program)))
 }
 
 fn is_executable(path: &Path) -> bool {
