@@ -69,8 +69,9 @@ impl Asked {
 pub struct Pending {
     /// `evidence_goal:` with the contract's signal headings.
     pub evidence_goal: Option<(u32, Vec<String>)>,
-    /// The file `search_first:` ranked first, whether its name holds every word searched that
-    /// sets files apart, and whether it holds one such word at all.
+    /// The file `search_first:` ranked first, whether its name is named for the task (see
+    /// `search_first::Listing::named_for_task`), and whether it holds a word that sets files
+    /// apart at all.
     pub search_first: Option<(String, bool, bool)>,
 }
 
@@ -80,7 +81,7 @@ pub enum Next {
     /// Ask once, with this message, keeping the answer.
     Ask(Asked, String),
     /// Hand up this answer instead: the answer with the file `search_first:` ranked first
-    /// added by the runtime, when the file's name holds every word searched. Qwen2.5-Coder-1.5B
+    /// added by the runtime, when the file's name holds the task's words. Qwen2.5-Coder-1.5B
     /// as thoughts-locator, asked to add such a file (`2026-11-02-yaml-parser-serde-saphyr.md`
     /// for "the YAML parser"), sent its first answer back word for word in every session, even
     /// when the ask showed only a ready copy with the file; the entry says the runtime added it.
@@ -103,7 +104,7 @@ impl Pending {
                 return Some(Next::Ask(Asked::new(test, answer, conformant), note));
             }
         }
-        if let Some((file, named_for_all, sets_apart)) = self.search_first.clone() {
+        if let Some((file, named_for_task, sets_apart)) = self.search_first.clone() {
             let title = super::search_first::title(project, &file);
             let note = super::search_first::left_out_ask(answer, &file, title.as_deref())?;
             self.search_first = None;
@@ -111,7 +112,7 @@ impl Pending {
             // word of the task few files hold. Asked, the 1.5B codebase-locator kept "Nothing in
             // the source tree matches --quiet flag run.", and the planner, given no file, quoted
             // a decision record its own prompt named.
-            let why = if named_for_all {
+            let why = if named_for_task {
                 Some(super::search_first::ADDED)
             } else if sets_apart && super::search_first::names_no_file(answer) {
                 Some(super::search_first::ADDED_TO_NONE)
@@ -156,9 +157,9 @@ mod tests {
         let project = Project::open(dir.path()).unwrap();
         // `search_first:` ranked `thoughts/a.md` first: named for every word that sets files
         // apart, and holding one such word at all.
-        let ranked_first = |named_for_all: bool, sets_apart: bool| Pending {
+        let ranked_first = |named_for_task: bool, sets_apart: bool| Pending {
             evidence_goal: None,
-            search_first: Some(("thoughts/a.md".into(), named_for_all, sets_apart)),
+            search_first: Some(("thoughts/a.md".into(), named_for_task, sets_apart)),
         };
         let mut pending = ranked_first(false, true);
         assert!(pending

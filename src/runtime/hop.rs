@@ -454,7 +454,7 @@ impl HopState {
             let listing = super::search_first::listing(&task, &searches, &results);
             search_first_file = listing
                 .first
-                .map(|f| (f, listing.named_for_all, listing.sets_apart));
+                .map(|f| (f, listing.named_for_task, listing.sets_apart));
             listing.message
         };
         // `tool_choice: required`: said with the task too, since a server may not enforce it and a

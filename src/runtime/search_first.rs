@@ -13,8 +13,19 @@ use crate::agent::Agent;
 use crate::model::{Message, ToolCall};
 use crate::project::Project;
 
-/// Words searched at most.
-pub const MAX_WORDS: usize = 3;
+/// Words searched at most. Eight, not three: a planning task often names the feature to add
+/// first and the thing to change last, and the thing to change is what a file is named for
+/// (stop 48: one of the planner's main-job prompts named `src/config.rs` in its sixth word;
+/// the first three ranked `src/model/local/grammar.rs` first). Each search is one `grep` of
+/// the folder, a few milliseconds. The measurements are in
+/// `thoughts/shared/decisions/2026-11-28-search-words-and-file-names.md`.
+pub const MAX_WORDS: usize = 8;
+/// How much more a word counts when the file's own name holds it (see [`own_name`]): with up
+/// to [`MAX_WORDS`] words, a file that merely mentions four of them (a doc comment, an error
+/// message) must not outrank the file named for the subject, and the feature a planning task
+/// asks for is in no file yet. Weighed one, the CLI file named for the task's fourth word was
+/// not among the files listed; weighed three, it is.
+const NAME_WEIGHT: usize = 3;
 /// Files listed in the task message. A small model copies the list whole, at a few tokens a
 /// second, so it is short.
 pub const MAX_FILES: usize = 8;
@@ -31,13 +42,20 @@ const FILLER3: &[&str] = &[
     "set", "the", "too", "two", "use", "via", "was", "way", "who", "why", "yet", "you",
 ];
 
-/// Words of a question that say nothing about its subject.
+/// Words of a question that say nothing about its subject. With eight words searched, English
+/// function words (`than`, `whose`, `each`) would be searched too: the 1.5B codebase-locator,
+/// given a list with `than` ×6 and `whose` ×7 beside the lint files, searched `longer` itself
+/// and answered with the files that say "longer than".
 const FILLER: &[&str] = &[
+    "&str] = &[",
     "about",
     "adding",
     "after",
     "again",
     "also",
+    "been",
+    "being",
+    "both",
     "correlation",
     "could",
     "decide",
@@ -48,6 +66,7 @@ const FILLER: &[&str] = &[
     "document",
     "documents",
     "does",
+    "each",
     "every",
     "explain",
     "file",
@@ -56,30 +75,44 @@ const FILLER: &[&str] = &[
     "from",
     "have",
     "into",
+    "just",
     "list",
     "made",
     "make",
     "many",
     "more",
+    "most",
+    "much",
+    "only",
+    "other",
     "plan",
     "please",
     "read",
+    "same",
     "should",
     "show",
+    "some",
+    "such",
     "tell",
+    "than",
     "that",
     "their",
     "them",
+    "then",
     "there",
     "these",
     "they",
     "this",
     "those",
+    "very",
+    "were",
     "what",
     "when",
     "where",
     "which",
     "while",
+    "whom",
+    "whose",
     "will",
     "with",
     "would",
@@ -190,11 +223,11 @@ pub struct Listing {
     pub message: String,
     /// The file that matched the most words (`None` when nothing matched).
     pub first: Option<String>,
-    /// Whether every search succeeded and found files, and the first file's own name (not its
-    /// folders') is named for every word searched that sets files apart (see [`named_in`],
-    /// [`everywhere`]): a locator that leaves it out has it added by the runtime, not asked
-    /// (see [`with_file`]).
-    pub named_for_all: bool,
+    /// Whether every search succeeded and the first file's own name (not its folders', see
+    /// [`own_name`]) is named for two or more of the words searched that set files apart, or
+    /// for every one of them when each word found files (see [`named_in`], [`everywhere`]): a
+    /// locator that leaves it out has it added by the runtime, not asked (see [`with_file`]).
+    pub named_for_task: bool,
     /// Whether the first file holds (in its lines or name) a word searched that sets files
     /// apart: one that only a word nearly every file holds does not answer anything, and is
     /// not added to an answer that names no file.
@@ -206,7 +239,7 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     let listing = |message: String, first: Option<String>| Listing {
         message,
         first,
-        named_for_all: false,
+        named_for_task: false,
         sets_apart: false,
     };
     struct Hits<'r> {
@@ -288,15 +321,26 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     // --quiet flag to the run command" ranked `src/runtime/search_first.rs` first, whose doc
     // comment quotes that question, over `src/cli/run.rs` (`flag`, `run`, and named `run`).
     let in_name = |f: &Hits| {
-        let name = f.path.rsplit('/').next().unwrap_or(f.path);
+        let name = own_name(f.path);
         searched.iter().filter(|w| named_in(name, w)).count()
     };
-    let score = |f: &Hits| words(f) + in_name(f);
+    // Among files named for as many words, the one named for the task's earlier word: "Plan
+    // adding a --quiet flag to the run command" has `src/cli/run.rs` and
+    // `src/workflow/command.rs` each named for one word and holding all four.
+    let first_named = |f: &Hits| {
+        let name = own_name(f.path);
+        searched
+            .iter()
+            .position(|w| named_in(name, w))
+            .unwrap_or(usize::MAX)
+    };
+    let score = |f: &Hits| words(f) + NAME_WEIGHT * in_name(f);
     let total = |f: &Hits| f.lines.iter().sum::<usize>();
     // Stable: among equals, the order grep found them in.
     files.sort_by(|a, b| {
         score(b)
             .cmp(&score(a))
+            .then(first_named(a).cmp(&first_named(b)))
             .then(in_path(b).cmp(&in_path(a)))
             .then(total(b).cmp(&total(a)))
     });
@@ -325,9 +369,13 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     if !unmatched.is_empty() {
         out.push_str(&format!("No file matches {}.\n", unmatched.join(", ")));
     }
-    // Every word of the task searched, each found, and each that sets files apart in the file's
-    // own name (not a folder's: under `thoughts/shared/…` every file is "named" for `shared`).
-    let file_name = |f: &Hits| f.path.rsplit('/').next().unwrap_or(f.path).to_string();
+    // Named for the task: every word of the task searched, each found, and each that sets files
+    // apart in the file's own name (not a folder's: under `thoughts/shared/…` every file is
+    // "named" for `shared`); or named for two words or more that set files apart, whatever the
+    // other words found: with up to eight words searched, "How many repair turns does an agent
+    // get, and what happens after them?" also searches `happens`, which
+    // `2026-11-10-repair-turns.md` is not named for and is no less the answer.
+    let file_name = |f: &Hits| own_name(f.path).to_string();
     let apart: Vec<(usize, &String)> = (searched.iter().enumerate())
         .filter(|(w, _)| !everywhere(files.iter().map(|f| f.lines.get(*w) > Some(&0))))
         .collect();
@@ -339,12 +387,11 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     let apart: Vec<&String> = apart.into_iter().map(|(_, w)| w).collect();
     Listing {
         sets_apart,
-        named_for_all: !failed
-            && unmatched.is_empty()
-            && !apart.is_empty()
-            && files
-                .first()
-                .is_some_and(|f| apart.iter().all(|w| named_in(&file_name(f), w))),
+        named_for_task: !failed
+            && files.first().is_some_and(|f| {
+                let named = apart.iter().filter(|w| named_in(&file_name(f), w)).count();
+                named >= 2 || (unmatched.is_empty() && !apart.is_empty() && named == apart.len())
+            }),
         ..listing(
             out.trim_end().to_string(),
             files.first().map(|f| f.path.to_string()),
@@ -371,8 +418,10 @@ fn everywhere(matched: impl Iterator<Item = bool>) -> bool {
 
 /// Whether `path` is named for `word`: one of its parts (split at `/`, `.`, `-`, `_`) is the word
 /// or its plural, or, for a word of five letters or more, begins with it (`session` in
-/// `sessions.rs`, `parser` in `yaml-parser-serde-saphyr.md`). Parts, not any substring: `run`
-/// is in every path under `src/runtime/`, and only `src/cli/run.rs` is named for it.
+/// `sessions.rs`, `parser` in `yaml-parser-serde-saphyr.md`), or is a part of five letters or
+/// more the word begins with (`configurable`, searched as `configurabl`, in `config.rs`). Parts,
+/// not any substring: `run` is in every path under `src/runtime/`, and only `src/cli/run.rs`
+/// is named for it.
 fn named_in(path: &str, word: &str) -> bool {
     path.to_lowercase().split(['/', '.', '-', '_']).any(|part| {
         part == word
@@ -381,7 +430,18 @@ fn named_in(path: &str, word: &str) -> bool {
             || word.strip_suffix('s') == Some(part)
             || word.strip_suffix("es") == Some(part)
             || (word.chars().count() >= 5 && part.starts_with(word))
+            || (part.chars().count() >= 5 && word.starts_with(part))
     })
+}
+
+/// The part of `path` that names the file itself: its file name, or, for a module's
+/// `mod.rs`, the folder with it (`src/lint/mod.rs` is the `lint` module, `lint/mod.rs`).
+fn own_name(path: &str) -> &str {
+    let mut from = path.rfind('/').map_or(0, |i| i + 1);
+    if &path[from..] == "mod.rs" && from > 0 {
+        from = path[..from - 1].rfind('/').map_or(0, |i| i + 1);
+    }
+    &path[from..]
 }
 
 /// The ask for an answer that leaves out the file the runtime's search ranked `first`: `None`
@@ -479,7 +539,7 @@ pub fn with_file(answer: &str, file: &str, title: Option<&str>) -> Option<String
 
 /// What an entry the runtime added says after the file's title.
 pub const ADDED: &str = "(added by the runtime: its search ranked this file first, and the \
-                         file's name holds every word searched that sets files apart)";
+                         file's name holds the words of the task that set files apart)";
 
 /// What an entry the runtime added to an answer that named no file says after its title.
 pub const ADDED_TO_NONE: &str = "(added by the runtime: its search ranked this file first, and \
@@ -520,7 +580,7 @@ mod tests {
         );
         assert_eq!(
             words("Where is the retry policy for model requests decided? retry"),
-            vec!["retry", "polic", "model"]
+            vec!["retry", "polic", "model", "request"]
         );
         assert!(words("Why? How?").is_empty());
         // A named path gives no words beside a question's own; alone, it is the subject.
@@ -534,7 +594,7 @@ mod tests {
         );
         assert_eq!(
             words("Plan adding a --quiet flag to the run command."),
-            vec!["quiet", "flag", "run"]
+            vec!["quiet", "flag", "run", "command"]
         );
         assert_eq!(
             words("How many repair turns does an agent get, and why?"),
@@ -543,9 +603,19 @@ mod tests {
         // Searched by stem, so `confined` finds "confinement" too; a short stem is not used.
         assert_eq!(
             words("Why are agent paths confined to the project root, and how?"),
-            vec!["agent", "path", "confin"]
+            vec!["agent", "path", "confin", "project", "root"]
         );
         assert_eq!(words("retry logging"), vec!["retry", "logging"]);
+        // Function words are no subject.
+        assert_eq!(
+            words("A warning for agents whose description is longer than 300 characters, each"),
+            vec!["warning", "agent", "descript", "longer", "character"]
+        );
+        // At most eight, in the task's order.
+        assert_eq!(
+            words("Plan making the default step limit of a hop configurable in switchboard.toml, per agent"),
+            vec!["making", "default", "step", "limit", "hop", "configurabl", "switchboard", "toml"]
+        );
     }
 
     #[test]
@@ -644,19 +714,19 @@ mod tests {
         ];
         assert!(with_results("t", &calls, &half).ends_with("No file matches `parser`."));
         assert_eq!(listing("t", &calls, &half).first.as_deref(), Some("a.md"));
-        assert!(!listing("t", &calls, &half).named_for_all);
-        assert!(listing("t", &calls, &named).named_for_all);
+        assert!(!listing("t", &calls, &half).named_for_task);
+        assert!(listing("t", &calls, &named).named_for_task);
         // Named by a folder only, or with a word that found nothing: not named for all.
         let in_folder = vec![
             Message::tool("search_first_1", "yaml/parser/a.md:1:yaml", false),
             Message::tool("search_first_2", "yaml/parser/a.md:2:parser", false),
         ];
-        assert!(!listing("t", &calls, &in_folder).named_for_all);
+        assert!(!listing("t", &calls, &in_folder).named_for_task);
         let one_found = vec![
             Message::tool("search_first_1", "d/yaml.md:1:yaml", false),
             Message::tool("search_first_2", "no matches for `parser`", false),
         ];
-        assert!(!listing("t", &calls, &one_found).named_for_all);
+        assert!(!listing("t", &calls, &one_found).named_for_task);
         assert_eq!(listing("t", &calls[..1], &none).first, None);
         // A word in nearly every file matched sets none apart: a file named for the others is
         // named for all. Not so when that word is in fewer of them, nor when it is the only one.
@@ -679,7 +749,7 @@ mod tests {
         };
         let everywhere = listing("t", &words3, &matched(12));
         assert_eq!(everywhere.first.as_deref(), Some("d/2026-repair-turns.md"));
-        assert!(everywhere.named_for_all, "`agent` is in all 12 files");
+        assert!(everywhere.named_for_task, "`agent` is in all 12 files");
         assert!(everywhere.sets_apart, "`repair` and `turn`");
         let only_agent = vec![
             Message::tool("search_first_1", "no matches for `repair`", false),
@@ -696,15 +766,34 @@ mod tests {
         fewer.push(Message::tool("search_first_4", "d/other.md:1", false));
         let calls4 = [&words3[..], &[call(4, "other")]].concat();
         assert!(
-            !listing("t", &calls4, &fewer).named_for_all,
-            "`other` sets files apart and is not in the first file's name"
+            listing("t", &calls4, &fewer).named_for_task,
+            "`other` is not in the first file's name, and two words that set files apart are"
         );
         assert!(
-            !listing("t", &words3, &matched(3)).named_for_all,
-            "three files are too few to tell"
+            listing("t", &words3, &matched(3)).named_for_task,
+            "in three files `agent` still sets them apart, and two others name the file"
         );
+        // Named for one of two words that set files apart: asked, not added.
+        let one_of_two = vec![
+            Message::tool(
+                "search_first_1",
+                "d/2026-repair.md:2
+d/x.md:1",
+                false,
+            ),
+            Message::tool(
+                "search_first_2",
+                "d/x.md:4
+d/2026-repair.md:1",
+                false,
+            ),
+        ];
+        let calls2 = [call(1, "repair"), call(2, "turn")];
+        let one = listing("t", &calls2, &one_of_two);
+        assert_eq!(one.first.as_deref(), Some("d/2026-repair.md"));
+        assert!(!one.named_for_task);
         let only = vec![Message::tool("search_first_3", agents(12), false)];
-        assert!(!listing("t", &words3[2..], &only).named_for_all);
+        assert!(!listing("t", &words3[2..], &only).named_for_task);
     }
 
     #[test]
@@ -720,6 +809,81 @@ mod tests {
         ));
         assert!(named_in("src/runtime/search_first.rs", "searches"));
         assert!(!named_in("src/config.rs", "con"));
+        // A word that begins with a name part of five letters or more.
+        assert!(named_in("src/config.rs", "configurabl"));
+        assert!(
+            !named_in("src/cli/run.rs", "running"),
+            "`run` is under five letters"
+        );
+        assert_eq!(own_name("src/lint/mod.rs"), "lint/mod.rs");
+        assert_eq!(own_name("src/cli/run.rs"), "run.rs");
+        assert_eq!(own_name("mod.rs"), "mod.rs");
+    }
+
+    /// A planning task names the feature to add (in no file yet) before the thing to change:
+    /// a file that only mentions the feature's words must not outrank the file named for the
+    /// thing.
+    #[test]
+    fn a_file_named_for_the_subject_outranks_files_that_mention_more_words() {
+        let call = |i: usize, word: &str| ToolCall {
+            id: format!("search_first_{i}"),
+            name: "grep".into(),
+            arguments: serde_json::json!({"pattern": format!("(?i){word}"), "path": "src"}),
+        };
+        let task = "Plan an `--until DAY` bound for the runs command.";
+        let searched = words(task);
+        assert_eq!(searched, ["until", "day", "bound", "run", "command"]);
+        let calls: Vec<ToolCall> = (searched.iter().enumerate())
+            .map(|(i, w)| call(i + 1, w))
+            .collect();
+        let results = [
+            "src/knowledge/store.rs:1",
+            "src/knowledge/store.rs:13",
+            "src/knowledge/store.rs:2",
+            "src/cli/runs.rs:6",
+            "no matches for `command`",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
+        .collect::<Vec<_>>();
+        let ranked = listing(task, &calls, &results);
+        assert_eq!(
+            ranked.first.as_deref(),
+            Some("src/cli/runs.rs"),
+            "{}",
+            ranked.message
+        );
+        assert!(!ranked.named_for_task, "named for one word of five");
+        // Two files named for one word each and holding the same words: the earlier word's.
+        let calls = [
+            call(1, "quiet"),
+            call(2, "flag"),
+            call(3, "run"),
+            call(4, "command"),
+        ];
+        let both = "src/workflow/command.rs:3\nsrc/cli/run.rs:2";
+        let results: Vec<Message> = (1..=4)
+            .map(|i| Message::tool(format!("search_first_{i}"), both, false))
+            .collect();
+        assert_eq!(
+            listing("t", &calls, &results).first.as_deref(),
+            Some("src/cli/run.rs")
+        );
+        // A module's `mod.rs` is named for its folder.
+        let calls = [call(1, "lint"), call(2, "warning")];
+        let results = [
+            Message::tool(
+                "search_first_1",
+                "src/lint/mod.rs:12\nsrc/model/x.rs:1",
+                false,
+            ),
+            Message::tool("search_first_2", "src/model/x.rs:3", false),
+        ];
+        assert_eq!(
+            listing("t", &calls, &results).first.as_deref(),
+            Some("src/lint/mod.rs")
+        );
     }
 
     #[test]

@@ -329,7 +329,7 @@ async fn a_runtime_search_that_found_nothing_leaves_the_call_required() {
         .unwrap_or_default()
         .to_string();
     assert!(
-        task.contains("The runtime searched for `kubernet`, `cluster`, `run` for you (`grep`, any case): no file matches any of them."),
+        task.contains("The runtime searched for `kubernet`, `cluster`, `run`, `product` for you (`grep`, any case): no file matches any of them."),
         "{task}"
     );
     assert!(task.contains("[runtime] Start with a tool call"), "{task}");
