@@ -23,8 +23,16 @@ pub(super) fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Ve
             Err(CitedFileError::Outside(e)) => e.to_string(),
             Err(CitedFileError::Missing(m) | CitedFileError::Unreadable(m)) => m,
         };
+        let same = same_name_files(ctx.project, &named.path);
         let similar = similar_files(ctx.project, &named.path);
-        let help = if similar.is_empty() {
+        let help = if !same.is_empty() {
+            let names: Vec<String> = same.iter().map(|p| format!("`{p}`")).collect();
+            format!(
+                "a file with this name is at {}: write the path as it is there, or leave the \
+                 entry out",
+                names.join(", ")
+            )
+        } else if similar.is_empty() {
             "list only paths a `grep`, `glob` or `list` result showed you in this session; search \
              for the file again, or leave the entry out"
                 .to_string()
@@ -43,6 +51,24 @@ pub(super) fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Ve
                 .with_help(help),
         );
     }
+}
+
+/// Up to [`MAX_SUGGESTIONS`] files anywhere in the project (the walk `glob` and `list` use)
+/// whose file name is the missing path's own. The 1.5B thoughts-locator listed
+/// `thoughts/shared/research/2026-11-05-agent-discovery-precedence.md` three times over two
+/// repairs, each shown only a file of that folder sharing one word with it, while the file is
+/// under `thoughts/shared/decisions/`: the right folder is the one fix the message must show.
+fn same_name_files(project: &Project, missing: &str) -> Vec<String> {
+    let Some(name) = missing.rsplit('/').next().filter(|n| !n.is_empty()) else {
+        return Vec::new();
+    };
+    let root = project.root().to_path_buf();
+    crate::tools::walk_files(project, &root)
+        .take(MAX_SCANNED)
+        .filter(|(rel, _)| rel != missing && rel.rsplit('/').next() == Some(name))
+        .map(|(rel, _)| rel)
+        .take(MAX_SUGGESTIONS)
+        .collect()
 }
 
 /// The words of a file name that say what it is about: lowercase runs of letters and digits,
@@ -110,6 +136,30 @@ pub(crate) fn similar_files(project: &Project, missing: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_name_found_in_another_folder_is_offered_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let decisions = dir.path().join("thoughts/shared/decisions");
+        let research = dir.path().join("thoughts/shared/research");
+        std::fs::create_dir_all(&decisions).unwrap();
+        std::fs::create_dir_all(&research).unwrap();
+        std::fs::write(decisions.join("2026-11-05-agent-discovery.md"), "x\n").unwrap();
+        std::fs::write(research.join("2026-11-01-agent-formats.md"), "x\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let missing = "thoughts/shared/research/2026-11-05-agent-discovery.md";
+        assert_eq!(
+            same_name_files(&project, missing),
+            ["thoughts/shared/decisions/2026-11-05-agent-discovery.md"]
+        );
+        // The word search alone stops at the nearest folder and misses it.
+        assert_eq!(
+            similar_files(&project, missing),
+            ["thoughts/shared/research/2026-11-01-agent-formats.md"]
+        );
+        assert!(same_name_files(&project, "thoughts/none.md").is_empty());
+        assert!(same_name_files(&project, "thoughts/").is_empty());
+    }
 
     #[test]
     fn words_leave_out_dates_numbers_and_short_parts() {
