@@ -18,7 +18,7 @@ pub(crate) use evidence::{PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 use paths::check_named_paths;
-pub(crate) use paths::similar_files;
+pub(crate) use paths::{same_name_files, similar_files};
 use placeholders::check_placeholders;
 pub(crate) use placeholders::path_item;
 

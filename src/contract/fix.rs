@@ -23,7 +23,7 @@
 //! Nothing else is touched; the copy is checked again before it is taken or offered
 //! (`runtime::check`).
 
-use super::check::{path_item, similar_files, PART_FOUND, RELOCATED, SHORTENED, STATED_AT};
+use super::check::{path_item, same_name_files, PART_FOUND, RELOCATED, SHORTENED, STATED_AT};
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
@@ -45,12 +45,11 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
         };
         if p.code == Rule::NamedPathMissing.code() {
             let named = answer[span.clone()].trim_matches('`');
-            let name = named.rsplit('/').next().unwrap_or(named);
-            let same: Vec<String> = similar_files(project, named)
-                .into_iter()
-                .filter(|f| f.rsplit('/').next() == Some(name))
-                .collect();
-            if let [only] = same.as_slice() {
+            // The whole project, not only the missing path's nearest folder: the 1.5B
+            // thoughts-locator named `research/…-agent-discovery-precedence.md`, `research/`
+            // held a file sharing a word with it, and the word search never looked in
+            // `decisions/`, where the file is.
+            if let [only] = same_name_files(project, named).as_slice() {
                 let at = answer[span.clone()].find(named).unwrap_or(0) + span.start;
                 edits.push((at..at + named.len(), only.clone()));
             }
@@ -225,6 +224,23 @@ mod tests {
             "<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md`\n- `thoughts/other.md` — gone\n</answer>\n"
         );
         assert_eq!(apply(answer, &[], &project), None);
+        // The file is in another branch of the tree, and the missing path's own folder holds a
+        // file that shares a word with it: still moved to the one file of that name.
+        let research = dir.path().join("thoughts/shared/research");
+        std::fs::create_dir_all(&research).expect("mkdir");
+        std::fs::write(research.join("2026-11-01-yaml-notes.md"), "# notes\n").expect("write");
+        let elsewhere =
+            "<answer>\n- `thoughts/shared/research/2026-11-02-yaml-parser.md` — YAML\n</answer>\n";
+        let at = elsewhere.find('`').expect("path");
+        let end = elsewhere[at + 1..].find('`').expect("path") + at + 2;
+        let missing = Problem {
+            span: Some(at..end),
+            ..Rule::NamedPathMissing.problem(0..0, "m")
+        };
+        assert_eq!(
+            apply(elsewhere, &[missing], &project).as_deref(),
+            Some("<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n</answer>\n")
+        );
         // A bare reference, wrapped as its help writes it.
         let bare = "<answer>\n- **Evidence**: d/x.md:1-2\n</answer>\n";
         let mut problem = problem(Rule::ReferenceFormat, "YAML");

@@ -47,7 +47,6 @@ const FILLER3: &[&str] = &[
 /// given a list with `than` ×6 and `whose` ×7 beside the lint files, searched `longer` itself
 /// and answered with the files that say "longer than".
 const FILLER: &[&str] = &[
-    "&str] = &[",
     "about",
     "adding",
     "after",
@@ -375,7 +374,6 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     // other words found: with up to eight words searched, "How many repair turns does an agent
     // get, and what happens after them?" also searches `happens`, which
     // `2026-11-10-repair-turns.md` is not named for and is no less the answer.
-    let file_name = |f: &Hits| own_name(f.path).to_string();
     let apart: Vec<(usize, &String)> = (searched.iter().enumerate())
         .filter(|(w, _)| !everywhere(files.iter().map(|f| f.lines.get(*w) > Some(&0))))
         .collect();
@@ -389,7 +387,10 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
         sets_apart,
         named_for_task: !failed
             && files.first().is_some_and(|f| {
-                let named = apart.iter().filter(|w| named_in(&file_name(f), w)).count();
+                let named = apart
+                    .iter()
+                    .filter(|w| named_in(own_name(f.path), w))
+                    .count();
                 named >= 2 || (unmatched.is_empty() && !apart.is_empty() && named == apart.len())
             }),
         ..listing(
@@ -572,6 +573,15 @@ pub fn title(project: &Project, path: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The runtime's `i`th search for `word` over `folder`, as [`calls`] makes it.
+    fn grep_call(i: usize, word: &str, folder: &str) -> ToolCall {
+        ToolCall {
+            id: format!("{CALL_ID_PREFIX}{i}"),
+            name: "grep".into(),
+            arguments: serde_json::json!({"pattern": format!("(?i){word}"), "path": folder}),
+        }
+    }
+
     #[test]
     fn the_words_of_a_question_are_its_subject() {
         assert_eq!(
@@ -620,11 +630,7 @@ mod tests {
 
     #[test]
     fn the_files_matching_the_most_words_come_first_each_once() {
-        let call = |i: usize, word: &str| ToolCall {
-            id: format!("search_first_{i}"),
-            name: "grep".into(),
-            arguments: serde_json::json!({"pattern": format!("(?i){word}"), "path": "thoughts"}),
-        };
+        let call = |i: usize, word: &str| grep_call(i, word, "thoughts");
         let calls = vec![call(1, "yaml"), call(2, "parser")];
         let mut yaml: Vec<String> = (1..=5).map(|i| format!("a.md:{i}:yaml {i}")).collect();
         yaml.push("b.md:7:  the YAML parser".into());
@@ -825,11 +831,7 @@ d/2026-repair.md:1",
     /// thing.
     #[test]
     fn a_file_named_for_the_subject_outranks_files_that_mention_more_words() {
-        let call = |i: usize, word: &str| ToolCall {
-            id: format!("search_first_{i}"),
-            name: "grep".into(),
-            arguments: serde_json::json!({"pattern": format!("(?i){word}"), "path": "src"}),
-        };
+        let call = |i: usize, word: &str| grep_call(i, word, "src");
         let task = "Plan an `--until DAY` bound for the runs command.";
         let searched = words(task);
         assert_eq!(searched, ["until", "day", "bound", "run", "command"]);

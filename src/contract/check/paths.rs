@@ -23,27 +23,31 @@ pub(super) fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Ve
             Err(CitedFileError::Outside(e)) => e.to_string(),
             Err(CitedFileError::Missing(m) | CitedFileError::Unreadable(m)) => m,
         };
+        let quoted = |files: Vec<String>| -> String {
+            let names: Vec<String> = files.iter().map(|p| format!("`{p}`")).collect();
+            names.join(", ")
+        };
         let same = same_name_files(ctx.project, &named.path);
-        let similar = similar_files(ctx.project, &named.path);
         let help = if !same.is_empty() {
-            let names: Vec<String> = same.iter().map(|p| format!("`{p}`")).collect();
             format!(
                 "a file with this name is at {}: write the path as it is there, or leave the \
                  entry out",
-                names.join(", ")
+                quoted(same)
             )
-        } else if similar.is_empty() {
-            "list only paths a `grep`, `glob` or `list` result showed you in this session; search \
-             for the file again, or leave the entry out"
-                .to_string()
         } else {
-            let names: Vec<String> = similar.iter().map(|p| format!("`{p}`")).collect();
-            format!(
-                "files whose names share words with it: {}. List one of them if it is the \
-                 document you mean; otherwise list only paths a `grep`, `glob` or `list` result \
-                 showed you, or leave the entry out",
-                names.join(", ")
-            )
+            let similar = similar_files(ctx.project, &named.path);
+            if similar.is_empty() {
+                "list only paths a `grep`, `glob` or `list` result showed you in this session; \
+                 search for the file again, or leave the entry out"
+                    .to_string()
+            } else {
+                format!(
+                    "files whose names share words with it: {}. List one of them if it is the \
+                     document you mean; otherwise list only paths a `grep`, `glob` or `list` \
+                     result showed you, or leave the entry out",
+                    quoted(similar)
+                )
+            }
         };
         out.push(
             Rule::NamedPathMissing
@@ -57,8 +61,9 @@ pub(super) fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Ve
 /// whose file name is the missing path's own. The 1.5B thoughts-locator listed
 /// `thoughts/shared/research/2026-11-05-agent-discovery-precedence.md` three times over two
 /// repairs, each shown only a file of that folder sharing one word with it, while the file is
-/// under `thoughts/shared/decisions/`: the right folder is the one fix the message must show.
-fn same_name_files(project: &Project, missing: &str) -> Vec<String> {
+/// under `thoughts/shared/decisions/`: the right folder is the one fix the message must show,
+/// and, when it is the only such file, the one `contract::fix` makes itself.
+pub(crate) fn same_name_files(project: &Project, missing: &str) -> Vec<String> {
     let Some(name) = missing.rsplit('/').next().filter(|n| !n.is_empty()) else {
         return Vec::new();
     };
