@@ -12,6 +12,9 @@
 use crate::contract::{verified_items, CheckContext, FileCache};
 use crate::project::Project;
 
+/// The words of the ask before its goal: [`asked_goal`] reads the goal back after them.
+const GOAL_WORDS: &str = "this agent's answers should hold ";
+
 /// Lines offered at most, beyond the number of items missing.
 const SPARE_OFFERS: usize = 2;
 /// A line shorter than this (trimmed) says too little to be an item of its own.
@@ -90,8 +93,8 @@ pub fn ask(
         .take(70)
         .collect();
     let note = format!(
-        "[runtime] Your answer is accepted with {have} verified Evidence item(s); this agent's \
-         answers should hold {goal}. These lines of `{path}` are not cited yet:\n\n{}\n\nSend \
+        "[runtime] Your answer is accepted with {have} verified Evidence item(s); {GOAL_WORDS}\
+         {goal}. These lines of `{path}` are not cited yet:\n\n{}\n\nSend \
          your whole answer again with {missing} more item(s) from them (an item that says \
          `None` may become one): each under {names} with a title in your words, then its \
          Evidence and Excerpt, the line copied exactly. For example:\n\n#### {heading}: \
@@ -102,6 +105,22 @@ pub fn ask(
         first_line.trim_end()
     );
     Some((have, note))
+}
+
+/// The goal of the last ask in `text` (a turn's message), `None` when it holds none. The `local`
+/// provider makes the answer to the ask hold that many Evidence items under its grammar
+/// (`model::local::grammar`): Qwen2.5-Coder-1.5B, asked for one more item and shown the lines,
+/// sent its two-item answer back unchanged.
+pub fn asked_goal(text: &str) -> Option<u32> {
+    if !text.starts_with("[runtime] ") {
+        return None;
+    }
+    let at = text.rfind(GOAL_WORDS)? + GOAL_WORDS.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|&n| n > 0)
 }
 
 #[cfg(test)]
@@ -128,6 +147,12 @@ mod tests {
         let heads = vec!["Decision".to_string(), "Spec".to_string()];
         let (have, note) = ask(&one, 3, &heads, &p).expect("asked");
         assert_eq!(have, 1);
+        // The goal reads back from the note, and from nothing else.
+        assert_eq!(asked_goal(&note), Some(3));
+        assert_eq!(
+            asked_goal("What did we decide about prompt templates?"),
+            None
+        );
         // Body lines only (no frontmatter, headings or the cited line), short lines left out.
         assert!(note.contains("`d.md:11`: - It never panics"), "{note}");
         assert!(note.contains("`d.md:12`: - It reports"), "{note}");

@@ -413,6 +413,83 @@ fn under_grammar_a_later_excerpt_opens_on_a_line_no_earlier_one_quoted() {
     eprintln!("without it:\n{free}");
 }
 
+/// The answer to an `evidence_goal` ask holds the goal's Evidence items under the grammar, each
+/// a run of the file's lines and each opening on a line of its own. Asked for one more item and
+/// shown the lines, Qwen2.5-Coder-1.5B sent its two-item answer back unchanged; decoded freely,
+/// SmolLM2-135M does not write three items from the ask either.
+#[tokio::test]
+async fn under_grammar_the_answer_to_an_evidence_goal_ask_holds_the_goal() {
+    let model = model_path();
+    let (dir, project) = scripted::project();
+    let decision = "# Decision: parse YAML with serde-saphyr\n\n\
+        We chose serde-saphyr over serde_yaml because serde_yaml is archived.\n\
+        Errors from serde-saphyr carry the line and column of the bad value.\n\
+        The frontmatter splitter stays our own code, about forty lines long.\n";
+    std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
+    std::fs::write(dir.path().join("thoughts/yaml.md"), decision).unwrap();
+    let numbered: String = decision
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
+        .collect();
+    let system = "You cite the lines of a file that state each decision: `#### Decision: title`, \
+        `- **Evidence**: `path:N``, then `- **Excerpt**:` and that line in a fenced block.";
+    let prompt = format!("What did we decide about YAML? Read thoughts/yaml.md:\n\n{numbered}");
+    let one = "#### Decision: serde-saphyr\n- **Evidence**: `thoughts/yaml.md:3`\n\
+        - **Excerpt**:\n```\nWe chose serde-saphyr over serde_yaml because serde_yaml is archived.\n```\n";
+    let (have, note) = switchboard::runtime::evidence_goal::ask(
+        one,
+        3,
+        &["Decision".to_string(), "Spec".to_string()],
+        &project,
+    )
+    .expect("one verified item of three is asked for more");
+    assert_eq!(have, 1);
+    let mut contract = Contract::document_analysis();
+    contract.excerpt_max_lines = 1;
+    let rc = ResponseContract {
+        contract,
+        message_id: "thoughts-2026-11-27-002".into(),
+        correlation_id: "local-test-5".into(),
+        timestamp: "2026-11-27T12:00:00Z".into(),
+    };
+    let mut req = request(Some(rc.clone()), system, &prompt);
+    req.messages.push(Message::assistant(
+        format!("<answer>\n{one}</answer>"),
+        Vec::new(),
+    ));
+    req.messages.push(Message::user(&note));
+    let registry = Registry::with_builtins(context(dir.path(), "seed = 1"));
+    let (m, _) = registry.get(&format!("local/{}", model.display())).unwrap();
+    let response = m.complete(&req).await.unwrap();
+    eprintln!("the answer to the ask:\n{}", response.content);
+    assert!(!response.truncated, "{}", response.content);
+    let runs = quoted_runs(&response.content, decision);
+    assert!(runs.len() >= 3, "{runs:?}\n{}", response.content);
+    assert!(
+        runs.iter().all(Option::is_some),
+        "{runs:?}\n{}",
+        response.content
+    );
+    let mut opened: Vec<usize> = runs.iter().flatten().copied().collect();
+    opened.dedup();
+    assert_eq!(opened.len(), runs.len(), "{runs:?}\n{}", response.content);
+    // The contract judges the answer as for any provider: whatever line numbers it wrote, each
+    // item quotes the file, so the checker's fix places them and all of them verify.
+    let files = FileCache::default();
+    let ctx = CheckContext::new(&project, &files)
+        .with_correlation_id(&rc.correlation_id)
+        .with_message_id(&rc.message_id);
+    let report = check(&response.content, &rc.contract, &ctx);
+    let fixed = switchboard::contract::fix::apply(&response.content, &report.violations, &project)
+        .unwrap_or_else(|| response.content.clone());
+    assert!(
+        switchboard::runtime::evidence_goal::verified(&fixed, &project) >= 3,
+        "{:#?}\n{fixed}",
+        report.violations
+    );
+}
+
 #[tokio::test]
 async fn without_grammar_the_same_request_is_decoded_freely() {
     // The comparison the grammar is for: the same request, decoded without it, is not held to

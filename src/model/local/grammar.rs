@@ -119,6 +119,9 @@ struct Writer<'a> {
     cited: &'a Cited,
     /// The lines each quoted file's excerpts may open on, per shape ([`quoted_runs`]).
     openings: Vec<Opening>,
+    /// Evidence items an envelope answer must hold at least: the goal of an `evidence_goal`
+    /// ask this turn answers (`runtime::evidence_goal::asked_goal`), else 0.
+    least_items: u32,
 }
 
 /// What a grammar written without a conversation may cite: nothing named, nothing quoted.
@@ -134,6 +137,7 @@ impl<'a> Writer<'a> {
             limits,
             cited: &NOTHING_CITED,
             openings: Vec::new(),
+            least_items: 0,
         }
     }
 }
@@ -241,7 +245,14 @@ fn write_request<'a>(
             })?;
             json_rules(&mut g, schema)?
         }
-        ContractFormat::Envelope => envelope_rules(&mut g, contract),
+        ContractFormat::Envelope => {
+            g.least_items = request
+                .messages
+                .last()
+                .and_then(|m| crate::runtime::evidence_goal::asked_goal(&m.content))
+                .unwrap_or(0);
+            envelope_rules(&mut g, contract)
+        }
     };
     let root = match call {
         Some(call) if required => call,
@@ -941,29 +952,45 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract) -> String {
         format!("\"- **Evidence**: `\" {cite} \"```\\n\""),
     );
     let mut blocks = vec![prose.clone(), evidence.clone()];
+    // The blocks that hold an Evidence item: what `least_items` counts.
+    let mut evidenced = vec![evidence.clone()];
     if !c.signal_headings.is_empty() {
         let names: Vec<String> = c.signal_headings.iter().map(|h| lit(h)).collect();
         let title = g.rule("signal-title", "[^<`#*\\n] [^<`#*\\n]{0,80}");
-        let with_evidence = if c.evidence == crate::contract::EvidencePolicy::Required {
-            format!(" {evidence}")
+        let head = format!(
+            "\"#### \" ( {} ) \": \" {title} \"\\n\" {prose}?",
+            names.join(" | ")
+        );
+        if c.evidence == crate::contract::EvidencePolicy::Required {
+            let item = g.rule("signal-item", format!("{head} {evidence}"));
+            evidenced.push(item.clone());
+            blocks.push(item);
         } else {
-            format!(" {evidence}?")
-        };
-        blocks.push(g.rule(
-            "signal-item",
-            format!(
-                "\"#### \" ( {} ) \": \" {title} \"\\n\" {prose}?{with_evidence}",
-                names.join(" | ")
-            ),
-        ));
+            blocks.push(g.rule("signal-item", format!("{head} {evidence}?")));
+            evidenced.push(g.rule("signal-evidenced", format!("{head} {evidence}")));
+        }
     }
     let block = g.rule("answer-block", blocks.join(" | "));
     let body = format!("( {block} \"\\n\"? ){{1,{}}}", l.blocks);
+    // Answering an `evidence_goal` ask, the (first) section opens with that many evidenced
+    // blocks, prose allowed before each; the sampler's excerpt guard (`super::fresh`) keeps each
+    // new excerpt off the lines an earlier one quoted.
+    let first_body = match g.least_items {
+        0 => body.clone(),
+        least => {
+            let held = g.rule("evidenced-block", evidenced.join(" | "));
+            format!(
+                "( ( {prose} \"\\n\"? )? {held} \"\\n\"? ){{{least}}} ( {block} \"\\n\"? ){{0,{}}}",
+                l.blocks.saturating_sub(least)
+            )
+        }
+    };
     let mut text = format!("( {prose} \"\\n\"? )?");
     if c.required_sections.is_empty() {
-        text = body;
+        text = first_body;
     } else {
-        for section in &c.required_sections {
+        for (i, section) in c.required_sections.iter().enumerate() {
+            let body = if i == 0 { &first_body } else { &body };
             text.push_str(&format!(" {} {body}", lit(&format!("### {section}\n"))));
         }
     }
@@ -1423,6 +1450,72 @@ mod tests {
         // Prose can open neither a fence, a heading nor a bold label.
         assert!(rule(&g, "prose-line").starts_with("[^<`#*"), "{g}");
         assert!(rule(&g, "thinking-text").contains("[^<`]"), "{g}");
+    }
+
+    #[test]
+    fn the_answer_to_an_evidence_goal_ask_holds_the_goals_items() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = "# Parser\n\nWe parse YAML with serde-saphyr behind our own splitter.\n\
+                   It never panics on malformed input from users.\n\
+                   It reports the line and column of every error.\n";
+        std::fs::write(dir.path().join("d.md"), doc).unwrap();
+        let project = crate::project::Project::open(dir.path()).unwrap();
+        let one =
+            "#### Decision: serde-saphyr\n- **Evidence**: `d.md:3`\n- **Excerpt**:\n  ```\n  \
+                   We parse YAML with serde-saphyr behind our own splitter.\n  ```\n";
+        let heads = vec!["Decision".to_string()];
+        let (_, note) =
+            crate::runtime::evidence_goal::ask(one, 3, &heads, &project).expect("asked");
+        let mut c = Contract::document_analysis();
+        let mut request = request_for(Some(rc(c.clone())));
+        request
+            .messages
+            .push(crate::model::Message::user("What did we decide?"));
+        request
+            .messages
+            .push(crate::model::Message::assistant(one, Vec::new()));
+        request.messages.push(crate::model::Message::user(&note));
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(undefined(&g).is_empty(), "{:?}", undefined(&g));
+        // Three blocks that hold Evidence, prose allowed before each, then any blocks.
+        let answer = rule(&g, "answer-text");
+        assert!(
+            answer.starts_with(
+                r#"( ( prose-line "\n"? )? evidenced-block "\n"? ){3} ( answer-block"#
+            ),
+            "{answer}"
+        );
+        assert_eq!(rule(&g, "evidenced-block"), "evidence-item | signal-item");
+        // The first turn, and a turn after any other message, hold one block at least.
+        request.messages.pop();
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(rule(&g, "answer-text").starts_with("( answer-block"), "{g}");
+        assert!(!g.contains("evidenced-block"), "{g}");
+        // Optional evidence: a signal item counts only with its Evidence; the goal holds in
+        // the first required section.
+        c.evidence = crate::contract::EvidencePolicy::Optional;
+        c.required_sections = vec!["Findings".into(), "Gaps".into()];
+        let mut request = request_for(Some(rc(c)));
+        request.messages.push(crate::model::Message::user(&note));
+        let g = for_request(&request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rule(&g, "evidenced-block"),
+            "evidence-item | signal-evidenced"
+        );
+        assert!(rule(&g, "signal-item").ends_with(" evidence-item?"), "{g}");
+        let answer = rule(&g, "answer-text");
+        let findings = answer.find("evidenced-block").unwrap();
+        let gaps = answer.find(r####""### Gaps\n""####).unwrap();
+        assert!(
+            findings < gaps && answer.matches("evidenced-block").count() == 1,
+            "{answer}"
+        );
     }
 
     #[test]
