@@ -400,6 +400,9 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     }
 }
 
+/// The folder names that hold a command-line tool's commands ([`named_in`]).
+const COMMAND_FOLDERS: [&str; 2] = ["cli", "cmd"];
+
 /// Files matched before a word found in nearly all of them can be told to set none apart.
 const EVERYWHERE_MIN_FILES: usize = 10;
 
@@ -422,10 +425,14 @@ fn everywhere(matched: impl Iterator<Item = bool>) -> bool {
 /// `sessions.rs`, `parser` in `yaml-parser-serde-saphyr.md`), or is a part of five letters or
 /// more the word begins with (`configurable`, searched as `configurabl`, in `config.rs`). Parts,
 /// not any substring: `run` is in every path under `src/runtime/`, and only `src/cli/run.rs`
-/// is named for it.
+/// is named for it. A command-line tool often keeps its commands in a folder called `cli` or
+/// `cmd` (Go's `cmd/` layout, our `src/cli`; cargo's `commands/` is a plural), so those name a
+/// path for `command`: "Plan a `--since DATE` filter for the sessions command" ranked
+/// `src/runtime/session.rs` over `src/cli/sessions.rs`, each named for `session` only.
 fn named_in(path: &str, word: &str) -> bool {
     path.to_lowercase().split(['/', '.', '-', '_']).any(|part| {
         part == word
+            || (COMMAND_FOLDERS.contains(&part) && ["command", "subcommand"].contains(&word))
             || part.strip_suffix('s') == Some(word)
             || part.strip_suffix("es") == Some(word)
             || word.strip_suffix('s') == Some(part)
@@ -808,6 +815,11 @@ d/2026-repair.md:1",
         assert!(!named_in("src/runtime/hop.rs", "run"));
         assert!(named_in("src/cli/sessions.rs", "session"));
         assert!(named_in("src/cli/sessions.rs", "sessions"));
+        // A command lives under `cli/` or `cmd/`; the folder names no other word.
+        assert!(named_in("src/cli/sessions.rs", "command"));
+        assert!(named_in("cmd/serve/main.go", "subcommand"));
+        assert!(!named_in("src/runtime/session.rs", "command"));
+        assert!(!named_in("src/cli/sessions.rs", "client"));
         assert!(named_in("src/lint/mod.rs", "lints"));
         assert!(named_in(
             "thoughts/shared/decisions/2026-11-02-yaml-parser-serde-saphyr.md",
@@ -871,6 +883,29 @@ d/2026-repair.md:1",
         assert_eq!(
             listing("t", &calls, &results).first.as_deref(),
             Some("src/cli/run.rs")
+        );
+        // "the sessions command": the command's file, not the module named for the same word
+        // that holds more of the others.
+        let task = "Plan a `--since DATE` filter for the sessions command.";
+        let searched = words(task);
+        assert_eq!(searched, ["since", "date", "filter", "session", "command"]);
+        let calls: Vec<ToolCall> = (searched.iter().enumerate())
+            .map(|(i, w)| call(i + 1, w))
+            .collect();
+        let results = [
+            "no matches for `since`",
+            "no matches for `date`",
+            "src/runtime/session.rs:40",
+            "src/runtime/session.rs:1\nsrc/cli/sessions.rs:3",
+            "src/workflow/command.rs:7",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
+        .collect::<Vec<_>>();
+        assert_eq!(
+            listing(task, &calls, &results).first.as_deref(),
+            Some("src/cli/sessions.rs")
         );
         // A module's `mod.rs` is named for its folder.
         let calls = [call(1, "lint"), call(2, "warning")];
