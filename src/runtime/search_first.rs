@@ -20,7 +20,7 @@ use crate::project::Project;
 /// the folder, a few milliseconds. The measurements are in
 /// `thoughts/shared/decisions/2026-11-28-search-words-and-file-names.md`.
 pub const MAX_WORDS: usize = 8;
-/// How much more a word counts when the file's own name holds it (see [`own_name`]): with up
+/// How many more words a word counts for when the file's own name holds it (see [`own_name`]): with up
 /// to [`MAX_WORDS`] words, a file that merely mentions four of them (a doc comment, an error
 /// message) must not outrank the file named for the subject, and the feature a planning task
 /// asks for is in no file yet. Weighed one, the CLI file named for the task's fourth word was
@@ -306,40 +306,56 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     }
     // A word in a file's path counts as much as one in its lines: a decision record is named
     // for its subject (`2026-11-02-yaml-parser-serde-saphyr.md` never says "parser" inside).
+    // Counted in halves: a word on one line only counts half, a passing mention rather than a
+    // subject. "Plan logging the retry delay of each model retry in the trace view" ranked
+    // `src/model/mod.rs` (`delay` and `view` once each) over `src/model/retry.rs` (`delay` on
+    // 18 lines).
     let named = |f: &Hits, w: &str| named_in(f.path, w);
     let words = |f: &Hits| {
-        searched
-            .iter()
-            .enumerate()
+        (searched.iter().enumerate())
+            .map(|(i, w)| match f.lines.get(i).copied().unwrap_or(0) {
+                _ if named(f, w) => 2,
+                0 => 0,
+                1 => 1,
+                _ => 2,
+            })
+            .sum::<usize>()
+    };
+    let in_path = |f: &Hits| searched.iter().filter(|w| named(f, w)).count();
+    // The words a file holds at all, whole or half: among equal scores, more of the task's words
+    // on a line each beat one word on many lines.
+    let found = |f: &Hits| {
+        (searched.iter().enumerate())
             .filter(|(i, w)| f.lines.get(*i).is_some_and(|&n| n > 0) || named(f, w))
             .count()
     };
-    let in_path = |f: &Hits| searched.iter().filter(|w| named(f, w)).count();
     // A word the file's own name holds counts once more: a file named for the subject is about
     // it, where one that holds the words in a line may only mention them. "Plan adding a
     // --quiet flag to the run command" ranked `src/runtime/search_first.rs` first, whose doc
     // comment quotes that question, over `src/cli/run.rs` (`flag`, `run`, and named `run`).
     let in_name = |f: &Hits| {
-        let name = own_name(f.path);
-        searched.iter().filter(|w| named_in(name, w)).count()
+        searched
+            .iter()
+            .filter(|w| own_name_holds(f.path, w))
+            .count()
     };
     // Among files named for as many words, the one named for the task's earlier word: "Plan
     // adding a --quiet flag to the run command" has `src/cli/run.rs` and
     // `src/workflow/command.rs` each named for one word and holding all four.
     let first_named = |f: &Hits| {
-        let name = own_name(f.path);
         searched
             .iter()
-            .position(|w| named_in(name, w))
+            .position(|w| own_name_holds(f.path, w))
             .unwrap_or(usize::MAX)
     };
-    let score = |f: &Hits| words(f) + NAME_WEIGHT * in_name(f);
+    let score = |f: &Hits| words(f) + 2 * NAME_WEIGHT * in_name(f);
     let total = |f: &Hits| f.lines.iter().sum::<usize>();
     // Stable: among equals, the order grep found them in.
     files.sort_by(|a, b| {
         score(b)
             .cmp(&score(a))
             .then(first_named(a).cmp(&first_named(b)))
+            .then(found(b).cmp(&found(a)))
             .then(in_path(b).cmp(&in_path(a)))
             .then(total(b).cmp(&total(a)))
     });
@@ -387,10 +403,7 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
         sets_apart,
         named_for_task: !failed
             && files.first().is_some_and(|f| {
-                let named = apart
-                    .iter()
-                    .filter(|w| named_in(own_name(f.path), w))
-                    .count();
+                let named = apart.iter().filter(|w| own_name_holds(f.path, w)).count();
                 named >= 2 || (unmatched.is_empty() && !apart.is_empty() && named == apart.len())
             }),
         ..listing(
@@ -428,18 +441,34 @@ fn everywhere(matched: impl Iterator<Item = bool>) -> bool {
 /// is named for it. A command-line tool often keeps its commands in a folder called `cli` or
 /// `cmd` (Go's `cmd/` layout, our `src/cli`; cargo's `commands/` is a plural), so those name a
 /// path for `command`: "Plan a `--since DATE` filter for the sessions command" ranked
-/// `src/runtime/session.rs` over `src/cli/sessions.rs`, each named for `session` only.
+/// `src/runtime/session.rs` over `src/cli/sessions.rs`, each named for `session` only. The
+/// folder names the path, not a file's own name ([`own_name_holds`]): `src/cli/mod.rs` is not
+/// the sessions command.
 fn named_in(path: &str, word: &str) -> bool {
     path.to_lowercase().split(['/', '.', '-', '_']).any(|part| {
-        part == word
+        part_named(part, word)
             || (COMMAND_FOLDERS.contains(&part) && ["command", "subcommand"].contains(&word))
-            || part.strip_suffix('s') == Some(word)
-            || part.strip_suffix("es") == Some(word)
-            || word.strip_suffix('s') == Some(part)
-            || word.strip_suffix("es") == Some(part)
-            || (word.chars().count() >= 5 && part.starts_with(word))
-            || (part.chars().count() >= 5 && word.starts_with(part))
     })
+}
+
+/// Whether the file's own name ([`own_name`]) holds `word`, as [`named_in`] reads a part,
+/// without the command folders.
+fn own_name_holds(path: &str, word: &str) -> bool {
+    own_name(path)
+        .to_lowercase()
+        .split(['/', '.', '-', '_'])
+        .any(|part| part_named(part, word))
+}
+
+/// One path part named for `word` (see [`named_in`]).
+fn part_named(part: &str, word: &str) -> bool {
+    part == word
+        || part.strip_suffix('s') == Some(word)
+        || part.strip_suffix("es") == Some(word)
+        || word.strip_suffix('s') == Some(part)
+        || word.strip_suffix("es") == Some(part)
+        || (word.chars().count() >= 5 && part.starts_with(word))
+        || (part.chars().count() >= 5 && word.starts_with(part))
 }
 
 /// The part of `path` that names the file itself: its file name, or, for a module's
@@ -820,6 +849,9 @@ d/2026-repair.md:1",
         assert!(named_in("cmd/serve/main.go", "subcommand"));
         assert!(!named_in("src/runtime/session.rs", "command"));
         assert!(!named_in("src/cli/sessions.rs", "client"));
+        assert!(!own_name_holds("src/cli/mod.rs", "command"));
+        assert!(own_name_holds("src/cli/mod.rs", "cli"));
+        assert!(own_name_holds("src/cli/sessions.rs", "session"));
         assert!(named_in("src/lint/mod.rs", "lints"));
         assert!(named_in(
             "thoughts/shared/decisions/2026-11-02-yaml-parser-serde-saphyr.md",
@@ -896,8 +928,8 @@ d/2026-repair.md:1",
             "no matches for `since`",
             "no matches for `date`",
             "src/runtime/session.rs:40",
-            "src/runtime/session.rs:1\nsrc/cli/sessions.rs:3",
-            "src/workflow/command.rs:7",
+            "src/runtime/session.rs:1\nsrc/cli/sessions.rs:3\nsrc/cli/mod.rs:9",
+            "src/workflow/command.rs:7\nsrc/cli/mod.rs:2",
         ]
         .iter()
         .enumerate()
@@ -906,6 +938,31 @@ d/2026-repair.md:1",
         assert_eq!(
             listing(task, &calls, &results).first.as_deref(),
             Some("src/cli/sessions.rs")
+        );
+        // A word on one line is a passing mention: the module that says `delay` and `view` once
+        // each does not outrank the file named for `retry` that says `delay` on many lines.
+        let calls = [
+            call(1, "retry"),
+            call(2, "delay"),
+            call(3, "model"),
+            call(4, "view"),
+        ];
+        let results = [
+            "src/model/mod.rs:4\nsrc/model/retry.rs:33",
+            "src/model/mod.rs:1\nsrc/model/retry.rs:18",
+            "src/model/mod.rs:21\nsrc/model/retry.rs:22",
+            "src/model/mod.rs:1",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
+        .collect::<Vec<_>>();
+        let ranked = listing("t", &calls, &results);
+        assert_eq!(
+            ranked.first.as_deref(),
+            Some("src/model/retry.rs"),
+            "{}",
+            ranked.message
         );
         // A module's `mod.rs` is named for its folder.
         let calls = [call(1, "lint"), call(2, "warning")];
