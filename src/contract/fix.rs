@@ -241,6 +241,18 @@ mod tests {
             apply(elsewhere, &[missing], &project).as_deref(),
             Some("<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n</answer>\n")
         );
+        // Named without its date, in another folder: the one record of that name.
+        let undated = "<answer>\n- `thoughts/shared/plans/yaml-parser.md` — YAML\n</answer>\n";
+        let at = undated.find('`').expect("path");
+        let end = undated[at + 1..].find('`').expect("path") + at + 2;
+        let missing = Problem {
+            span: Some(at..end),
+            ..Rule::NamedPathMissing.problem(0..0, "m")
+        };
+        assert_eq!(
+            apply(undated, &[missing], &project).as_deref(),
+            Some("<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n</answer>\n")
+        );
         // A bare reference, wrapped as its help writes it.
         let bare = "<answer>\n- **Evidence**: d/x.md:1-2\n</answer>\n";
         let mut problem = problem(Rule::ReferenceFormat, "YAML");

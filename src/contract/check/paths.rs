@@ -58,7 +58,8 @@ pub(super) fn check_named_paths(env: &Envelope, ctx: &CheckContext, out: &mut Ve
 }
 
 /// Up to [`MAX_SUGGESTIONS`] files anywhere in the project (the walk `glob` and `list` use)
-/// whose file name is the missing path's own. The 1.5B thoughts-locator listed
+/// whose file name is the missing path's own, or, when none is, the same once a leading date is
+/// left out of both ([`undated`]). The 1.5B thoughts-locator listed
 /// `thoughts/shared/research/2026-11-05-agent-discovery-precedence.md` three times over two
 /// repairs, each shown only a file of that folder sharing one word with it, while the file is
 /// under `thoughts/shared/decisions/`: the right folder is the one fix the message must show,
@@ -68,12 +69,41 @@ pub(crate) fn same_name_files(project: &Project, missing: &str) -> Vec<String> {
         return Vec::new();
     };
     let root = project.root().to_path_buf();
-    crate::tools::walk_files(project, &root)
-        .take(MAX_SCANNED)
-        .filter(|(rel, _)| rel != missing && rel.rsplit('/').next() == Some(name))
-        .map(|(rel, _)| rel)
-        .take(MAX_SUGGESTIONS)
-        .collect()
+    let (mut same, mut undated_same) = (Vec::new(), Vec::new());
+    for (rel, _) in crate::tools::walk_files(project, &root).take(MAX_SCANNED) {
+        let Some(own) = rel.rsplit('/').next().filter(|_| rel != missing) else {
+            continue;
+        };
+        if own == name {
+            same.push(rel);
+        } else if undated(own) == undated(name) {
+            undated_same.push(rel);
+        }
+    }
+    let mut found = if same.is_empty() { undated_same } else { same };
+    found.truncate(MAX_SUGGESTIONS);
+    found
+}
+
+/// A file name without the `YYYY-MM-DD-` its record folder puts before it: the 1.5B
+/// thoughts-locator listed `thoughts/shared/plans/small-models-drive-the-main-job.md` at its answer
+/// and both repairs, for `thoughts/shared/decisions/2026-11-25-small-models-drive-the-main-job.md`.
+fn undated(name: &str) -> &str {
+    let b = name.as_bytes();
+    let dated = b.len() > 11
+        && b[..10].iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
+        && b[10] == b'-';
+    if dated {
+        &name[11..]
+    } else {
+        name
+    }
 }
 
 /// The words of a file name that say what it is about: lowercase runs of letters and digits,
@@ -163,6 +193,26 @@ mod tests {
             ["thoughts/shared/research/2026-11-01-agent-formats.md"]
         );
         assert!(same_name_files(&project, "thoughts/none.md").is_empty());
+        // A record's name without its date, or with another date, is the record's: when no
+        // file has the name as written.
+        assert_eq!(
+            same_name_files(&project, "thoughts/shared/plans/agent-discovery.md"),
+            ["thoughts/shared/decisions/2026-11-05-agent-discovery.md"]
+        );
+        assert_eq!(
+            same_name_files(
+                &project,
+                "thoughts/shared/research/2026-11-09-agent-formats.md"
+            ),
+            ["thoughts/shared/research/2026-11-01-agent-formats.md"]
+        );
+        assert!(same_name_files(&project, "thoughts/shared/discovery.md").is_empty());
+        assert_eq!(
+            undated("2026-11-05-agent-discovery.md"),
+            "agent-discovery.md"
+        );
+        assert_eq!(undated("2026-11-05.md"), "2026-11-05.md");
+        assert_eq!(undated("v2026-11-05-x.md"), "v2026-11-05-x.md");
         assert!(same_name_files(&project, "thoughts/").is_empty());
     }
 
