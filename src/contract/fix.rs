@@ -231,26 +231,23 @@ mod tests {
         std::fs::write(research.join("2026-11-01-yaml-notes.md"), "# notes\n").expect("write");
         let elsewhere =
             "<answer>\n- `thoughts/shared/research/2026-11-02-yaml-parser.md` — YAML\n</answer>\n";
-        let at = elsewhere.find('`').expect("path");
-        let end = elsewhere[at + 1..].find('`').expect("path") + at + 2;
-        let missing = Problem {
-            span: Some(at..end),
-            ..Rule::NamedPathMissing.problem(0..0, "m")
+        // The first backticked path of `answer`, reported missing.
+        let first_path_missing = |answer: &str| {
+            let at = answer.find('`').expect("path");
+            let end = answer[at + 1..].find('`').expect("path") + at + 2;
+            Problem {
+                span: Some(at..end),
+                ..Rule::NamedPathMissing.problem(0..0, "m")
+            }
         };
         assert_eq!(
-            apply(elsewhere, &[missing], &project).as_deref(),
+            apply(elsewhere, &[first_path_missing(elsewhere)], &project).as_deref(),
             Some("<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n</answer>\n")
         );
         // Named without its date, in another folder: the one record of that name.
         let undated = "<answer>\n- `thoughts/shared/plans/yaml-parser.md` — YAML\n</answer>\n";
-        let at = undated.find('`').expect("path");
-        let end = undated[at + 1..].find('`').expect("path") + at + 2;
-        let missing = Problem {
-            span: Some(at..end),
-            ..Rule::NamedPathMissing.problem(0..0, "m")
-        };
         assert_eq!(
-            apply(undated, &[missing], &project).as_deref(),
+            apply(undated, &[first_path_missing(undated)], &project).as_deref(),
             Some("<answer>\n- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML\n</answer>\n")
         );
         // A bare reference, wrapped as its help writes it.

@@ -618,6 +618,20 @@ mod tests {
         }
     }
 
+    /// One `grep` call per word over `src`, numbered from 1 in order.
+    fn src_grep_calls<S: AsRef<str>>(words: &[S]) -> Vec<ToolCall> {
+        (words.iter().enumerate())
+            .map(|(i, w)| grep_call(i + 1, w.as_ref(), "src"))
+            .collect()
+    }
+
+    /// The results of the calls [`src_grep_calls`] numbered, one text each, in order.
+    fn grep_results(texts: &[&str]) -> Vec<Message> {
+        (texts.iter().enumerate())
+            .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
+            .collect()
+    }
+
     #[test]
     fn the_words_of_a_question_are_its_subject() {
         assert_eq!(
@@ -879,20 +893,14 @@ d/2026-repair.md:1",
         let task = "Plan an `--until DAY` bound for the runs command.";
         let searched = words(task);
         assert_eq!(searched, ["until", "day", "bound", "run", "command"]);
-        let calls: Vec<ToolCall> = (searched.iter().enumerate())
-            .map(|(i, w)| call(i + 1, w))
-            .collect();
-        let results = [
+        let calls = src_grep_calls(&searched);
+        let results = grep_results(&[
             "src/knowledge/store.rs:1",
             "src/knowledge/store.rs:13",
             "src/knowledge/store.rs:2",
             "src/cli/runs.rs:6",
             "no matches for `command`",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
-        .collect::<Vec<_>>();
+        ]);
         let ranked = listing(task, &calls, &results);
         assert_eq!(
             ranked.first.as_deref(),
@@ -921,42 +929,27 @@ d/2026-repair.md:1",
         let task = "Plan a `--since DATE` filter for the sessions command.";
         let searched = words(task);
         assert_eq!(searched, ["since", "date", "filter", "session", "command"]);
-        let calls: Vec<ToolCall> = (searched.iter().enumerate())
-            .map(|(i, w)| call(i + 1, w))
-            .collect();
-        let results = [
+        let calls = src_grep_calls(&searched);
+        let results = grep_results(&[
             "no matches for `since`",
             "no matches for `date`",
             "src/runtime/session.rs:40",
             "src/runtime/session.rs:1\nsrc/cli/sessions.rs:3\nsrc/cli/mod.rs:9",
             "src/workflow/command.rs:7\nsrc/cli/mod.rs:2",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
-        .collect::<Vec<_>>();
+        ]);
         assert_eq!(
             listing(task, &calls, &results).first.as_deref(),
             Some("src/cli/sessions.rs")
         );
         // A word on one line is a passing mention: the module that says `delay` and `view` once
         // each does not outrank the file named for `retry` that says `delay` on many lines.
-        let calls = [
-            call(1, "retry"),
-            call(2, "delay"),
-            call(3, "model"),
-            call(4, "view"),
-        ];
-        let results = [
+        let calls = src_grep_calls(&["retry", "delay", "model", "view"]);
+        let results = grep_results(&[
             "src/model/mod.rs:4\nsrc/model/retry.rs:33",
             "src/model/mod.rs:1\nsrc/model/retry.rs:18",
             "src/model/mod.rs:21\nsrc/model/retry.rs:22",
             "src/model/mod.rs:1",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, r)| Message::tool(format!("search_first_{}", i + 1), *r, false))
-        .collect::<Vec<_>>();
+        ]);
         let ranked = listing("t", &calls, &results);
         assert_eq!(
             ranked.first.as_deref(),

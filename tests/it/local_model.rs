@@ -262,6 +262,17 @@ fn quoted_runs(answer: &str, file: &str) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// Writes `text` to `thoughts/yaml.md` under `root` and returns its lines numbered as `read`
+/// prints them.
+fn write_record(root: &Path, text: &str) -> String {
+    std::fs::create_dir_all(root.join("thoughts")).unwrap();
+    std::fs::write(root.join("thoughts/yaml.md"), text).unwrap();
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
+        .collect()
+}
+
 /// An Evidence item decoded under the envelope grammar quotes a run of the cited file's lines,
 /// whatever the model meant to write. The grammar is the one `local` builds for a
 /// document-analysis answer whose conversation showed the file; its root is narrowed to two
@@ -275,13 +286,7 @@ fn under_grammar_every_excerpt_copies_a_run_of_the_files_lines() {
         We chose serde-saphyr over serde_yaml because serde_yaml is archived.\n\
         Errors from serde-saphyr carry the line and column of the bad value.\n\
         The frontmatter splitter stays our own code.\n";
-    std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
-    std::fs::write(dir.path().join("thoughts/yaml.md"), decision).unwrap();
-    let numbered: String = decision
-        .lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
-        .collect();
+    let numbered = write_record(dir.path(), decision);
     let system = "You cite the lines of a file that state each decision: \
         `- **Evidence**: `path:N-M``, then `- **Excerpt**:` and those lines in a fenced block.";
     let prompt =
@@ -350,8 +355,7 @@ fn under_grammar_a_later_excerpt_opens_on_a_line_no_earlier_one_quoted() {
         We chose serde-saphyr over serde_yaml because serde_yaml is archived.\n\
         Errors from serde-saphyr carry the line and column of the bad value.\n\
         The frontmatter splitter stays our own code.\n";
-    std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
-    std::fs::write(dir.path().join("thoughts/yaml.md"), decision).unwrap();
+    write_record(dir.path(), decision);
     let system = "You cite the one line of a file that states the decision, as \
         `- **Evidence**: `path:N-N``, then `- **Excerpt**:` and that line in a fenced block.";
     let prompt = "What did we decide about YAML? Cite thoughts/yaml.md, line 3:\n\n     \
@@ -425,13 +429,7 @@ async fn under_grammar_the_answer_to_an_evidence_goal_ask_holds_the_goal() {
         We chose serde-saphyr over serde_yaml because serde_yaml is archived.\n\
         Errors from serde-saphyr carry the line and column of the bad value.\n\
         The frontmatter splitter stays our own code, about forty lines long.\n";
-    std::fs::create_dir_all(dir.path().join("thoughts")).unwrap();
-    std::fs::write(dir.path().join("thoughts/yaml.md"), decision).unwrap();
-    let numbered: String = decision
-        .lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
-        .collect();
+    let numbered = write_record(dir.path(), decision);
     let system = "You cite the lines of a file that state each decision: `#### Decision: title`, \
         `- **Evidence**: `path:N``, then `- **Excerpt**:` and that line in a fenced block.";
     let prompt = format!("What did we decide about YAML? Read thoughts/yaml.md:\n\n{numbered}");

@@ -1338,6 +1338,14 @@ mod tests {
     /// A budget no grammar here comes near.
     const LOOSE: u32 = 1_000_000;
 
+    /// The grammar of `request` with no budget to fit and nothing cited; the request must be
+    /// one that has a grammar.
+    fn loose_grammar(request: &ModelRequest) -> String {
+        for_request(request, None, LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap()
+    }
+
     fn shipped_contract(agent: &str) -> (Contract, Option<Value>) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let project = crate::project::Project::open(root).unwrap();
@@ -1475,9 +1483,7 @@ mod tests {
             .messages
             .push(crate::model::Message::assistant(one, Vec::new()));
         request.messages.push(crate::model::Message::user(&note));
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert!(undefined(&g).is_empty(), "{:?}", undefined(&g));
         // Three blocks that hold Evidence, prose allowed before each, then any blocks.
         let answer = rule(&g, "answer-text");
@@ -1490,9 +1496,7 @@ mod tests {
         assert_eq!(rule(&g, "evidenced-block"), "evidence-item | signal-item");
         // The first turn, and a turn after any other message, hold one block at least.
         request.messages.pop();
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert!(rule(&g, "answer-text").starts_with("( answer-block"), "{g}");
         assert!(!g.contains("evidenced-block"), "{g}");
         // Optional evidence: a signal item counts only with its Evidence; the goal holds in
@@ -1501,9 +1505,7 @@ mod tests {
         c.required_sections = vec!["Findings".into(), "Gaps".into()];
         let mut request = request_for(Some(rc(c)));
         request.messages.push(crate::model::Message::user(&note));
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert_eq!(
             rule(&g, "evidenced-block"),
             "evidence-item | signal-evidenced"
@@ -1532,9 +1534,7 @@ mod tests {
             "{g}"
         );
         assert!(!g.contains("evidence-path"), "{g}");
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert!(
             rule(&g, "evidence-path").starts_with("[A-Za-z0-9_.]"),
             "{g}"
@@ -1661,9 +1661,7 @@ mod tests {
             format!("answer\n\n[runtime] {note}"),
             false,
         ));
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert!(undefined(&g).is_empty(), "{:?}", undefined(&g));
         let report = rule(&g, "report");
         assert!(
@@ -1789,18 +1787,14 @@ mod tests {
     #[test]
     fn a_request_that_may_delegate_admits_the_task_call() {
         let mut request = request_for(Some(rc(Contract::envelope())));
-        let without = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let without = loose_grammar(&request);
         assert_eq!(rule(&without, "root"), "envelope");
         request.tools.push(crate::model::ToolSpec {
             name: TASK_TOOL.into(),
             description: String::new(),
             parameters: json!({}),
         });
-        let with = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let with = loose_grammar(&request);
         assert_eq!(rule(&with, "root"), "envelope | tool-call");
         assert_eq!(rule(&with, "tool-call"), "task-call");
         assert!(
@@ -1812,9 +1806,7 @@ mod tests {
         let calls = crate::model::textual::parse_task_calls(call);
         assert_eq!(calls[0].arguments["subagent_type"], "finder");
         request.response_contract = None;
-        let primary = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let primary = loose_grammar(&request);
         assert_eq!(rule(&primary, "root"), "tool-call | free-answer");
         request.tools.clear();
         assert_eq!(
@@ -1831,9 +1823,7 @@ mod tests {
             .iter()
             .map(|t| crate::tools::spec(t).unwrap())
             .collect();
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert_eq!(rule(&g, "root"), "envelope | tool-call");
         assert_eq!(rule(&g, "tool-call"), "call-grep | call-read");
         let grep = rule(&g, "call-grep");
@@ -1853,15 +1843,11 @@ mod tests {
         assert!(calls[0].id.starts_with("text_call_t1"), "{calls:?}");
         assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
         request.tool_choice = ToolChoice::Required;
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
         assert_eq!(rule(&g, "root"), "tool-call");
         request.response_contract = None;
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert_eq!(rule(&g, "root"), "tool-call");
     }
 
@@ -1873,9 +1859,7 @@ mod tests {
             description: String::new(),
             parameters: json!({"type": "object", "properties": {"x": {"type": "frob"}}}),
         });
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert_eq!(rule(&g, "root"), "tool-call | free-answer");
         assert!(rule(&g, "call-mcp-thing").contains("arguments"), "{g}");
         assert!(undefined(&g).is_empty(), "{:?}\n{g}", undefined(&g));
@@ -1897,9 +1881,7 @@ mod tests {
             max_tokens: None,
             response_contract: None,
         };
-        let g = for_request(&request, None, LOOSE, &Cited::default())
-            .unwrap()
-            .unwrap();
+        let g = loose_grammar(&request);
         assert_eq!(
             rule(&g, "subagent-name"),
             r#""\"finder\"" | "\"reader\"""#,
