@@ -9,6 +9,13 @@
 //! item under its own heading inside `<answer>` can go, only for evidence and excerpt problems,
 //! and the answer says in its last line how many items the runtime took out, so the caller
 //! knows the answer is not all the agent wrote.
+//!
+//! A locator's items are its list entries: under `named_paths: exist`, an entry whose path does
+//! not exist after the repairs goes the same way. The 1.5B thoughts-locator put an invented
+//! `thoughts/shared/plans/…-switchboard-pipeline.md` on its "Suggested for analysis" line beside
+//! a real record, and sent it back through both repairs: the hop was BLOCKED and the real record
+//! was lost with it. A list line goes whole; a path in running text goes with the `, ` that
+//! joined it to the next (or the line, when it was the line's only path).
 
 use std::ops::Range;
 
@@ -33,9 +40,10 @@ const DROPPABLE: &[Rule] = &[
 ];
 
 /// `answer` without the items (`#`-headed sections inside `<answer>`) that `problems` (found on
-/// this very text) fall in, with a closing line saying how many went, and how many went; `None`
-/// when a problem is not about an item's evidence, lies outside every item, or when no item
-/// with evidence would be left.
+/// this very text) fall in, nor the listed paths that do not exist ([`path_entry`]), with a
+/// closing line saying how many went, and how many went; `None` when a problem is not about an
+/// item's evidence or a listed path, lies outside every item, or when no item with evidence and
+/// no listed path would be left.
 pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)> {
     let envelope = super::Envelope::parse_lenient(answer);
     let inner = envelope.answer.as_ref()?.inner.clone();
@@ -47,10 +55,17 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
     headings.sort_by_key(|h| h.span.start);
     let mut dropped: Vec<Range<usize>> = Vec::new();
     for p in problems {
+        let span = p.span.clone().filter(|s| inner.start <= s.start)?;
+        if p.code == Rule::NamedPathMissing.code() {
+            let entry = path_entry(answer, span, inner.end)?;
+            if !dropped.contains(&entry) {
+                dropped.push(entry);
+            }
+            continue;
+        }
         if !DROPPABLE.iter().any(|r| r.code() == p.code) {
             return None;
         }
-        let span = p.span.clone().filter(|s| inner.start <= s.start)?;
         let at = headings.iter().rposition(|h| h.span.start <= span.start)?;
         let level = headings[at].level;
         let end = headings[at + 1..]
@@ -65,15 +80,27 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
             dropped.push(item);
         }
     }
+    // A path entry inside an item that goes anyway is not counted twice.
+    let all = dropped.clone();
+    dropped.retain(|r| {
+        !all.iter()
+            .any(|o| o != r && o.start <= r.start && r.end <= o.end)
+    });
     if dropped.is_empty() {
         return None;
     }
+    let gone = |at: usize| dropped.iter().any(|d| d.contains(&at));
     let kept_evidence = envelope
         .evidence
         .iter()
-        .filter(|e| !dropped.iter().any(|d| d.contains(&e.label.start)))
+        .filter(|e| !gone(e.label.start))
         .count();
-    if kept_evidence == 0 {
+    let kept_paths = envelope
+        .paths
+        .iter()
+        .filter(|p| inner.start <= p.span.start && p.span.end <= inner.end && !gone(p.span.start))
+        .count();
+    if kept_evidence + kept_paths == 0 {
         return None;
     }
     dropped.sort_by_key(|r| std::cmp::Reverse(r.start));
@@ -88,10 +115,44 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
     out.replace_range(
         end..close,
         &format!(
-            "\n\n_The runtime took out {n} item(s) whose evidence did not verify after the repairs._\n"
+            "\n\n_The runtime took out {n} item(s) whose evidence did not verify, or whose path does \
+             not exist, after the repairs._\n"
         ),
     );
     Some((out, n))
+}
+
+/// What goes with a listed path that does not exist (`span`, its code span, inside `<answer>`
+/// which ends at `end`): the whole line when the line is a list entry (`- `, `* `, `+ `, `1. `)
+/// or holds no other code span, else the span with the `, ` or ` and ` that joins it to its
+/// neighbour. `None` when the span is not on one line.
+fn path_entry(answer: &str, span: Range<usize>, end: usize) -> Option<Range<usize>> {
+    let start = answer[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let stop = answer[span.end..end]
+        .find('\n')
+        .map_or(end, |i| span.end + i + 1);
+    let line = &answer[start..stop];
+    if line.trim_end_matches('\n').contains('\n') {
+        return None;
+    }
+    let body = line.trim_start();
+    let listed = ["- ", "* ", "+ "].iter().any(|m| body.starts_with(m)) || {
+        let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        digits > 0 && body[digits..].starts_with(". ")
+    };
+    let others = answer[start..span.start].contains('`') || answer[span.end..stop].contains('`');
+    if listed || !others {
+        return Some(start..stop);
+    }
+    for joint in [", ", " and ", " or "] {
+        if answer[span.end..stop].starts_with(joint) {
+            return Some(span.start..span.end + joint.len());
+        }
+        if answer[start..span.start].ends_with(joint) {
+            return Some(span.start - joint.len()..span.end);
+        }
+    }
+    Some(span)
 }
 
 #[cfg(test)]
@@ -161,5 +222,57 @@ mod tests {
         let problems = verify_evidence(answer, &ctx);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(drop_items(answer, &problems), None);
+    }
+
+    #[test]
+    fn listed_paths_that_do_not_exist_go_and_real_ones_stay() {
+        use crate::contract::spec::{Contract, NamedPaths};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let decisions = dir.path().join("thoughts/shared/decisions");
+        std::fs::create_dir_all(&decisions).expect("mkdir");
+        std::fs::write(decisions.join("2026-11-25-yaml.md"), "# YAML\n").expect("write");
+        std::fs::write(decisions.join("2026-11-26-retry.md"), "# Retry\n").expect("write");
+        let project = Project::open(dir.path()).expect("project");
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let mut contract = Contract::builtin("envelope").expect("builtin");
+        contract.named_paths = NamedPaths::Exist;
+        let problems = |answer: &str| {
+            crate::contract::check(answer, &contract, &ctx)
+                .violations
+                .into_iter()
+                .filter(|p| p.code == Rule::NamedPathMissing.code())
+                .collect::<Vec<_>>()
+        };
+        let real = "thoughts/shared/decisions/2026-11-25-yaml.md";
+        let other = "thoughts/shared/decisions/2026-11-26-retry.md";
+        let made_up = "thoughts/shared/plans/2026-11-17-pipeline.md";
+        let answer = format!(
+            "<answer>\n### Decisions\n- `{real}` — YAML\n- `{made_up}` — Pipeline\n\n\
+             Suggested for analysis: `{real}`, `{made_up}`, `{other}`.\n\n\
+             Also `{made_up}` and `{other}`.\n</answer>\n"
+        );
+        let found = problems(&answer);
+        assert_eq!(found.len(), 3, "{found:?}");
+        let (kept, n) = drop_items(&answer, &found).expect("trimmed");
+        assert_eq!(n, 3, "{kept}");
+        assert!(!kept.contains(made_up), "{kept}");
+        assert!(
+            kept.contains(&format!("- `{real}` — YAML\n\n"))
+                && kept.contains(&format!("analysis: `{real}`, `{other}`."))
+                && kept.contains(&format!("Also `{other}`.")),
+            "{kept}"
+        );
+        assert!(kept.contains("took out 3 item(s)"), "{kept}");
+        assert!(problems(&kept).is_empty(), "{kept}");
+
+        // A line whose one path goes, goes whole.
+        let answer = format!("<answer>\n- `{real}`\n\nSuggested: `{made_up}`.\n</answer>\n");
+        let (kept, n) = drop_items(&answer, &problems(&answer)).expect("trimmed");
+        assert_eq!(n, 1);
+        assert!(!kept.contains("Suggested") && kept.contains(real), "{kept}");
+        // With no real path left there is nothing to hand up.
+        let answer = format!("<answer>\n- `{made_up}`\n</answer>\n");
+        assert_eq!(drop_items(&answer, &problems(&answer)), None);
     }
 }

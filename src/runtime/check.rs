@@ -525,9 +525,6 @@ mod tests {
         );
     }
 
-    /// `drop_items`: after the repairs, an answer whose one bad item is taken out goes up with
-    /// the items that verify, settled as `repaired` for `items_dropped`; with every item bad, the
-    /// hop is BLOCKED as under `fail`.
     #[test]
     fn a_valid_answer_goes_up_citing_exactly_the_lines_it_quotes() {
         let dir = tempfile::tempdir().unwrap();
@@ -580,6 +577,9 @@ mod tests {
         );
     }
 
+    /// `drop_items`: after the repairs, an answer whose one bad item is taken out goes up with
+    /// the items that verify, settled as `repaired` for `items_dropped`; with every item bad, the
+    /// hop is BLOCKED as under `fail`. A locator's listed path that does not exist is such an item.
     #[test]
     fn drop_items_hands_up_what_verifies_once_the_repairs_are_spent() {
         let dir = tempfile::tempdir().unwrap();
@@ -618,6 +618,40 @@ mod tests {
             "{settled:?}"
         );
         let (verdict, _) = judge(&envelope(&bad));
+        assert!(
+            matches!(
+                verdict,
+                Verdict::Reject {
+                    status: HopStatus::Blocked,
+                    ..
+                }
+            ),
+            "{verdict:?}"
+        );
+
+        // A locator's list: the invented path goes, the real one goes up.
+        std::fs::create_dir(dir.path().join("notes")).unwrap();
+        std::fs::write(dir.path().join("notes/d.md"), "# D\n").unwrap();
+        contract.named_paths = crate::contract::spec::NamedPaths::Exist;
+        let judge = |answer: &str| {
+            let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+            let first = gate.judge(answer, &|_| {});
+            assert!(matches!(first, Verdict::Repair { .. }), "{first:?}");
+            gate.judge(answer, &|_| {})
+        };
+        let listed = envelope("Suggested for analysis: `notes/d.md`, `plans/made-up.md`.\n");
+        let Verdict::Accept {
+            conformant: Some(true),
+            answer: Some(kept),
+        } = judge(&listed)
+        else {
+            panic!("{listed}");
+        };
+        assert!(
+            kept.contains("analysis: `notes/d.md`.") && !kept.contains("made-up"),
+            "{kept}"
+        );
+        let verdict = judge(&envelope("- `plans/made-up.md`\n"));
         assert!(
             matches!(
                 verdict,

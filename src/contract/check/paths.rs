@@ -119,8 +119,12 @@ fn words(name: &str) -> Vec<String> {
 
 /// Up to [`MAX_SUGGESTIONS`] files a tool could show (the same walk as `glob` and `list`, so
 /// nothing hidden or outside the root) whose names share the most words with `missing`: looked
-/// for under the nearest folder of `missing` that exists, then, if none matches there, in the
-/// whole project.
+/// for under the nearest folder of `missing` that exists, then under its top folder, then, if
+/// none matches there, in the whole project. The top folder comes before the whole project
+/// because a locator lists one tree: the 1.5B thoughts-locator, offered
+/// `src/cli/pipeline.rs` and `switchboard.toml` for an invented
+/// `thoughts/shared/plans/…-switchboard-pipeline.md`, copied a header for them into its answer,
+/// when records under `thoughts/` share the word too.
 pub(crate) fn similar_files(project: &Project, missing: &str) -> Vec<String> {
     let wanted = words(missing);
     if wanted.is_empty() {
@@ -139,9 +143,13 @@ pub(crate) fn similar_files(project: &Project, missing: &str) -> Vec<String> {
         }
     };
     let root = project.root().to_path_buf();
+    let top = missing
+        .split_once('/')
+        .and_then(|(first, _)| project.resolve(first).ok())
+        .filter(|dir| dir.is_dir());
     let mut places = Vec::new();
-    if let Some(dir) = start {
-        if dir != root {
+    for dir in [start, top].into_iter().flatten() {
+        if dir != root && !places.contains(&dir) {
             places.push(dir);
         }
     }
@@ -269,6 +277,18 @@ mod tests {
                 "docs/yaml.md",
                 "thoughts/shared/decisions/2026-11-02-yaml-parser-serde-saphyr.md",
             ]
+        );
+        // Nothing alike in its own folder: the path's top folder before the whole project, so
+        // a record is offered for a record, not `docs/yaml.md`.
+        std::fs::create_dir_all(dir.path().join("thoughts/shared/plans")).unwrap();
+        std::fs::write(
+            dir.path().join("thoughts/shared/plans/2026-11-01-other.md"),
+            "x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            similar_files(&project, "thoughts/shared/plans/2026-11-17-yaml.md"),
+            ["thoughts/shared/decisions/2026-11-02-yaml-parser-serde-saphyr.md"]
         );
         assert!(similar_files(&project, "thoughts/nothing-alike.md").is_empty());
         // A path outside the root: nothing is walked there, only the project.
