@@ -342,6 +342,84 @@ fn under_grammar_every_excerpt_copies_a_run_of_the_files_lines() {
     );
 }
 
+/// Under the grammar of a contract that checks listed paths (`named_paths: exist`, the
+/// locators'), every path in inline code is one the conversation named, whatever the model
+/// meant to list. The task names a record that does not exist beside two that do; the same
+/// decoding without the grammar is shown beside it. Under the whole answer's grammar the model
+/// wrote its paths bare, which that grammar now refuses (no `/` outside inline code); here
+/// the root is narrowed to three list lines of one inline code each, to see which paths the
+/// code can hold.
+#[test]
+fn under_grammar_a_listed_path_is_one_the_conversation_named() {
+    use switchboard::contract::spec::NamedPaths;
+    use switchboard::model::local::cited::Cited;
+    use switchboard::model::local::{engine, grammar};
+    let (dir, project) = scripted::project();
+    let decisions = dir.path().join("thoughts/shared/decisions");
+    std::fs::create_dir_all(&decisions).unwrap();
+    for name in ["2026-11-02-yaml-parser.md", "2026-11-20-retry-policy.md"] {
+        std::fs::write(decisions.join(name), "# A decision\n").unwrap();
+    }
+    let invented = "thoughts/shared/plans/2026-11-17-switchboard-pipeline.md";
+    let system = "You list documents. Write each path in backticks on its own line: \
+        `- `path``.";
+    let prompt = format!(
+        "List these three documents, one per line, in backticks:\n\
+         {invented}\n\
+         thoughts/shared/decisions/2026-11-02-yaml-parser.md\n\
+         thoughts/shared/decisions/2026-11-20-retry-policy.md\n"
+    );
+    let mut contract = Contract::envelope();
+    contract.named_paths = NamedPaths::Exist;
+    let req = request(
+        Some(ResponseContract {
+            contract,
+            message_id: "locator-2026-11-27-001".into(),
+            correlation_id: "local-test-5".into(),
+            timestamp: "2026-11-27T12:00:00Z".into(),
+        }),
+        system,
+        &prompt,
+    );
+    let cited = Cited::gather(&project, [system, prompt.as_str()]);
+    assert_eq!(cited.files.len(), 2, "{:?}", cited.files);
+    let g = grammar::for_request(&req, None, 300, &cited)
+        .unwrap()
+        .unwrap();
+    let rest: String = g.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert!(
+        g.contains("prose-plain ::= [^<`#*\\n/]"),
+        "plain text holds no path: {g}"
+    );
+    let lines = format!("root ::= ( \"- \" prose-code \"\\n\" ){{3}}\n{rest}");
+    let loaded = engine::load(&model_path()).unwrap();
+    let text = loaded.prompt(system, &[Message::user(&prompt)]).unwrap();
+    let decode = |grammar: Option<String>| {
+        let mut g = generate(&text, false);
+        g.grammar = grammar;
+        g.max_tokens = 120;
+        loaded.generate(&g, None).unwrap().text
+    };
+    let paths = |answer: &str| -> Vec<String> {
+        answer
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|code| code.contains('/'))
+            .map(str::to_string)
+            .collect()
+    };
+    let listed = decode(Some(lines));
+    eprintln!("listed under grammar:\n{listed}");
+    let under = paths(&listed);
+    assert!(!under.is_empty(), "{listed}");
+    for path in &under {
+        assert!(cited.files.contains(path), "{path} in {listed}");
+    }
+    let free = decode(None);
+    eprintln!("listed freely:\n{free}");
+}
+
 /// Under the grammar, a second Evidence item never opens on a line the first one quoted: the
 /// sampler reads the answer so far (`fresh.rs`). The same decoding without the files passed to
 /// the sampler is shown beside it; SmolLM2-135M tends to quote the line it quoted before.

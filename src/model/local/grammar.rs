@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::cited::{Cited, Quotable};
 use super::fresh::{Opening, Shape};
 use super::gbnf::{lit, pattern_to_gbnf, Gbnf};
+use crate::contract::spec::NamedPaths;
 use crate::contract::{ContractFormat, FieldKind, FieldRule};
 use crate::model::textual::TASK_TOOL;
 use crate::model::{ModelRequest, ResponseContract, ToolChoice};
@@ -901,13 +902,17 @@ fn envelope_rules(g: &mut Writer, rc: &ResponseContract) -> String {
 fn answer_rules(g: &mut Writer, c: &crate::contract::Contract) -> String {
     let cited = g.cited;
     let l = g.limits;
-    // A backtick only before another character: inline code, never a fence.
-    let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
-    let prose = g.rule(
-        "prose-line",
-        format!("[^<`#*\\n \\t] {prose_char}{{0,{}}} \"\\n\"", l.prose_line),
-    );
     let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
+    let prose = if c.named_paths == NamedPaths::Exist && !cited.files.is_empty() {
+        prose_naming_files(g, &line_no)
+    } else {
+        // A backtick only before another character: inline code, never a fence.
+        let prose_char = g.rule("prose-char", "[^<`#*\\n] | \"`\" [^<`#*\\n]");
+        g.rule(
+            "prose-line",
+            format!("[^<`#*\\n \\t] {prose_char}{{0,{}}} \"\\n\"", l.prose_line),
+        )
+    };
     let excerpt_line = g.rule(
         "excerpt-line",
         format!("[^`<\\n]{{0,{}}} \"\\n\"", l.excerpt_line),
@@ -995,6 +1000,37 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract) -> String {
         }
     }
     g.rule("answer-text", text)
+}
+
+/// A prose line of an answer whose contract checks the paths it lists (`named_paths: exist`),
+/// when the conversation named files: inline code holding a `/` is one of those files (a
+/// `path:N-M` reference to one included), so a listed path is one a tool or the task showed.
+/// The 1.5B thoughts-locator listed an invented `thoughts/shared/plans/…-switchboard-pipeline.md`
+/// at its answer and both repairs, and the hop failed on it. Other inline code (`grep`,
+/// `(?i)parser`) stays free, and plain text holds no `/`: a path written bare would pass the
+/// check unseen, which is why SmolLM2-135M, told to list an invented record in backticks,
+/// wrote it bare. A line holds at most three code spans, its plain runs shortened
+/// to match, so the longest line grows by the spans alone and the grammar's ladder
+/// (`Limits`) hardly moves.
+fn prose_naming_files(g: &mut Writer, line_no: &str) -> String {
+    let (n, cited) = (g.limits.prose_line, g.cited);
+    let named = named_path(g, &cited.files);
+    let plain = g.rule("prose-plain", "[^<`#*\\n/]");
+    let code = g.rule(
+        "prose-code",
+        format!(
+            "\"`\" ( {named} ( \":\" {line_no} ( \"-\" {line_no} )? )? | [^<`#*\\n/]{{1,40}} ) \"`\""
+        ),
+    );
+    let first = "[^<`#*\\n \\t/]";
+    g.rule(
+        "prose-line",
+        format!(
+            "{first} ( {plain}{{0,{n}}} | {plain}{{0,{}}} ( {code} {plain}{{0,{}}} ){{1,3}} ) \"\\n\"",
+            n / 2,
+            n / 4
+        ),
+    )
 }
 
 /// The paths an Evidence item may still cite with a free excerpt, once the `quoted` files have
@@ -1539,6 +1575,34 @@ mod tests {
             rule(&g, "evidence-path").starts_with("[A-Za-z0-9_.]"),
             "{g}"
         );
+    }
+
+    /// Under `named_paths: exist`, inline code holding a `/` is one of the named files; other
+    /// inline code stays free, and without named files (or the check) prose is as before.
+    #[test]
+    fn listed_paths_are_named_files_when_the_contract_checks_them() {
+        let mut c = Contract::envelope();
+        c.named_paths = NamedPaths::Exist;
+        let request = request_for(Some(rc(c)));
+        let cited = Cited {
+            files: vec!["thoughts/a.md".to_string(), "src/b.rs".to_string()],
+            quotable: Vec::new(),
+        };
+        let g = for_request(&request, None, LOOSE, &cited).unwrap().unwrap();
+        assert!(undefined(&g).is_empty(), "{:?}", undefined(&g));
+        assert_eq!(rule(&g, "named-path"), r#""thoughts/a.md" | "src/b.rs""#);
+        let code = rule(&g, "prose-code");
+        assert!(
+            code.contains("named-path") && code.contains("[^<`#*\\n/]{1,40}"),
+            "{code}"
+        );
+        assert!(!g.contains("prose-char"), "{g}");
+        assert!(rule(&g, "prose-line").contains("prose-code"), "{g}");
+        let g = loose_grammar(&request);
+        assert!(!g.contains("prose-code") && g.contains("prose-char"), "{g}");
+        let request = request_for(Some(rc(Contract::envelope())));
+        let g = for_request(&request, None, LOOSE, &cited).unwrap().unwrap();
+        assert!(!g.contains("prose-code") && g.contains("prose-char"), "{g}");
     }
 
     #[test]
