@@ -333,19 +333,23 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
     // it, where one that holds the words in a line may only mention them. "Plan adding a
     // --quiet flag to the run command" ranked `src/runtime/search_first.rs` first, whose doc
     // comment quotes that question, over `src/cli/run.rs` (`flag`, `run`, and named `run`).
-    let in_name = |f: &Hits| {
-        searched
-            .iter()
-            .filter(|w| own_name_holds(f.path, w))
-            .count()
+    //
+    // A file in a command folder is named for its command, which is the feature only when the
+    // task is about a command ([`about_a_command`]): the planner's task of a new lint for
+    // agent files ranked `src/cli/lint.rs`, the command that prints the findings, over
+    // `src/lint/mod.rs`, where lints are made.
+    let command_task = about_a_command(task, &searched);
+    let own_named = |f: &Hits, w: &str| {
+        own_name_holds(f.path, w) && (command_task || !in_command_folder(f.path))
     };
+    let in_name = |f: &Hits| searched.iter().filter(|w| own_named(f, w)).count();
     // Among files named for as many words, the one named for the task's earlier word: "Plan
     // adding a --quiet flag to the run command" has `src/cli/run.rs` and
     // `src/workflow/command.rs` each named for one word and holding all four.
     let first_named = |f: &Hits| {
         searched
             .iter()
-            .position(|w| own_name_holds(f.path, w))
+            .position(|w| own_named(f, w))
             .unwrap_or(usize::MAX)
     };
     let score = |f: &Hits| words(f) + 2 * NAME_WEIGHT * in_name(f);
@@ -415,6 +419,32 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
 
 /// The folder names that hold a command-line tool's commands ([`named_in`]).
 const COMMAND_FOLDERS: [&str; 2] = ["cli", "cmd"];
+
+/// The words that make a task one about a command-line command rather than a feature.
+const COMMAND_WORDS: [&str; 4] = ["command", "subcommand", "flag", "option"];
+
+/// Whether the task is about a command: it writes a flag (`--since`), or one of its searched
+/// words is a [`COMMAND_WORDS`] word.
+fn about_a_command(task: &str, searched: &[String]) -> bool {
+    let flag = task.match_indices("--").any(|(i, _)| {
+        task[i + 2..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+    });
+    flag || searched
+        .iter()
+        .any(|w| COMMAND_WORDS.iter().any(|c| part_named(c, w)))
+}
+
+/// Whether one of `path`'s folders is a [`COMMAND_FOLDERS`] folder.
+fn in_command_folder(path: &str) -> bool {
+    let folders = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    folders
+        .to_lowercase()
+        .split('/')
+        .any(|part| COMMAND_FOLDERS.contains(&part))
+}
 
 /// Files matched before a word found in nearly all of them can be told to set none apart.
 const EVERYWHERE_MIN_FILES: usize = 10;
@@ -668,8 +698,8 @@ mod tests {
         assert_eq!(words("retry logging"), vec!["retry", "logging"]);
         // Function words are no subject.
         assert_eq!(
-            words("A warning for agents whose description is longer than 300 characters, each"),
-            vec!["warning", "agent", "descript", "longer", "character"]
+            words("A notice for agents whose body is shorter than 30 lines, each"),
+            vec!["notic", "agent", "body", "shorter", "line"]
         );
         // At most eight, in the task's order.
         assert_eq!(
@@ -957,6 +987,35 @@ d/2026-repair.md:1",
             "{}",
             ranked.message
         );
+        // Not about a command: the command's file named for the subject does not outrank the
+        // module named for it, though it holds more of the words.
+        let task = "Plan a lint notice for agents with an empty body.";
+        let searched = words(task);
+        assert_eq!(searched, ["lint", "notic", "agent", "empty", "body"]);
+        let calls = src_grep_calls(&searched);
+        let results = grep_results(&[
+            "src/cli/lint.rs:17\nsrc/lint/mod.rs:12\nsrc/cli/agents.rs:1",
+            "src/cli/lint.rs:4\nsrc/cli/agents.rs:1",
+            "src/cli/lint.rs:5\nsrc/lint/mod.rs:17\nsrc/cli/agents.rs:12",
+            "src/cli/agents.rs:5",
+            "no matches for `body`",
+        ]);
+        let ranked = listing(task, &calls, &results);
+        assert_eq!(
+            ranked.first.as_deref(),
+            Some("src/lint/mod.rs"),
+            "{}",
+            ranked.message
+        );
+        // The same files for a task about the command: its file first.
+        let task = "Plan a `--strict` flag for the lint command.";
+        assert_eq!(
+            listing(task, &calls, &results).first.as_deref(),
+            Some("src/cli/lint.rs")
+        );
+        assert!(about_a_command("Plan `--since DATE`", &[]));
+        assert!(!about_a_command("a -- b", &[]));
+        assert!(!in_command_folder("src/cli.rs") && in_command_folder("src/cmd/x/y.rs"));
         // A module's `mod.rs` is named for its folder.
         let calls = [call(1, "lint"), call(2, "warning")];
         let results = [
