@@ -999,6 +999,61 @@ async fn a_delegation_that_adds_nothing_after_the_note_leaves_only_the_report() 
     assert_eq!(steered, [1], "{kinds:?}");
 }
 
+/// After the note to write the report now, a turn that only gives a subagent the task it
+/// answered (refused as a repeat) found nothing new either: the next turn may only write. The
+/// 1.5B researcher, shown three verified items, sent the analyzer its task again, then a locator
+/// a new one, a hop that added nothing.
+#[tokio::test]
+async fn a_task_given_again_after_the_note_leaves_only_the_report() {
+    let (_dir, project) =
+        support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
+    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n\n### The parser\n{item}\n</answer>\n");
+    let delegate = |id: &str| {
+        answer(
+            "",
+            vec![call(
+                id,
+                "task",
+                json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": question}),
+            )],
+        )
+    };
+    mock.push(answer(PLAN, vec![]))
+        .push(delegate("t1"))
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "YAML"}))],
+        ))
+        .push(answer(&found, vec![]))
+        .push(delegate("t2"))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]));
+    let (events, tools) = researcher_on(&project, &mock, question).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    let refused = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::ToolResult { output, is_error: true, .. }
+            if output.starts_with("not run: you gave this exact task"))
+        })
+        .count();
+    assert_eq!(refused, 1, "{kinds:?}");
+    // Requests: plan, researcher (t1), locator ×2, researcher (t2, refused), then the turn
+    // after it, which may only write.
+    assert!(tools[4] > 0, "{tools:?}");
+    assert_eq!(tools[5], 0, "{tools:?}");
+    let steered = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "write_now"))
+        .count();
+    assert_eq!(steered, 1, "{kinds:?}");
+}
+
 /// Once a subagent of the plan's source answered, its result tells the researcher the next
 /// subagent to call, with the paths it found (Qwen2.5-Coder-1.5B called the locator four
 /// times over, never the analyzer).

@@ -73,6 +73,9 @@ pub(super) async fn complete(
     }
 }
 
+/// How the refusal of a `task` its subagent already answered begins.
+const TASK_ANSWERED: &str = "not run: you gave this exact task to this subagent already";
+
 impl HopState {
     /// Runs one turn's tool calls, made `by` the agent or the runtime: built-ins inline, `task`
     /// calls as concurrent child hops; results come back in call order.
@@ -96,6 +99,8 @@ impl HopState {
         // Calls refused as repeats of earlier ones. A gate refusal is not one: it says what the
         // plan opens, and a model that tries another source next is finding its way.
         let mut refused = 0usize;
+        // Of those, `task` calls whose subagent answered before: nothing new can come of them.
+        let mut answered_again = 0usize;
         for call in calls {
             self.ctx.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
@@ -132,6 +137,9 @@ impl HopState {
                             crate::workflow::tool::how_to_report(&step)
                         ));
                     }
+                }
+                if tool == "task" && msg.starts_with(TASK_ANSWERED) {
+                    answered_again += 1;
                 }
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
                 refused += 1;
@@ -171,6 +179,9 @@ impl HopState {
                     why: "read_first_shown".into(),
                     count: 1,
                 });
+                if tool == "task" && msg.starts_with(TASK_ANSWERED) {
+                    answered_again += 1;
+                }
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
                 refused += 1;
                 continue;
@@ -364,6 +375,14 @@ impl HopState {
         } else {
             0
         };
+        // After the note to write the owed document now, a turn that only gave subagents tasks
+        // they had answered found nothing new: like a delegation that added no verified item,
+        // the next turn may only write (`Hop::write_now`). The 1.5B researcher, shown three
+        // verified items, sent the analyzer its task again and then a locator a new one: one
+        // more locator hop before the report.
+        if answered_again > 0 && refused == calls.len() && self.noted_findings.is_none() {
+            self.noted_findings = self.last_note;
+        }
         let has_children = pending.iter().any(|p| matches!(p, Pending::Child(_)));
         if has_children {
             // Give the slot back while waiting, so children (and their children) can run.
@@ -647,9 +666,8 @@ impl SeenCall {
     fn repeat_message(&self, tool: &str) -> Option<String> {
         if self.settled && self.error.is_none() && tool == "task" {
             return Some(format!(
-                "not run: you gave this exact task to this subagent already (turn {}) and it \
-                 answered; its answer is above. Use it: do the next step of your task, or \
-                 delegate something different.",
+                "{TASK_ANSWERED} (turn {}) and it answered; its answer is above. Use it: do the \
+                 next step of your task, or delegate something different.",
                 self.turn
             ));
         }
