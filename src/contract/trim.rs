@@ -40,7 +40,7 @@ const DROPPABLE: &[Rule] = &[
 ];
 
 /// `answer` without the items (`#`-headed sections inside `<answer>`) that `problems` (found on
-/// this very text) fall in, nor the listed paths that do not exist ([`path_entry`]), with a
+/// this very text) fall in, nor the listed paths that do not exist ([`path_cuts`]), with a
 /// closing line saying how many went, and how many went; `None` when a problem is not about an
 /// item's evidence or a listed path, lies outside every item, or when no item with evidence and
 /// no listed path would be left.
@@ -53,13 +53,19 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
         .filter(|h| inner.start <= h.span.start && h.span.end <= inner.end)
         .collect();
     headings.sort_by_key(|h| h.span.start);
-    let mut dropped: Vec<Range<usize>> = Vec::new();
+    let mut items: Vec<Range<usize>> = Vec::new();
+    let mut missing: Vec<Range<usize>> = Vec::new();
     for p in problems {
         let span = p.span.clone().filter(|s| inner.start <= s.start)?;
         if p.code == Rule::NamedPathMissing.code() {
-            let entry = path_entry(answer, span, inner.end)?;
-            if !dropped.contains(&entry) {
-                dropped.push(entry);
+            let sound = span.end <= inner.end
+                && answer.is_char_boundary(span.start)
+                && answer.is_char_boundary(span.end);
+            if !sound {
+                return None;
+            }
+            if !missing.contains(&span) {
+                missing.push(span);
             }
             continue;
         }
@@ -76,37 +82,49 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
             return None;
         }
         let item = headings[at].span.start..end;
-        if !dropped.contains(&item) {
-            dropped.push(item);
+        if !items.contains(&item) {
+            items.push(item);
         }
     }
-    // A path entry inside an item that goes anyway is not counted twice.
-    let all = dropped.clone();
-    dropped.retain(|r| {
-        !all.iter()
-            .any(|o| o != r && o.start <= r.start && r.end <= o.end)
-    });
-    if dropped.is_empty() {
+    // A path inside an item that goes anyway is not counted twice.
+    let within = |r: &Range<usize>, o: &Range<usize>| o.start <= r.start && r.end <= o.end;
+    missing.retain(|m| !items.iter().any(|i| within(m, i)));
+    let all = items.clone();
+    items.retain(|r| !all.iter().any(|o| o != r && within(r, o)));
+    let n = items.len() + missing.len();
+    if n == 0 {
         return None;
     }
-    let gone = |at: usize| dropped.iter().any(|d| d.contains(&at));
+    let paths: Vec<Range<usize>> = envelope.paths.iter().map(|p| p.span.clone()).collect();
+    let mut cuts = items;
+    cuts.extend(path_cuts(answer, &inner, &paths, &missing));
+    // Cuts that meet or overlap are made as one.
+    cuts.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(cuts.len());
+    for r in cuts {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    let gone = |at: usize| merged.iter().any(|d| d.contains(&at));
     let kept_evidence = envelope
         .evidence
         .iter()
         .filter(|e| !gone(e.label.start))
         .count();
-    let kept_paths = envelope
-        .paths
+    let kept_paths = paths
         .iter()
-        .filter(|p| inner.start <= p.span.start && p.span.end <= inner.end && !gone(p.span.start))
+        .filter(|p| inner.start <= p.start && p.end <= inner.end && !gone(p.start))
         .count();
     if kept_evidence + kept_paths == 0 {
         return None;
     }
-    dropped.sort_by_key(|r| std::cmp::Reverse(r.start));
     let mut out = answer.to_string();
-    let n = dropped.len();
-    for range in dropped {
+    for range in merged.into_iter().rev() {
+        if !out.is_char_boundary(range.start) || !out.is_char_boundary(range.end) {
+            return None;
+        }
         out.replace_range(range, "");
     }
     // The note goes last inside `<answer>`, after the last item kept.
@@ -122,37 +140,80 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
     Some((out, n))
 }
 
-/// What goes with a listed path that does not exist (`span`, its code span, inside `<answer>`
-/// which ends at `end`): the whole line when the line is a list entry (`- `, `* `, `+ `, `1. `)
-/// or holds no other code span, else the span with the `, ` or ` and ` that joins it to its
-/// neighbour. `None` when the span is not on one line.
-fn path_entry(answer: &str, span: Range<usize>, end: usize) -> Option<Range<usize>> {
-    let start = answer[..span.start].rfind('\n').map_or(0, |i| i + 1);
-    let stop = answer[span.end..end]
-        .find('\n')
-        .map_or(end, |i| span.end + i + 1);
-    let line = &answer[start..stop];
-    if line.trim_end_matches('\n').contains('\n') {
-        return None;
-    }
-    let body = line.trim_start();
-    let listed = ["- ", "* ", "+ "].iter().any(|m| body.starts_with(m)) || {
-        let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        digits > 0 && body[digits..].starts_with(". ")
+/// What joins two paths listed in running text.
+const JOINTS: [&str; 3] = [", ", " and ", " or "];
+
+/// The text to cut for the listed paths that do not exist (`missing`, code spans inside
+/// `<answer>`'s `inner`), line by line. A line goes whole (never past `inner`) when it is a list
+/// entry (`- `, `* `, `+ `, `1. `) or every path on it is missing. Otherwise each run of missing
+/// paths joined by [`JOINTS`] goes with one joint: the one before it when a kept path precedes it,
+/// else the one after it (`a, x, y, b` → `a, b`; `x, y, b` → `b`), so the line still reads as a
+/// list.
+fn path_cuts(
+    answer: &str,
+    inner: &Range<usize>,
+    paths: &[Range<usize>],
+    missing: &[Range<usize>],
+) -> Vec<Range<usize>> {
+    let line_of = |span: &Range<usize>| {
+        let start = answer[..span.start]
+            .rfind('\n')
+            .map_or(0, |i| i + 1)
+            .max(inner.start);
+        let stop = answer[span.end..inner.end]
+            .find('\n')
+            .map_or(inner.end, |i| span.end + i + 1);
+        start..stop
     };
-    let others = answer[start..span.start].contains('`') || answer[span.end..stop].contains('`');
-    if listed || !others {
-        return Some(start..stop);
-    }
-    for joint in [", ", " and ", " or "] {
-        if answer[span.end..stop].starts_with(joint) {
-            return Some(span.start..span.end + joint.len());
+    let mut lines: Vec<Range<usize>> = missing.iter().map(line_of).collect();
+    lines.sort_by_key(|l| l.start);
+    lines.dedup();
+    let mut cuts = Vec::new();
+    for line in lines {
+        let on_line = |s: &&Range<usize>| line.start <= s.start && s.end <= line.end;
+        let mut spans: Vec<Range<usize>> = paths
+            .iter()
+            .chain(missing)
+            .filter(on_line)
+            .cloned()
+            .collect();
+        spans.sort_by_key(|s| s.start);
+        spans.dedup();
+        let gone: Vec<bool> = spans.iter().map(|s| missing.contains(s)).collect();
+        let body = answer[line.clone()].trim_start();
+        let listed = ["- ", "* ", "+ "].iter().any(|m| body.starts_with(m)) || {
+            let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            digits > 0 && body[digits..].starts_with(". ")
+        };
+        if listed || gone.iter().all(|g| *g) {
+            cuts.push(line);
+            continue;
         }
-        if answer[start..span.start].ends_with(joint) {
-            return Some(span.start - joint.len()..span.end);
+        let joined = |a: &Range<usize>, b: &Range<usize>| {
+            a.end <= b.start && JOINTS.contains(&&answer[a.end..b.start])
+        };
+        let mut i = 0;
+        while i < spans.len() {
+            if !gone[i] {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j + 1 < spans.len() && gone[j + 1] && joined(&spans[j], &spans[j + 1]) {
+                j += 1;
+            }
+            let cut = if i > 0 && !gone[i - 1] && joined(&spans[i - 1], &spans[i]) {
+                spans[i - 1].end..spans[j].end
+            } else if j + 1 < spans.len() && joined(&spans[j], &spans[j + 1]) {
+                spans[i].start..spans[j + 1].start
+            } else {
+                spans[i].start..spans[j].end
+            };
+            cuts.push(cut);
+            i = j + 1;
         }
     }
-    Some(span)
+    cuts
 }
 
 #[cfg(test)]
@@ -264,6 +325,31 @@ mod tests {
             "{kept}"
         );
         assert!(kept.contains("took out 3 item(s)"), "{kept}");
+        assert!(problems(&kept).is_empty(), "{kept}");
+
+        // Two missing paths side by side, a character of several bytes after them: the `, `
+        // between them goes once, and nothing else.
+        let second = "thoughts/shared/plans/2026-11-18-other.md";
+        let answer = format!(
+            "<answer>\nSuggested: `{real}`, `{made_up}`, `{second}`…\n\n\
+             Also `{real}` and `{made_up}` and `{second}`.\n</answer>\n"
+        );
+        let found = problems(&answer);
+        assert_eq!(found.len(), 4, "{found:?}");
+        let (kept, n) = drop_items(&answer, &found).expect("trimmed");
+        assert_eq!(n, 4, "{kept}");
+        assert!(
+            kept.contains(&format!("Suggested: `{real}`…\n"))
+                && kept.contains(&format!("Also `{real}`.\n")),
+            "{kept}"
+        );
+        // A missing path on the line that opens `<answer>`: the tag stays.
+        let answer = format!("<answer>Suggested: `{made_up}`.\n- `{real}`\n</answer>\n");
+        let (kept, _) = drop_items(&answer, &problems(&answer)).expect("trimmed");
+        assert!(
+            kept.starts_with("<answer>") && kept.contains(real),
+            "{kept}"
+        );
         assert!(problems(&kept).is_empty(), "{kept}");
 
         // A line whose one path goes, goes whole.

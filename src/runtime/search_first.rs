@@ -407,7 +407,7 @@ pub fn listing(task: &str, calls: &[ToolCall], results: &[Message]) -> Listing {
         sets_apart,
         named_for_task: !failed
             && files.first().is_some_and(|f| {
-                let named = apart.iter().filter(|w| own_name_holds(f.path, w)).count();
+                let named = apart.iter().filter(|w| own_named(f, w)).count();
                 named >= 2 || (unmatched.is_empty() && !apart.is_empty() && named == apart.len())
             }),
         ..listing(
@@ -423,8 +423,9 @@ const COMMAND_FOLDERS: [&str; 2] = ["cli", "cmd"];
 /// The words that make a task one about a command-line command rather than a feature.
 const COMMAND_WORDS: [&str; 4] = ["command", "subcommand", "flag", "option"];
 
-/// Whether the task is about a command: it writes a flag (`--since`), or one of its searched
-/// words is a [`COMMAND_WORDS`] word.
+/// Whether the task is about a command: it writes a flag (`--since`), or one of its words, or
+/// of the words searched for it, is a [`COMMAND_WORDS`] word or its plural (not a longer word
+/// it begins: "optional" is no option).
 fn about_a_command(task: &str, searched: &[String]) -> bool {
     let flag = task.match_indices("--").any(|(i, _)| {
         task[i + 2..]
@@ -432,9 +433,13 @@ fn about_a_command(task: &str, searched: &[String]) -> bool {
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic())
     });
-    flag || searched
-        .iter()
-        .any(|w| COMMAND_WORDS.iter().any(|c| part_named(c, w)))
+    let command = |w: &String| {
+        let w = w.to_lowercase();
+        COMMAND_WORDS
+            .iter()
+            .any(|c| w == *c || w.strip_suffix('s') == Some(c))
+    };
+    flag || words(task).iter().any(command) || searched.iter().any(command)
 }
 
 /// Whether one of `path`'s folders is a [`COMMAND_FOLDERS`] folder.
@@ -1014,6 +1019,8 @@ d/2026-repair.md:1",
             Some("src/cli/lint.rs")
         );
         assert!(about_a_command("Plan `--since DATE`", &[]));
+        assert!(about_a_command("Add a verbose option to runs", &[]));
+        assert!(!about_a_command("Make the budget optional", &[]));
         assert!(!about_a_command("a -- b", &[]));
         assert!(!in_command_folder("src/cli.rs") && in_command_folder("src/cmd/x/y.rs"));
         // A module's `mod.rs` is named for its folder.

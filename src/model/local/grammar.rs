@@ -20,7 +20,7 @@
 
 use serde_json::Value;
 
-use super::cited::{Cited, Quotable};
+use super::cited::{Cited, Quotable, NAMED_FILES_MAX};
 use super::fresh::{Opening, Shape};
 use super::gbnf::{lit, pattern_to_gbnf, Gbnf};
 use crate::contract::spec::NamedPaths;
@@ -903,7 +903,9 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract) -> String {
     let cited = g.cited;
     let l = g.limits;
     let line_no = g.rule("line-no", "[1-9] [0-9]{0,5}");
-    let prose = if c.named_paths == NamedPaths::Exist && !cited.files.is_empty() {
+    // A list cut at `NAMED_FILES_MAX` would hide the files past it: then the checker judges.
+    let all_named = !cited.files.is_empty() && cited.files.len() < NAMED_FILES_MAX;
+    let prose = if c.named_paths == NamedPaths::Exist && all_named {
         prose_naming_files(g, &line_no)
     } else {
         // A backtick only before another character: inline code, never a fence.
@@ -1009,9 +1011,12 @@ fn answer_rules(g: &mut Writer, c: &crate::contract::Contract) -> String {
 /// at its answer and both repairs, and the hop failed on it. Other inline code (`grep`,
 /// `(?i)parser`) stays free, and plain text holds no `/`: a path written bare would pass the
 /// check unseen, which is why SmolLM2-135M, told to list an invented record in backticks,
-/// wrote it bare. A line holds at most three code spans, its plain runs shortened
-/// to match, so the longest line grows by the spans alone and the grammar's ladder
-/// (`Limits`) hardly moves.
+/// wrote it bare. A line holds at most three code spans; with them, a quarter of the line's
+/// plain length before the first and half after each (a locator's line is mostly the title
+/// after its path), so the longest line is under twice a plain one plus its spans, and the
+/// grammar's ladder (`Limits`) moves by a step at most. Only when the conversation's named
+/// files were not cut at `NAMED_FILES_MAX` (the caller's check): past it, real files would be
+/// unwritable.
 fn prose_naming_files(g: &mut Writer, line_no: &str) -> String {
     let (n, cited) = (g.limits.prose_line, g.cited);
     let named = named_path(g, &cited.files);
@@ -1027,8 +1032,8 @@ fn prose_naming_files(g: &mut Writer, line_no: &str) -> String {
         "prose-line",
         format!(
             "{first} ( {plain}{{0,{n}}} | {plain}{{0,{}}} ( {code} {plain}{{0,{}}} ){{1,3}} ) \"\\n\"",
-            n / 2,
-            n / 4
+            n / 4,
+            n / 2
         ),
     )
 }
@@ -1600,6 +1605,16 @@ mod tests {
         assert!(rule(&g, "prose-line").contains("prose-code"), "{g}");
         let g = loose_grammar(&request);
         assert!(!g.contains("prose-code") && g.contains("prose-char"), "{g}");
+        // Named files cut at the most a grammar spells out: the files past the cut stay
+        // writable, so inline code is free again.
+        let many = Cited {
+            files: (0..NAMED_FILES_MAX)
+                .map(|i| format!("src/f{i}.rs"))
+                .collect(),
+            quotable: Vec::new(),
+        };
+        let g = for_request(&request, None, LOOSE, &many).unwrap().unwrap();
+        assert!(!g.contains("prose-code") && g.contains("prose-char"));
         let request = request_for(Some(rc(Contract::envelope())));
         let g = for_request(&request, None, LOOSE, &cited).unwrap().unwrap();
         assert!(!g.contains("prose-code") && g.contains("prose-char"), "{g}");

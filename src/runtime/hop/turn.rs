@@ -179,9 +179,6 @@ impl HopState {
                     why: "read_first_shown".into(),
                     count: 1,
                 });
-                if tool == "task" && msg.starts_with(TASK_ANSWERED) {
-                    answered_again += 1;
-                }
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
                 refused += 1;
                 continue;
