@@ -42,8 +42,8 @@ const DROPPABLE: &[Rule] = &[
 /// `answer` without the items (`#`-headed sections inside `<answer>`) that `problems` (found on
 /// this very text) fall in, nor the listed paths that do not exist ([`path_cuts`]), with a
 /// closing line saying how many went, and how many went; `None` when a problem is not about an
-/// item's evidence or a listed path, lies outside every item, or when no item with evidence and
-/// no listed path would be left.
+/// item's evidence or a listed path, lies outside every item, or when nothing would be left: no
+/// Evidence item in an answer that had some, no listed path in one that had none.
 pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)> {
     let envelope = super::Envelope::parse_lenient(answer);
     let inner = envelope.answer.as_ref()?.inner.clone();
@@ -117,7 +117,14 @@ pub fn drop_items(answer: &str, problems: &[Problem]) -> Option<(String, usize)>
         .iter()
         .filter(|p| inner.start <= p.start && p.end <= inner.end && !gone(p.start))
         .count();
-    if kept_evidence + kept_paths == 0 {
+    // An answer made of Evidence items keeps one at least (a listed path in its prose is no
+    // claim that verifies); a list of paths keeps one path.
+    let holds = if envelope.evidence.is_empty() {
+        kept_paths > 0
+    } else {
+        kept_evidence > 0
+    };
+    if !holds {
         return None;
     }
     let mut out = answer.to_string();
@@ -261,9 +268,14 @@ mod tests {
         );
         assert!(verify_evidence(&kept, &ctx).is_empty(), "{kept}");
 
-        // Every item failing: nothing is left to hand up, so nothing is dropped.
+        // Every item failing: nothing is left to hand up, so nothing is dropped, even with a
+        // path named in the prose beside it.
         let answer = format!("<answer>\n{bad}</answer>\n");
         let problems = verify_evidence(&answer, &ctx);
+        assert_eq!(drop_items(&answer, &problems), None);
+        let answer = format!("<answer>\nSee `notes/d.md`.\n\n{bad}</answer>\n");
+        let problems = verify_evidence(&answer, &ctx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(drop_items(&answer, &problems), None);
         // A problem that is not about evidence (here the envelope's) is never dropped around.
         let mut other = Rule::MessageIdMismatch.problem(0..0, "m");
