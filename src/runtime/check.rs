@@ -588,6 +588,10 @@ mod tests {
         let mut contract = Contract::builtin("envelope").unwrap();
         contract.max_repairs = 1;
         contract.on_violation = OnViolation::DropItems;
+        // Evidence items name their paths in references, which this does not check.
+        contract.named_paths = crate::contract::spec::NamedPaths::Exist;
+        std::fs::create_dir(dir.path().join("notes")).unwrap();
+        std::fs::write(dir.path().join("notes/d.md"), "# D\n").unwrap();
         let item = |title: &str, excerpt: &str| {
             format!("### {title}\n- **Evidence**: `d.md:2-2`\n- **Excerpt**:\n  ```\n  {excerpt}\n  ```\n\n")
         };
@@ -630,20 +634,11 @@ mod tests {
         );
 
         // A locator's list: the invented path goes, the real one goes up.
-        std::fs::create_dir(dir.path().join("notes")).unwrap();
-        std::fs::write(dir.path().join("notes/d.md"), "# D\n").unwrap();
-        contract.named_paths = crate::contract::spec::NamedPaths::Exist;
-        let judge = |answer: &str| {
-            let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-            let first = gate.judge(answer, &|_| {});
-            assert!(matches!(first, Verdict::Repair { .. }), "{first:?}");
-            gate.judge(answer, &|_| {})
-        };
         let listed = envelope("Suggested for analysis: `notes/d.md`, `plans/made-up.md`.\n");
         let Verdict::Accept {
             conformant: Some(true),
             answer: Some(kept),
-        } = judge(&listed)
+        } = judge(&listed).0
         else {
             panic!("{listed}");
         };
@@ -651,7 +646,7 @@ mod tests {
             kept.contains("analysis: `notes/d.md`.") && !kept.contains("made-up"),
             "{kept}"
         );
-        let verdict = judge(&envelope("- `plans/made-up.md`\n"));
+        let (verdict, _) = judge(&envelope("- `plans/made-up.md`\n"));
         assert!(
             matches!(
                 verdict,

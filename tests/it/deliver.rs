@@ -906,6 +906,26 @@ async fn researcher_on(project: &Project, mock: &Mock, question: &str) -> (Vec<E
 /// The decision record the locator tests find.
 const DOC: &str = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
 
+/// A thoughts-locator answer (today's message `n`) listing [`DOC`] with one Evidence item of it
+/// that verifies against the record `shipped_agents_with(DOC, …)` writes.
+fn locator_with_verified_item(n: u32) -> String {
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
+    format!("---\nmessage_id: locator-{today}-{n:03}\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n\n### The parser\n{item}\n</answer>\n")
+}
+
+/// The researcher's turn that gives thoughts-locator `prompt`.
+fn delegate_to_locator(id: &str, prompt: &str) -> support::mock::Reply {
+    answer(
+        "",
+        vec![call(
+            id,
+            "task",
+            json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": prompt}),
+        )],
+    )
+}
+
 /// Once a subagent's answer holds Evidence that verifies, the researcher (whose final answer is
 /// its report) is told to write the report now with those items to copy, and offered no filled
 /// call. A 1.5B researcher otherwise followed the plan to its next source and never wrote the
@@ -944,21 +964,8 @@ async fn a_delegation_that_adds_nothing_after_the_note_leaves_only_the_report() 
         support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
-    let today = chrono::Utc::now().format("%Y-%m-%d");
-    let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
-    let found = |n: u32| {
-        format!("---\nmessage_id: locator-{today}-{n:03}\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n\n### The parser\n{item}\n</answer>\n")
-    };
-    let delegate = |id: &str, prompt: &str| {
-        answer(
-            "",
-            vec![call(
-                id,
-                "task",
-                json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": prompt}),
-            )],
-        )
-    };
+    let found = locator_with_verified_item;
+    let delegate = delegate_to_locator;
     mock.push(answer(PLAN, vec![]))
         .push(delegate("t1", question))
         .push(answer(
@@ -1009,19 +1016,8 @@ async fn a_task_given_again_after_the_note_leaves_only_the_report() {
         support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
-    let today = chrono::Utc::now().format("%Y-%m-%d");
-    let item = format!("- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```");
-    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n\n### The parser\n{item}\n</answer>\n");
-    let delegate = |id: &str| {
-        answer(
-            "",
-            vec![call(
-                id,
-                "task",
-                json!({"subagent_type": "thoughts-locator", "description": "Find", "prompt": question}),
-            )],
-        )
-    };
+    let found = locator_with_verified_item(1);
+    let delegate = |id: &str| delegate_to_locator(id, question);
     mock.push(answer(PLAN, vec![]))
         .push(delegate("t1"))
         .push(answer(
