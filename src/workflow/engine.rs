@@ -509,11 +509,35 @@ pub enum RenderError {
     Document(#[source] minijinja::Error),
 }
 
+/// The `undated` filter: `text` without a leading `YYYY-MM-DD` date and the `-` after it.
+///
+/// Why: a path template that writes `{{ today }}-{{ render.slug }}` named a 1.5B model's plan
+/// `2026-11-28-2026-11-28-add-since.md`, because the model, seeing dated plans, put the date in
+/// its slug too. `{{ render.slug | undated }}` keeps the date the runtime adds and only that.
+pub fn undated(text: String) -> String {
+    let b = text.as_bytes();
+    let is_date = b.len() >= 10
+        && b[..10].iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            _ => c.is_ascii_digit(),
+        });
+    if !is_date {
+        return text;
+    }
+    let rest = text[10..].trim_start_matches(['-', '_', ' ']);
+    if rest.is_empty() {
+        text
+    } else {
+        rest.to_string()
+    }
+}
+
 /// Renders the document: its project-relative path and its text.
 pub fn render(wf: &Workflow, state: &State) -> Result<(String, String), RenderError> {
     let vars = template_vars(state);
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.add_filter("undated", undated);
     let path = env
         .render_str(&wf.output.path, minijinja::value::Serde(&vars))
         .map_err(RenderError::Path)?;
@@ -544,6 +568,20 @@ mod tests {
         let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
         let s = State::new("t", &wf, "a", "s", "c", "task");
         (dir, p, wf, s)
+    }
+
+    #[test]
+    fn undated_takes_a_leading_date_off_and_nothing_else() {
+        assert_eq!(undated("2026-11-28-add-since".into()), "add-since");
+        assert_eq!(undated("2026-11-28_add".into()), "add");
+        assert_eq!(
+            undated("add-since-2026-11-28".into()),
+            "add-since-2026-11-28"
+        );
+        assert_eq!(undated("2026-1-28-add".into()), "2026-1-28-add");
+        // A slug that is only a date keeps it: an empty file name is worse than a doubled date.
+        assert_eq!(undated("2026-11-28".into()), "2026-11-28");
+        assert_eq!(undated("é".into()), "é");
     }
 
     #[test]
