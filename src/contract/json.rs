@@ -102,12 +102,26 @@ pub fn check_json_detailed(text: &str, contract: &Contract, project: &Project) -
 
 /// The rule at `schema_path` in words (`json_hint`), when the schema is inline and the rule's
 /// shape is one it can say; the path is kept so a person can find the rule.
-fn rule_hint(json: &JsonContract, schema_path: &str, field: &str) -> Option<String> {
+fn rule_hint(json: &JsonContract, value: &Value, schema_path: &str, field: &str) -> Option<String> {
     let super::schema::SchemaSource::Inline(schema) = &json.schema else {
         return None;
     };
-    let asks = super::json_hint::hint(schema, schema_path, field)?;
+    let asks = super::json_hint::hint(schema, value, schema_path, field)?;
     Some(format!("{asks} (the schema rule at `{schema_path}`)"))
+}
+
+/// The passing list nearest to the one at `pointer` (`json_hint::nearest_list`), for an inline
+/// schema.
+fn nearest_list(
+    json: &JsonContract,
+    value: &Value,
+    pointer: &str,
+    validator: &jsonschema::Validator,
+) -> Option<Value> {
+    let super::schema::SchemaSource::Inline(schema) = &json.schema else {
+        return None;
+    };
+    super::json_hint::nearest_list(schema, value, pointer, |v| validator.is_valid(v))
 }
 
 fn validate(
@@ -161,9 +175,16 @@ fn validate(
                 span_of(spans, &pointer),
                 format!("{field}: {err}"),
             )
-            .with_help(rule_hint(json, &schema_path, &field).unwrap_or_else(|| {
-                format!("change {field} so it satisfies the schema rule at `{schema_path}`")
-            })),
+            .with_help({
+                let help = rule_hint(json, value, &schema_path, &field).unwrap_or_else(|| {
+                    format!("change {field} so it satisfies the schema rule at `{schema_path}`")
+                });
+                // The value to copy first: a small model acts on the first thing it reads.
+                match nearest_list(json, value, &pointer, &validator.0) {
+                    Some(list) => format!("write {field} as `{list}`. Why: {help}"),
+                    None => help,
+                }
+            }),
         );
     }
     // `conflict` only when every error is a cross-field rule: a wrong type is the deeper fault.

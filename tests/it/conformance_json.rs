@@ -145,7 +145,7 @@ fn the_analysts_fallback_validates_against_its_own_contract() {
 
 /// The seed's source rules, one request type at a time: status requests must use `db` and never
 /// `doc` (a `doc` next to `db` is sanitized away, `doc` alone conflicts); design, how-to and
-/// definition requests need `doc` or `policy`; casual requests need none.
+/// definition requests need `doc` or `policy`, design ones `code` too; casual requests need none.
 #[test]
 fn every_request_types_source_rules() {
     let (_dir, project) = project();
@@ -174,10 +174,18 @@ fn every_request_types_source_rules() {
         assert_eq!(judge(t, &["doc"]).0, Some("conflict"), "{t}");
         assert_eq!(judge(t, &["policy"]).0, Some("conflict"), "{t}");
     }
-    for t in ["DESIGN_ARCH", "HOWTO_POLICY", "DATA_DEFINITION"] {
+    for t in ["HOWTO_POLICY", "DATA_DEFINITION"] {
         assert_eq!(judge(t, &["doc"]).0, None, "{t}");
         assert_eq!(judge(t, &["policy"]).0, None, "{t}");
         assert_eq!(judge(t, &["code"]).0, Some("conflict"), "{t}");
+    }
+    // A design question about the project is answered from its code as well as its records:
+    // the 1.5B analyst sent "Where is the retry policy for model requests decided?" to `doc`
+    // alone, and the researcher could not reach the code that decides it.
+    assert_eq!(judge("DESIGN_ARCH", &["doc", "code"]).0, None);
+    assert_eq!(judge("DESIGN_ARCH", &["code", "policy"]).0, None);
+    for wrong in [&["doc"][..], &["policy"], &["code"], &["doc", "policy"]] {
+        assert_eq!(judge("DESIGN_ARCH", wrong).0, Some("conflict"), "{wrong:?}");
     }
     for t in ["TROUBLESHOOTING", "KNOWLEDGE_QA"] {
         assert_eq!(judge(t, &["code", "db"]).0, None, "{t}");
@@ -195,7 +203,8 @@ fn every_request_types_source_rules() {
     assert!(
         repair.contains(
             "field `/required_sources` must contain `doc`, or contain `policy`, because \
-             `/request_type` is one of `DESIGN_ARCH`, `HOWTO_POLICY`, `DATA_DEFINITION`"
+             `/request_type` is one of `DESIGN_ARCH`, `HOWTO_POLICY`, `DATA_DEFINITION`; it \
+             must also contain `code`, because `/request_type` is `DESIGN_ARCH`"
         ),
         "{repair}"
     );
