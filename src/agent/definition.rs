@@ -57,6 +57,36 @@ impl ReadFirst {
     }
 }
 
+/// `delegate_first:` as written: one subagent's name, or a list of names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FirstDelegates(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for FirstDelegates {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = FirstDelegates;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a subagent's name, or a list of names")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<FirstDelegates, E> {
+                Ok(FirstDelegates(vec![v.to_string()]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<FirstDelegates, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    names.push(name);
+                }
+                Ok(FirstDelegates(names))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// `budget:` as written: a token count, or a mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -284,7 +314,7 @@ pub(crate) struct RawFrontmatter {
     #[serde(default)]
     pub search_first: Option<Spanned<String>>,
     #[serde(default)]
-    pub delegate_first: Option<Spanned<String>>,
+    pub delegate_first: Option<Spanned<FirstDelegates>>,
     pub evidence_goal: Option<u32>,
 }
 
@@ -341,11 +371,11 @@ pub struct Agent {
     /// (`search_first:`, see `runtime::search_first`). Left out of `agents --json` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_first: Option<String>,
-    /// The subagent the runtime hands the task to, word for word, before the first turn
-    /// (`delegate_first:`): a real `task` call, so grants and permissions apply. Left out of
-    /// `agents --json` when unset.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delegate_first: Option<String>,
+    /// The subagents the runtime hands the task to, word for word, before the first turn
+    /// (`delegate_first:`, one name or a list): real `task` calls, made in one turn, so grants,
+    /// permissions and a plan gate apply. Left out of `agents --json` when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delegate_first: Vec<String>,
     /// Verified Evidence items a checked answer should hold (`evidence_goal:`). An accepted
     /// answer with fewer, but at least one, is asked once for more, with lines of its cited
     /// file it has not cited; the richer of the two answers goes up, so the ask never loses

@@ -305,17 +305,26 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         "agent/search-first",
     ));
 
-    let delegate_first = raw
+    let mut delegate_first: Vec<String> = Vec::new();
+    for name in raw.delegate_first.iter().flat_map(|s| &s.value.0) {
+        let name = name.trim();
+        if !name.is_empty() && !delegate_first.iter().any(|n| n == name) {
+            delegate_first.push(name.to_string());
+        }
+    }
+    if let Some(set) = raw
         .delegate_first
         .as_ref()
-        .map(|s| s.value.trim().to_string())
-        .filter(|s| !s.is_empty());
-    diags.extend(ungranted(
-        raw.delegate_first.as_ref(),
-        "delegate_first",
-        "task",
-        "agent/delegate-first",
-    ));
+        .filter(|_| !tools.allows("task"))
+    {
+        diags.push(no_effect(
+            set.referenced.line(),
+            set.referenced.column(),
+            "agent/delegate-first",
+            "`delegate_first` has no effect: the agent is not granted `task`",
+            "grant `task` in `tools:`, or remove `delegate_first`",
+        ));
+    }
 
     let deliver = match &raw.deliver {
         None => None,
@@ -623,5 +632,39 @@ mod tests {
             let quiet = parse(&granted, "agent/a.md", "a").diagnostics;
             assert!(!quiet.iter().any(|d| d.code == code), "{key}: {quiet:?}");
         }
+    }
+
+    /// `delegate_first:` is one name or a list; blanks and repeats go, the order stays.
+    #[test]
+    fn delegate_first_takes_one_name_or_a_list() {
+        let names = |value: &str| {
+            let text = format!("---\ndescription: d\ndelegate_first: {value}\n---\nbody\n");
+            let parsed = parse(&text, "agent/a.md", "a");
+            assert!(
+                parsed
+                    .diagnostics
+                    .iter()
+                    .all(|d| d.severity != Severity::Error),
+                "{value}: {:?}",
+                parsed.diagnostics
+            );
+            match parsed.outcome {
+                Outcome::Loaded(agent) => agent.delegate_first,
+                other => panic!("{value}: {other:?}"),
+            }
+        };
+        assert_eq!(names("finder"), ["finder"]);
+        assert_eq!(names("[finder, seeker, finder, ' ']"), ["finder", "seeker"]);
+        assert!(names("[]").is_empty());
+        let text = "---\ndescription: d\ndelegate_first: {a: b}\n---\nbody\n";
+        let parsed = parse(text, "agent/a.md", "a");
+        assert!(
+            parsed
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == Severity::Error && d.line == 3),
+            "{:?}",
+            parsed.diagnostics
+        );
     }
 }

@@ -141,8 +141,12 @@ pub fn agent_schema() -> Value {
             "read_first": read_first_spec(),
             "search_first": { "type": "string", "minLength": 1,
                 "description": "A project folder: before the first turn the runtime greps it (with `grep`) for up to 3 words of the task and hands the matches over with the task" },
-            "delegate_first": { "type": "string", "minLength": 1,
-                "description": "A subagent: before the first turn the runtime delegates the task to it word for word (a `task` call), and the first turn reads its answer" },
+            "delegate_first": {
+                "oneOf": [
+                    { "type": "string", "minLength": 1 },
+                    { "type": "array", "items": { "type": "string", "minLength": 1 }, "minItems": 1, "uniqueItems": true }
+                ],
+                "description": "A subagent, or a list of them: before the first turn the runtime delegates the task to each word for word (`task` calls, in one turn; under a `gate:`, only those the plan opens), and the first turn reads their answers" },
             "evidence_goal": { "type": "integer", "minimum": 1,
                 "description": "Verified Evidence items a checked answer should hold: an accepted answer with fewer (but at least one) is asked once for more, with uncited lines of the file it cites; the richer answer goes up" },
             "tool_choice": { "enum": ["auto", "required"], "default": "auto",

@@ -254,28 +254,27 @@ fn validators(set: &AgentSet, out: &mut Vec<Problem>) {
 /// runtime's first call of every session would be a tool error.
 fn delegate_firsts(set: &AgentSet, out: &mut Vec<Problem>) {
     for a in set.iter().filter(|a| !a.disable) {
-        let Some(target) = &a.delegate_first else {
-            continue;
-        };
-        if let Some(refusal) = policy::refusals(set.by_name(), a, target, None)
-            .into_iter()
-            .next()
-        {
-            out.push(
-                Problem::new(
-                    Severity::Error,
-                    "delegation/delegate-first-refused",
-                    &a.file,
-                    format!(
-                        "`delegate_first: {target}` of `{}` would be refused: {refusal}",
-                        a.name
-                    ),
-                )
-                .with_help(
-                    "name a subagent this agent may delegate to (see `permission.task`), or \
+        for target in &a.delegate_first {
+            if let Some(refusal) = policy::refusals(set.by_name(), a, target, None)
+                .into_iter()
+                .next()
+            {
+                out.push(
+                    Problem::new(
+                        Severity::Error,
+                        "delegation/delegate-first-refused",
+                        &a.file,
+                        format!(
+                            "`delegate_first: {target}` of `{}` would be refused: {refusal}",
+                            a.name
+                        ),
+                    )
+                    .with_help(
+                        "name a subagent this agent may delegate to (see `permission.task`), or \
                      remove `delegate_first:`",
-                ),
-            );
+                    ),
+                );
+            }
         }
     }
 }
@@ -291,7 +290,7 @@ pub fn adjacency(set: &AgentSet) -> BTreeMap<&str, Vec<&str>> {
             .iter()
             .map(|r| r.target.as_str())
             .chain(a.validator.as_deref())
-            .chain(a.delegate_first.as_deref());
+            .chain(a.delegate_first.iter().map(String::as_str));
         for target in targets {
             if let Some(t) = set.get(target) {
                 if !entry.contains(&t.name.as_str()) {

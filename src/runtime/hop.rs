@@ -53,14 +53,11 @@ pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64
 /// The call id of the runtime's `delegate_first` delegation.
 pub const DELEGATE_FIRST_ID: &str = "delegate_first";
 
-/// How the answer of the `delegate_first` subagent begins in the task message.
-const DELEGATED_FIRST: &str = "[runtime] The runtime gave your task to ";
+/// How the answer of a `delegate_first` subagent begins in the task message.
+pub const DELEGATED_FIRST: &str = "[runtime] The runtime gave your task to ";
 
-/// The `delegate_first` subagent's answer (or failure) as it goes with the task, then `note`.
-fn delegated_first(target: &str, result: Option<&Message>, note: &str) -> String {
-    let Some(result) = result else {
-        return note.to_string();
-    };
+/// A `delegate_first` subagent's answer (or failure) as it goes with the task.
+fn delegated_first(target: &str, result: &Message) -> String {
     let fence = crate::markdown::fence_for(&result.content);
     let how = if result.is_error {
         "it failed"
@@ -69,7 +66,7 @@ fn delegated_first(target: &str, result: Option<&Message>, note: &str) -> String
     };
     format!(
         "\n\n{DELEGATED_FIRST}`{target}` first (a `task` call with your task word for word); \
-         {how}:\n{fence}markdown\n{}\n{fence}{note}",
+         {how}:\n{fence}markdown\n{}\n{fence}",
         result.content.trim_end()
     )
 }
@@ -267,6 +264,7 @@ pub(crate) fn run_hop_on(
             blocked: Default::default(),
             answered: Default::default(),
             found_paths: Vec::new(),
+            found_by: Vec::new(),
             seen_calls: Default::default(),
             read_ahead: Vec::new(),
             refused_turns: 0,
@@ -331,6 +329,9 @@ struct HopState {
     /// a few): the next delegation named is another subagent, given those paths.
     answered: std::collections::BTreeSet<String>,
     found_paths: Vec<String>,
+    /// The subagent that found each of `found_paths`, at the same index: a gate's next
+    /// delegation sends a path to the analyzer of the source whose locator found it.
+    found_by: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
     /// The question a primary's workflow step asked (`CLARIFY`): the hop ends NEEDS_INPUT with
@@ -498,9 +499,12 @@ impl HopState {
         // `delegate_first`: the delegation the agent's prompt asks for first, made by the
         // runtime with the task word for word; the first turn reads its answer. A 1.5B planner
         // never delegated: it invented its scope's files (`src/bin/run.rs`) and looped on them.
-        if let Some(call) = self.delegate_first_call() {
-            let target = self.agent.delegate_first.clone().unwrap_or_default();
-            let calls = vec![call];
+        // Several run in one turn, as the researcher's prompt asks of its locators ("in one
+        // turn"): the 1.5B researcher, its plan opening `doc` and `code`, called only the
+        // thoughts-locator, and the code that answered "where is the retry policy decided?"
+        // was never searched.
+        let calls = self.delegate_first_calls();
+        if !calls.is_empty() {
             let results = self.tools_turn(&calls, By::Runtime).await;
             // A workflow agent is told which step it owes first: shown the locator's files, the
             // planner reported `scope` before `intent`.
@@ -515,7 +519,18 @@ impl HopState {
             // With the task, not as a call of the agent's own: the 1.5B planner, shown the
             // runtime's `task` call as its own last turn, made it again word for word, turn
             // after turn, and never reported `intent`.
-            let folded = delegated_first(&target, results.first(), &note);
+            let mut folded = String::new();
+            for (call, result) in calls.iter().zip(&results) {
+                let target = call.arguments["subagent_type"].as_str().unwrap_or_default();
+                folded.push_str(&delegated_first(target, result));
+            }
+            // One note after every answer: what to delegate next, each path to its source's
+            // analyzer (`PlanGate::next_delegation`).
+            if let Some(next) = self.next_delegation() {
+                folded.push_str("\n\n[runtime] ");
+                folded.push_str(&next);
+            }
+            folded.push_str(&note);
             if let Some(task) = self.messages.get_mut(task_at) {
                 task.content.push_str(&folded);
             }
@@ -1199,18 +1214,36 @@ impl HopState {
         self.tools_turn(&calls, By::Runtime).await
     }
 
-    /// The `task` call of `delegate_first:`, made once, before the hop's first turn.
-    fn delegate_first_call(&self) -> Option<crate::model::ToolCall> {
-        let target = self.agent.delegate_first.as_deref()?;
-        Some(crate::model::ToolCall {
-            id: DELEGATE_FIRST_ID.to_string(),
-            name: "task".to_string(),
-            arguments: serde_json::json!({
-                "subagent_type": target,
-                "description": "Find what the task needs",
-                "prompt": self.req.prompt,
-            }),
-        })
+    /// The `task` calls of `delegate_first:`, made once, before the hop's first turn: one per
+    /// subagent the plan gate (if any) admits now. The first has the id `delegate_first`, the
+    /// others `delegate_first_2`, … A subagent the plan's sources close is passed over, not
+    /// called to be refused: a plan that chose `doc` alone owes no code search.
+    fn delegate_first_calls(&self) -> Vec<crate::model::ToolCall> {
+        self.agent
+            .delegate_first
+            .iter()
+            .filter(|target| {
+                self.plan_gate.as_ref().is_none_or(|g| {
+                    matches!(
+                        g.admit("task", Some(target), false),
+                        super::plan_gate::Admission::Open
+                    )
+                })
+            })
+            .enumerate()
+            .map(|(i, target)| crate::model::ToolCall {
+                id: match i {
+                    0 => DELEGATE_FIRST_ID.to_string(),
+                    n => format!("{DELEGATE_FIRST_ID}_{}", n + 1),
+                },
+                name: "task".to_string(),
+                arguments: serde_json::json!({
+                    "subagent_type": target,
+                    "description": "Find what the task needs",
+                    "prompt": self.req.prompt,
+                }),
+            })
+            .collect()
     }
 
     /// What a gated agent is told after a subagent's `answer`. One that owes a document written
@@ -1284,11 +1317,17 @@ impl HopState {
     fn next_delegation(&self) -> Option<String> {
         let gate = self.plan_gate.as_ref()?;
         let skip = self.blocked.union(&self.answered).cloned().collect();
+        let found: Vec<(String, String)> = self
+            .found_paths
+            .iter()
+            .cloned()
+            .zip(self.found_by.iter().cloned())
+            .collect();
         gate.next_delegation(
             &self.req.prompt,
             &self.ctx.shared.correlation_id,
             &skip,
-            &self.found_paths,
+            &found,
         )
     }
 

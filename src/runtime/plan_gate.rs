@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-use crate::agent::gate::{AskedBy, Gate, PlanFrom};
+use crate::agent::gate::{AskedBy, Gate, GateName, PlanFrom};
 use crate::agent::{Agent, AgentSet};
 use crate::contract::{check_json_detailed, Contract, SchemaSource};
 use crate::model::{ToolCall, ToolSpec};
@@ -263,51 +263,93 @@ impl PlanGate {
         })
     }
 
-    /// After a plan passed: the delegation to make next, filled in for a model to copy — the
-    /// first subagent the plan's sources open (the gate's sources list them in the order of
-    /// the work, locators first, then analyzers), passing over those in `skip` (they answered
-    /// already, or broke their contract on this task; the identical call is refused). Its
-    /// prompt is the task, with the first of the `paths` an earlier subagent found: a small
-    /// model called the locator again and again once it had answered, never the analyzer it
-    /// was meant to feed.
+    /// After a plan passed: the delegations to make next, filled in for a model to copy. For
+    /// each source the plan chose, in its order, the first subagent that source opens (the
+    /// gate's sources list them in the order of the work, locators first, then analyzers),
+    /// passing over those in `skip` (they answered already, or broke their contract on this
+    /// task; the identical call is refused), given the first path in `found` that a member of
+    /// the same source found: a document a thoughts-locator listed goes to the thoughts-analyzer,
+    /// a file the codebase-locator listed to the codebase-analyzer. A small model called the
+    /// locator again and again once it had answered, never the analyzer it was meant to feed;
+    /// and sent every path to the first analyzer named, a source file to the thoughts-analyzer.
+    ///
+    /// Before anything was found, one call: the first such subagent with the bare task. A path
+    /// no source's subagent found (another agent's) goes, as before, to the first subagent.
+    /// `found` is (path, the subagent that found it), in the order found.
     /// `None` before a plan, or when the plan opens no other subagent.
     pub fn next_delegation(
         &self,
         task: &str,
         correlation_id: &str,
         skip: &std::collections::BTreeSet<String>,
-        paths: &[String],
+        found: &[(String, String)],
     ) -> Option<String> {
         let accepted = self.accepted.as_ref()?;
-        let agent = accepted
+        let eligible = |n: &str| {
+            accepted.allowed.contains(n)
+                && !crate::agent::grants::BUILTIN_TOOLS.contains(&n)
+                && !self.is_plan_agent(n)
+                && !skip.contains(n)
+        };
+        let lists: Vec<&Vec<GateName>> = accepted
             .sources
             .iter()
             .filter_map(|s| self.gate.sources.get(s))
-            .flatten()
-            .map(|n| n.name.as_str())
-            .find(|n| {
-                accepted.allowed.contains(*n)
-                    && !crate::agent::grants::BUILTIN_TOOLS.contains(n)
-                    && !self.is_plan_agent(n)
-                    && !skip.contains(*n)
-            })?;
-        // One path: an analysis covers one document, and three named at once had the analyzer
-        // read all three into a context they overflowed.
-        let (description, prompt) = match paths.first() {
-            None => ("Find what answers the task", task.trim().to_string()),
-            Some(path) => (
-                "Read what was found",
-                format!("{} Read `{path}`.", task.trim()),
+            .collect();
+        let first = |list: &[GateName]| {
+            list.iter()
+                .map(|n| n.name.as_str())
+                .find(|n| eligible(n))
+                .map(str::to_string)
+        };
+        let mut calls: Vec<(String, Option<&str>)> = Vec::new();
+        for list in &lists {
+            let Some(agent) = first(list) else { continue };
+            let path = found
+                .iter()
+                .find(|(_, by)| list.iter().any(|n| n.name == *by))
+                .map(|(p, _)| p.as_str());
+            if let Some(path) = path {
+                if !calls.iter().any(|(a, _)| *a == agent) {
+                    calls.push((agent, Some(path)));
+                }
+            }
+        }
+        if calls.is_empty() {
+            let agent = lists.iter().find_map(|l| first(l))?;
+            calls.push((agent, found.first().map(|(p, _)| p.as_str())));
+        }
+        let calls: Vec<String> = calls
+            .into_iter()
+            .map(|(agent, path)| {
+                // One path a call: an analysis covers one document, and three named at once had
+                // the analyzer read all three into a context they overflowed.
+                let (description, prompt) = match path {
+                    None => ("Find what answers the task", task.trim().to_string()),
+                    Some(path) => (
+                        "Read what was found",
+                        format!("{} Read `{path}`.", task.trim()),
+                    ),
+                };
+                json!({
+                    "subagent_type": agent,
+                    "description": description,
+                    "prompt": format!("{prompt} Correlation: {correlation_id}"),
+                })
+                .to_string()
+            })
+            .collect();
+        let what = match calls.as_slice() {
+            [one] => format!("call the `task` tool with {one}"),
+            many => format!(
+                "call the `task` tool {} times in one turn, with {}",
+                many.len(),
+                many.join(", and with ")
             ),
         };
-        let call = json!({
-            "subagent_type": agent,
-            "description": description,
-            "prompt": format!("{prompt} Correlation: {correlation_id}"),
-        });
         Some(format!(
-            "Next, delegate: call the `task` tool with {call}. Your answer must come from what \
-             your subagents find, never from memory."
+            "Next, delegate: {what}. Your answer must come from what your subagents find, never \
+             from memory."
         ))
     }
 
@@ -547,10 +589,63 @@ mod tests {
         assert_eq!(g.next_delegation("q", "c", &blocked, &[]), None);
         // With what an earlier subagent found, the prompt names it.
         blocked.remove("reader");
-        let found = ["docs/a.md".to_string()];
+        let found = [("docs/a.md".to_string(), "finder".to_string())];
         let next = g.next_delegation("q", "c", &blocked, &found).unwrap();
         assert!(
             next.contains(r#""prompt":"q Read `docs/a.md`. Correlation: c""#),
+            "{next}"
+        );
+    }
+
+    #[test]
+    fn each_source_s_finds_go_to_that_source_s_next_subagent() {
+        let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
+        let lead = LEAD.replace(
+            "doc: [finder, read]\n    code: [grep]",
+            "doc: [finder, reader, read]\n    code: [seeker, studier, read]",
+        );
+        assert_ne!(lead, LEAD);
+        let (_d, project, set) = set(&[
+            ("planner", PLANNER),
+            ("lead", &lead),
+            ("finder", sub),
+            ("reader", sub),
+            ("seeker", sub),
+            ("studier", sub),
+        ]);
+        let mut g = PlanGate::new(set.get("lead").unwrap(), &set)
+            .unwrap()
+            .unwrap();
+        g.submit(r#"{"sources": ["doc", "code"]}"#, &project)
+            .unwrap();
+        let done: BTreeSet<String> = ["finder", "seeker"].map(String::from).into();
+        let found = [
+            ("thoughts/a.md".to_string(), "finder".to_string()),
+            ("thoughts/b.md".to_string(), "finder".to_string()),
+            ("src/retry.rs".to_string(), "seeker".to_string()),
+        ];
+        let next = g.next_delegation("q", "c", &done, &found).unwrap();
+        assert!(next.contains("2 times in one turn"), "{next}");
+        assert!(
+            next.contains(
+                r#"{"description":"Read what was found","prompt":"q Read `thoughts/a.md`. Correlation: c","subagent_type":"reader"}, and with {"description":"Read what was found","prompt":"q Read `src/retry.rs`. Correlation: c","subagent_type":"studier"}"#
+            ),
+            "{next}"
+        );
+        // Only the code locator found something: one call, to the code's analyzer.
+        let next = g.next_delegation("q", "c", &done, &found[2..]).unwrap();
+        assert!(next.contains(r#""subagent_type":"studier""#), "{next}");
+        assert!(
+            !next.contains("reader") && !next.contains("times"),
+            "{next}"
+        );
+        // A path no source's subagent found goes to the first subagent, as one call.
+        let other = [("src/x.rs".to_string(), "someone".to_string())];
+        let next = g.next_delegation("q", "c", &done, &other).unwrap();
+        assert!(
+            next.contains(
+                r#""prompt":"q Read `src/x.rs`. Correlation: c","subagent_type":"reader""#
+            ),
             "{next}"
         );
     }

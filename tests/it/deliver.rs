@@ -638,7 +638,7 @@ async fn a_step_stopped_as_out_of_order_is_not_judged_again_unchanged() {
 /// thoughts/shared/research/ and judged there.
 #[tokio::test]
 async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
-    let (dir, project) = support::fs::shipped_agents_with(
+    let (dir, project) = scripted_researcher(
         "thoughts/shared/decisions/yaml.md",
         "# YAML\n\nWe parse YAML with serde-saphyr.\nserde_yaml is archived.\n",
     );
@@ -706,7 +706,7 @@ async fn the_runtime_asks_for_the_plan_and_saves_the_report_the_answer_is() {
 /// searched, and the researcher reads only the plan that stands.
 #[tokio::test]
 async fn a_plan_that_opens_nothing_is_asked_for_again_before_the_first_turn() {
-    let (_dir, project) = support::fs::shipped_agents_with(
+    let (_dir, project) = scripted_researcher(
         "thoughts/shared/decisions/repairs.md",
         "# Repairs\n\nA hop gets two repair turns.\n",
     );
@@ -767,7 +767,7 @@ async fn a_plan_that_opens_nothing_is_asked_for_again_before_the_first_turn() {
 /// of the researcher's empty-handed answer names the plan's next subagent instead of it.
 #[tokio::test]
 async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_agent() {
-    let (_dir, project) = support::fs::shipped_agents_with(
+    let (_dir, project) = scripted_researcher(
         "thoughts/shared/decisions/2026-11-02-yaml-parser.md",
         "# YAML\n\nWe parse YAML with serde-saphyr.\n",
     );
@@ -851,8 +851,7 @@ async fn locator_result(extra: &str) -> String {
 
 /// [`locator_result`], with the session's events and how many tools each model request offered.
 async fn locator_session(extra: &str) -> (String, Vec<switchboard::runtime::Event>, Vec<usize>) {
-    let (_dir, project) =
-        support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let (_dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
     // The ids the runtime will allocate, so the locator's answer conforms first time.
@@ -884,6 +883,23 @@ async fn locator_session(extra: &str) -> (String, Vec<switchboard::runtime::Even
         })
         .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
     (result, events, tools)
+}
+
+/// The shipped agents and one document, for a researcher whose every turn the test scripts:
+/// its `delegate_first` line is taken out, so the runtime's two locator hops do not take the
+/// scripted replies (`gate::the_offline_researcher_plans_with_the_analyst_before_it_searches`
+/// covers them).
+fn scripted_researcher(doc: &str, text: &str) -> (tempfile::TempDir, Project) {
+    let (dir, project) = support::fs::shipped_agents_with(doc, text);
+    let path = dir.path().join("agent/researcher.md");
+    let shipped = std::fs::read_to_string(&path).expect("researcher.md");
+    let without = shipped.replace("delegate_first: [thoughts-locator, codebase-locator]\n", "");
+    assert_ne!(
+        without, shipped,
+        "the shipped researcher declares delegate_first"
+    );
+    std::fs::write(&path, without).expect("write researcher.md");
+    (dir, project)
 }
 
 /// The shipped researcher's session on `mock` (correlation id `corr-1`): its events, and how
@@ -960,8 +976,7 @@ async fn verified_evidence_from_a_subagent_asks_for_the_report_now() {
 /// locator that found nothing new, then delegated again after the same note.
 #[tokio::test]
 async fn a_delegation_that_adds_nothing_after_the_note_leaves_only_the_report() {
-    let (_dir, project) =
-        support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let (_dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
     let found = locator_with_verified_item;
@@ -1012,8 +1027,7 @@ async fn a_delegation_that_adds_nothing_after_the_note_leaves_only_the_report() 
 /// a new one, a hop that added nothing.
 #[tokio::test]
 async fn a_task_given_again_after_the_note_leaves_only_the_report() {
-    let (_dir, project) =
-        support::fs::shipped_agents_with(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let (_dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
     let found = locator_with_verified_item(1);

@@ -379,11 +379,35 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
         ["researcher", "analyst", "thoughts-locator"],
         "{started:?}"
     );
+    // `delegate_first: [thoughts-locator, codebase-locator]`: the plan opens `doc` and `code`,
+    // so the runtime gives the question to both locators, in one turn, before the researcher's
+    // first model request.
+    assert_eq!(
+        runtime_first(&events),
+        [
+            ("delegate_first".to_string(), "thoughts-locator".to_string()),
+            (
+                "delegate_first_2".to_string(),
+                "codebase-locator".to_string()
+            )
+        ]
+    );
+    let first_request = events
+        .iter()
+        .position(|e| e.agent.as_deref() == Some("researcher") && e.kind.name() == "model.request")
+        .unwrap();
+    let last_locator = events
+        .iter()
+        .rposition(|e| e.agent.as_deref().is_some_and(|a| a.ends_with("-locator")))
+        .unwrap();
+    assert!(last_locator < first_request);
 
     let (status, events) = ask("What is the sprint completion rate for sprint 12?").await;
     assert_eq!(status, SessionStatus::Completed);
     let p = plans(&events);
     assert_eq!(p[0].1, ["db"], "{p:?}");
+    // Neither locator is open: the runtime passes over both rather than have them refused.
+    assert!(runtime_first(&events).is_empty());
     // `db` opens nothing here: the knowledge store and the locator stay closed.
     assert_eq!(
         refusals(&events),
@@ -407,6 +431,25 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
         text.contains("The documents were not searched: the gate of `researcher`"),
         "{text}"
     );
+}
+
+/// The runtime's `delegate_first` calls: (call id, subagent).
+fn runtime_first(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                call_id, arguments, ..
+            } if call_id.starts_with("delegate_first") => Some((
+                call_id.clone(),
+                arguments["subagent_type"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

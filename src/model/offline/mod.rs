@@ -223,6 +223,19 @@ impl<'a> History<'a> {
     pub fn did(&self, step: &str) -> bool {
         !self.step(step).is_empty()
     }
+
+    /// The answer of `agent` that the runtime folded into the task (`delegate_first:`), when
+    /// it answered rather than failed.
+    pub fn delegated_first(&self, agent: &str) -> Option<&'a str> {
+        let head = format!("{}`{agent}` first", crate::runtime::hop::DELEGATED_FIRST);
+        let rest = &self.task[self.task.find(&head)? + head.len()..];
+        let (how, rest) = rest.split_once('\n')?;
+        if !how.ends_with("its answer:") {
+            return None;
+        }
+        let end = rest.find("\n[runtime] ").unwrap_or(rest.len());
+        Some(&rest[..end])
+    }
 }
 
 /// A tool call for `step`; the id carries the step so a later turn knows where it is.
@@ -239,7 +252,10 @@ pub fn call(step: &str, index: usize, name: &str, arguments: Value) -> ToolCall 
 pub fn strip_boilerplate(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
-        if line.starts_with(crate::runtime::search_first::HEADING) {
+        // What the runtime put after the task (its search, its own delegations' answers, a
+        // note) is not the task.
+        if line.starts_with(crate::runtime::search_first::HEADING) || line.starts_with("[runtime] ")
+        {
             break;
         }
         let cut = match line.find("Correlation:") {

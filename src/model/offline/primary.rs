@@ -41,6 +41,11 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
     }
     // What the knowledge store already holds (`switchboard knowledge analyze`): a lead, asked for
     // once before locating; its documents join the located ones and are verified the same way.
+    // A locator the runtime called first (`delegate_first:`) counts as this agent's own.
+    let located_first = wf
+        .locator
+        .as_deref()
+        .is_some_and(|l| history.delegated_first(l).is_some());
     if has_tool(request, "recall") && !history.did("recall") && !history.did("locate") {
         return Turn::Calls(vec![call(
             "recall",
@@ -52,7 +57,9 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
     let can_task = has_tool(request, "task");
     if !can_task
         || history.did("analyze")
-        || (history.did("locate") && located(history).is_empty() && recalled(history).is_empty())
+        || ((history.did("locate") || located_first)
+            && located(history, &wf).is_empty()
+            && recalled(history).is_empty())
     {
         return write_turn(request, &wf, &question, history);
     }
@@ -60,8 +67,8 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
         .into_iter()
         .filter(|p| p.ends_with(".md"))
         .collect();
-    let to_analyze = if history.did("locate") {
-        let mut paths = located(history);
+    let to_analyze = if history.did("locate") || located_first {
+        let mut paths = located(history, &wf);
         for p in recalled(history) {
             if !paths.contains(&p) {
                 paths.push(p);
@@ -170,9 +177,12 @@ fn short(text: &str, words: usize) -> String {
         .join(" ")
 }
 
-/// The paths the locator returned: its suggestions first, then the rest of its list.
-pub fn located(history: &History) -> Vec<String> {
-    let Some(out) = history.step("locate").first().and_then(Exchange::ok) else {
+/// The paths the locator returned (called by this agent, else by the runtime first): its
+/// suggestions first, then the rest of its list.
+pub fn located(history: &History, wf: &Workflow) -> Vec<String> {
+    let own = history.step("locate").first().and_then(Exchange::ok);
+    let first = || history.delegated_first(wf.locator.as_deref()?);
+    let Some(out) = own.or_else(first) else {
         return Vec::new();
     };
     let answer = answer_part(out);

@@ -118,10 +118,10 @@ impl HopState {
             // six-minute locator hop to the same list. One that failed otherwise (a timeout, a
             // model error) may be tried again. A write clears the memory.
             let key = self.call_key(&tool, call);
-            if let Some(mut msg) = self
+            if let Some((mut msg, answered)) = self
                 .seen_calls
                 .get(&key)
-                .and_then(|s| s.repeat_message(&tool))
+                .and_then(|s| Some((s.repeat_message(&tool)?, s.answered_task(&tool))))
             {
                 // "The next step of your task" names nothing a small model can act on; a
                 // workflow agent is shown the step call it owes. The 1.5B planner, given its
@@ -138,7 +138,7 @@ impl HopState {
                         ));
                     }
                 }
-                if tool == "task" && msg.starts_with(TASK_ANSWERED) {
+                if answered {
                     answered_again += 1;
                 }
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
@@ -419,10 +419,15 @@ impl HopState {
                     } else if result.status == HopStatus::Completed {
                         // What a subagent found goes into the gate's next delegation and a
                         // workflow step's offered evidence (`workflow::tool::Call::found`).
-                        self.note_found_paths(&result.answer);
+                        self.note_found_paths(&result.agent, &result.answer);
                         if self.plan_gate.is_some() {
                             self.answered.insert(result.agent.clone());
-                            if let Some(note) = self.after_answer(&result.answer) {
+                            // The runtime's own delegations (`delegate_first`) get one note
+                            // after all their answers, where they are folded into the task.
+                            let note = (by == super::By::Agent)
+                                .then(|| self.after_answer(&result.answer))
+                                .flatten();
+                            if let Some(note) = note {
                                 message.content.push_str("\n\n[runtime] ");
                                 message.content.push_str(&note);
                             }
@@ -488,11 +493,12 @@ impl HopState {
     /// for the next delegation's prompt and a workflow step's offered evidence: those in
     /// backticks, or, when the answer has none, the bare words of its `<answer>` block that
     /// are project files (Qwen2.5-Coder-1.5B's locator: "Start with: src/runtime/search_first.rs").
-    fn note_found_paths(&mut self, answer: &str) {
+    /// A few per subagent: two locators answering in one turn each get their paths kept.
+    fn note_found_paths(&mut self, agent: &str, answer: &str) {
         const KEEP: usize = 3;
         let (named, bare) = answered_paths(answer);
         for path in named {
-            if self.found_paths.len() >= KEEP {
+            if self.found_by.iter().filter(|by| *by == agent).count() >= KEEP {
                 break;
             }
             let found = self
@@ -503,6 +509,7 @@ impl HopState {
                 .is_ok_and(|p| !bare || p.is_file());
             if found && !self.found_paths.contains(&path) {
                 self.found_paths.push(path);
+                self.found_by.push(agent.to_string());
             }
         }
     }
@@ -656,12 +663,17 @@ impl SeenCall {
         }
     }
 
+    /// A `task` whose subagent answered: giving it again can bring nothing new.
+    fn answered_task(&self, tool: &str) -> bool {
+        self.settled && self.error.is_none() && tool == "task"
+    }
+
     /// What the model reads instead of running the call again: for a call that failed, for
     /// a successful one of a tool that would only do the same again (a read of unchanged
     /// files, the same write), and for a `task` that completed (its answer is above); other
     /// tools may be repeated on purpose (an MCP tool may have effects).
     fn repeat_message(&self, tool: &str) -> Option<String> {
-        if self.settled && self.error.is_none() && tool == "task" {
+        if self.answered_task(tool) {
             return Some(format!(
                 "{TASK_ANSWERED} (turn {}) and it answered; its answer is above. Use it: do the \
                  next step of your task, or delegate something different.",
