@@ -554,7 +554,12 @@ impl HopState {
                 self.ctx
                     .emit(gate_plan_event(&accepted, &result.agent, fallback));
                 let mut note = format!("\n\n[gate] {}", plan_gate::accepted_note(&accepted));
-                if let Some(next) = self.next_delegation() {
+                // Before the first turn, with `delegate_first` calls the plan opens still to
+                // come, the runtime delegates next, and its note follows their answers: the
+                // 1.5B researcher copied this note's call to the thoughts-locator after the
+                // runtime's own had answered.
+                let runtime_next = self.steps == 0 && !self.delegate_first_calls().is_empty();
+                if let Some(next) = self.next_delegation().filter(|_| !runtime_next) {
                     note.push_str("\n\n");
                     note.push_str(&next);
                 }
