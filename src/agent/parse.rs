@@ -246,13 +246,14 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
             .with_help(help)
     };
 
-    // A `KEY: VALUE` setting the runtime acts on with one tool, set on an agent without it.
+    // A `KEY: VALUE` setting the runtime acts on with one tool, set on an agent without it;
+    // `set` is where the value is written.
     let ungranted =
-        |set: Option<&serde_saphyr::Spanned<String>>, key: &str, tool: &str, code: &'static str| {
-            set.filter(|_| !tools.allows(tool)).map(|s| {
+        |set: Option<&serde_saphyr::Location>, key: &str, tool: &str, code: &'static str| {
+            set.filter(|_| !tools.allows(tool)).map(|at| {
                 no_effect(
-                    s.referenced.line(),
-                    s.referenced.column(),
+                    at.line(),
+                    at.column(),
                     code,
                     &format!("`{key}` has no effect: the agent is not granted `{tool}`"),
                     &format!("grant `{tool}` in `tools:`, or remove `{key}`"),
@@ -299,7 +300,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         .map(|s| s.value.trim().trim_end_matches('/').to_string())
         .filter(|s| !s.is_empty());
     diags.extend(ungranted(
-        raw.search_first.as_ref(),
+        raw.search_first.as_ref().map(|s| &s.referenced),
         "search_first",
         "grep",
         "agent/search-first",
@@ -312,19 +313,12 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
             delegate_first.push(name.to_string());
         }
     }
-    if let Some(set) = raw
-        .delegate_first
-        .as_ref()
-        .filter(|_| !tools.allows("task"))
-    {
-        diags.push(no_effect(
-            set.referenced.line(),
-            set.referenced.column(),
-            "agent/delegate-first",
-            "`delegate_first` has no effect: the agent is not granted `task`",
-            "grant `task` in `tools:`, or remove `delegate_first`",
-        ));
-    }
+    diags.extend(ungranted(
+        raw.delegate_first.as_ref().map(|s| &s.referenced),
+        "delegate_first",
+        "task",
+        "agent/delegate-first",
+    ));
 
     let deliver = match &raw.deliver {
         None => None,

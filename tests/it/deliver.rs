@@ -317,15 +317,8 @@ async fn the_planner_hands_its_task_to_the_codebase_locator_first() {
     assert_eq!(first_call.0, "delegate_first");
     assert_eq!(first_call.1, "task");
     // The log holds the call's result.
-    let logged = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                call_id, output, ..
-            } if call_id == "delegate_first" => Some(output.clone()),
-            _ => None,
-        })
-        .expect("the delegate_first result");
+    let logged =
+        support::wire::tool_output(&events, "delegate_first").expect("the delegate_first result");
     assert!(logged.contains("subagent `codebase-locator`"), "{logged}");
     assert_eq!(first_call.2["subagent_type"], "codebase-locator");
     assert_eq!(
@@ -873,14 +866,7 @@ async fn locator_session(extra: &str) -> (String, Vec<switchboard::runtime::Even
         .push(answer("Done.", vec![]));
     let (events, tools) = researcher_on(&project, &mock, question).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
-    let result = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                call_id, output, ..
-            } if call_id == "t1" => Some(output.clone()),
-            _ => None,
-        })
+    let result = support::wire::tool_output(&events, "t1")
         .unwrap_or_else(|| panic!("the locator's result: {kinds:?}"));
     (result, events, tools)
 }

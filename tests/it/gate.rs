@@ -403,15 +403,7 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
     assert!(last_locator < first_request);
     // The plan's note names no delegation of its own: the runtime's come next, and the 1.5B
     // researcher copied the note's call to a locator that had just answered.
-    let plan_note = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                call_id, output, ..
-            } if call_id == "gate_plan" => Some(output.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let plan_note = crate::support::wire::tool_output(&events, "gate_plan").unwrap();
     assert!(plan_note.contains("Plan accepted"), "{plan_note}");
     assert!(!plan_note.contains("Next, delegate"), "{plan_note}");
 

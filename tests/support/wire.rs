@@ -8,7 +8,7 @@ use switchboard::config::Config;
 use switchboard::model::{ProviderContext, Registry};
 use switchboard::project::Project;
 use switchboard::runtime::events::read_log;
-use switchboard::runtime::{Event, RunOptions, Session, SessionOutcome};
+use switchboard::runtime::{Event, EventKind, RunOptions, Session, SessionOutcome};
 
 use super::mock::{Mock, Proto};
 
@@ -60,4 +60,16 @@ pub async fn session_with(
     let outcome = session.run().await;
     let events = read_log(&outcome.events).expect("log");
     (outcome, events)
+}
+
+/// The output of the tool result logged for `call_id`, if there is one.
+pub fn tool_output(events: &[Event], call_id: &str) -> Option<String> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::ToolResult {
+            call_id: id,
+            output,
+            ..
+        } if id == call_id => Some(output.clone()),
+        _ => None,
+    })
 }
