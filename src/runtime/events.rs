@@ -247,7 +247,9 @@ pub enum EventKind {
     },
     /// The runtime steered the hop's next turn. `why` is `refused_calls` when every call of
     /// the last `count` turns was refused as a repeat of an earlier call: the next
-    /// turn offers no tools and asks for the final answer. It is `tool_required` when an agent
+    /// turn offers no tools and asks for the final answer; `observed_again` is the same after
+    /// one turn, for a subagent that writes nothing and follows no workflow, when every call of
+    /// that turn repeated a read or search that had succeeded. It is `tool_required` when an agent
     /// with `tool_choice: required` answered before calling any tool: it is told to call one
     /// (`count` is that reminder's number). The asks made once after an accepted answer
     /// (`runtime::ask_once`) are `evidence_goal` (then `evidence_goal_richer` or
@@ -258,7 +260,8 @@ pub enum EventKind {
     /// which then goes up as it was).
     /// `workflow_step_owed` is a call refused because the step owed does not open its tool.
     /// `read_first_shown` is a `read` of lines `read_first` put in the task message, answered
-    /// with where they are instead of running; `read_first_whole` is a first turn offered no
+    /// with where they are instead of running; `read_first_rest` is one that began among those
+    /// lines and ran on past them, run for the lines after them only; `read_first_whole` is a first turn offered no
     /// tools because `read_first` showed every file the task names whole (`count` files).
     /// `write_now` is a turn offered no tools because the note to write the owed document now
     /// came after two turns in a row and the second showed no verified Evidence item more

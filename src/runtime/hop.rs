@@ -268,6 +268,7 @@ pub(crate) fn run_hop_on(
             seen_calls: Default::default(),
             read_ahead: Vec::new(),
             refused_turns: 0,
+            observed_again: false,
             asked_user: None,
             noted_findings: None,
             last_note: None,
@@ -334,6 +335,9 @@ struct HopState {
     found_by: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
+    /// Whether the last turn's every call repeated a read or search that had succeeded (see
+    /// [`Self::stall_now`]).
+    observed_again: bool,
     /// The question a primary's workflow step asked (`CLARIFY`): the hop ends NEEDS_INPUT with
     /// it after this turn (see [`Self::tools_turn`]).
     asked_user: Option<String>,
@@ -597,6 +601,18 @@ impl HopState {
                      what is still open.",
                     self.refused_turns
                 )));
+            } else if !self.stalled && self.stall_now() && !pieces.waiting() {
+                self.stalled = true;
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "observed_again".into(),
+                    count: 1,
+                });
+                self.messages.push(Message::user(
+                    "[runtime] Your last turn only made again reads or searches that had \
+                     succeeded: their results are above, and they are all your tools have for \
+                     this task. No more tool calls: give your final answer now, with what those \
+                     results gave you, and say what is still open.",
+                ));
             }
             // The `step` tool names the step owed now and its result's schema (a local model's
             // grammar is written from it), so it is written again from the run's state before
@@ -1182,6 +1198,18 @@ impl HopState {
                         .is_some_and(|id| task_ids.contains(id))
             })
             .map(|m| m.content.as_str())
+    }
+
+    /// Whether the hop stops gathering after one turn of repeated reads and searches
+    /// (`observed_again`) rather than [`STALLED_TURNS`] turns of repeats: for a subagent that
+    /// writes nothing and follows no workflow, whose only work left is its answer. A primary
+    /// or a writer still owes a document, and a workflow agent a `step` call, which a turn
+    /// without tools could not make.
+    fn stall_now(&self) -> bool {
+        self.observed_again
+            && self.req.parent.is_some()
+            && !self.follows_workflow
+            && !self.agent.tools.allows("write")
     }
 
     /// What a repair turn tells a gated agent to do first: plan, or, with a plan and no

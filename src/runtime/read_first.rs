@@ -23,6 +23,13 @@ pub const MAX_FILES: usize = 1;
 /// Lines of each file read ahead. A longer file ends with `read`'s own "read on with offset"
 /// note. Sized for a small model's context: 250 short lines are ~4k tokens.
 pub const MAX_LINES: usize = 250;
+/// A file of at most this many bytes is read ahead whole, however many lines it has. The
+/// 1.5B codebase-analyzer, shown lines 1-250 of the 371-line `src/model/retry.rs` (13,915
+/// bytes, ~5.4k tokens whole), read the whole file again in its first turn and answered in its
+/// fourth, on 10k-token contexts; shown all of it, its first turn is its answer. 16,000 bytes
+/// of numbered source are ~6.5k tokens, which leaves a 12,288-token context room for the
+/// prompt, the answer and a repair.
+pub const WHOLE_BYTES: u64 = 16_000;
 /// Call ids of these reads are `read_first_1`, `read_first_2`, …
 pub const CALL_ID_PREFIX: &str = "read_first_";
 
@@ -35,10 +42,22 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
     named_files(task, project, MAX_FILES)
         .into_iter()
         .enumerate()
-        .map(|(i, path)| ToolCall {
-            id: format!("{CALL_ID_PREFIX}{}", i + 1),
-            name: "read".to_string(),
-            arguments: serde_json::json!({"path": path, "limit": MAX_LINES}),
+        .map(|(i, path)| {
+            let small = project
+                .resolve_visible(&path)
+                .ok()
+                .and_then(|file| std::fs::metadata(file).ok())
+                .is_some_and(|m| m.len() <= WHOLE_BYTES);
+            let limit = if small {
+                crate::tools::read::DEFAULT_LIMIT
+            } else {
+                MAX_LINES
+            };
+            ToolCall {
+                id: format!("{CALL_ID_PREFIX}{}", i + 1),
+                name: "read".to_string(),
+                arguments: serde_json::json!({"path": path, "limit": limit}),
+            }
         })
         .collect()
 }
@@ -153,28 +172,47 @@ pub fn shown(calls: &[ToolCall], results: &[Message], project: &Project) -> Vec<
         .filter(|(_, r)| !r.is_error)
         .filter_map(|(call, _)| {
             let path = call.arguments["path"].as_str()?;
+            let limit = call.arguments["limit"]
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(crate::tools::read::DEFAULT_LIMIT);
             let file = project.resolve_visible(path).ok()?;
             let total = std::fs::read_to_string(&file).ok()?.lines().count();
             Some(Shown {
                 file,
                 path: path.to_string(),
-                last: total.min(MAX_LINES),
+                last: total.min(limit),
                 total,
             })
         })
         .collect()
 }
 
-/// The answer to an agent's `read` (arguments `args`) of lines a `read_first` read showed it
-/// already; `None` for any other call, which runs as usual: another file, lines past those
-/// shown, or arguments `read` itself should judge. The 1.5B thoughts-analyzer, its document's
-/// lines in its task, read the same file again with another `limit` (so it was no repeat of an
-/// earlier call) and spent a turn and ~4k tokens of context on lines it had.
+/// What becomes of an agent's `read` of a file a `read_first` read showed it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ahead {
+    /// Every line it asks for is in the task message: not run, this answer instead.
+    Shown(String),
+    /// It starts among the lines shown and runs past them: run with `arguments` (the same
+    /// read from the first line not shown), its output after `note`.
+    Rest {
+        arguments: serde_json::Value,
+        note: String,
+    },
+}
+
+/// What becomes of an agent's `read` (arguments `args`) of lines a `read_first` read showed it
+/// already; `None` for any other call, which runs as usual: another file, lines that start
+/// past those shown, or arguments `read` itself should judge. The 1.5B thoughts-analyzer, its
+/// document's lines in its task, read the same file again with another `limit` (so it was no
+/// repeat of an earlier call) and spent a turn and ~4k tokens of context on lines it had; the
+/// 1.5B codebase-analyzer, shown 250 of 371 lines, read all 371 again, and every later turn
+/// carried the 250 twice.
 pub fn already_shown(
     shown: &[Shown],
     args: &serde_json::Value,
     project: &Project,
-) -> Option<String> {
+) -> Option<Ahead> {
     let file = project.resolve_visible(args["path"].as_str()?).ok()?;
     let seen = shown.iter().find(|s| s.file == file)?;
     let number = |key: &str, default: usize| match args.get(key) {
@@ -186,11 +224,23 @@ pub fn already_shown(
     if offset == 0 || limit == 0 || offset > seen.last {
         return None;
     }
-    if (offset - 1).saturating_add(limit).min(seen.total) > seen.last {
-        return None;
-    }
     let path = &seen.path;
-    Some(if seen.last == seen.total {
+    let end = (offset - 1).saturating_add(limit).min(seen.total);
+    if end > seen.last {
+        return Some(Ahead::Rest {
+            arguments: serde_json::json!({
+                "path": args["path"],
+                "offset": seen.last + 1,
+                "limit": end - seen.last,
+            }),
+            note: format!(
+                "(lines 1-{} of `{path}` are in your task message, numbered: the runtime read \
+                 them for you before your first turn. Here are the lines after them.)",
+                seen.last
+            ),
+        });
+    }
+    Some(Ahead::Shown(if seen.last == seen.total {
         format!(
             "not run: the runtime read all of `{path}` (lines 1-{}) for you before your first \
              turn; its numbered lines are in your task message. Cite those line numbers, and \
@@ -205,7 +255,7 @@ pub fn already_shown(
             seen.last,
             seen.last + 1
         )
-    })
+    }))
 }
 
 /// The file path one whitespace-separated word of a task names, without the quotes, brackets
@@ -276,7 +326,11 @@ mod tests {
         assert_eq!(paths(&calls), ["thoughts/d/one.md"]);
         assert_eq!(calls[0].id, "read_first_1");
         assert_eq!(calls[0].name, "read");
-        assert_eq!(calls[0].arguments["limit"], MAX_LINES);
+        // A file this small is read whole (see `WHOLE_BYTES`).
+        assert_eq!(
+            calls[0].arguments["limit"],
+            crate::tools::read::DEFAULT_LIMIT
+        );
         let later = "Analyze src/missing.rs, ../outside/x.md, .git/config, then src/lib.rs";
         assert_eq!(paths(&super::calls(&a, later, &project)), ["src/lib.rs"]);
     }
@@ -334,6 +388,31 @@ mod tests {
         }
     }
 
+    /// A file of at most [`WHOLE_BYTES`] is read whole, however many lines it has; a larger one
+    /// [`MAX_LINES`] lines at a time.
+    #[test]
+    fn a_small_file_is_read_whole_and_a_large_one_in_part() {
+        let (dir, project) = project();
+        let short_lines: String = (1..=400).map(|n| format!("{n}\n")).collect();
+        assert!(short_lines.len() as u64 <= WHOLE_BYTES);
+        std::fs::write(dir.path().join("src/many.rs"), &short_lines).unwrap();
+        let big: String = (1..=300).map(|n| format!("{n:>80}\n")).collect();
+        assert!(big.len() as u64 > WHOLE_BYTES);
+        std::fs::write(dir.path().join("src/big.rs"), &big).unwrap();
+        let a = agent("tools: {read: true}\nread_first: named\n");
+        let limit = |task: &str| calls(&a, task, &project)[0].arguments["limit"].clone();
+        assert_eq!(limit("Read src/many.rs"), crate::tools::read::DEFAULT_LIMIT);
+        assert_eq!(limit("Read src/big.rs"), MAX_LINES);
+        // What was shown follows the call's limit.
+        let many = calls(&a, "Read src/many.rs", &project);
+        let results = [Message::tool("read_first_1", "lines", false)];
+        let seen = shown(&many, &results, &project);
+        assert!(all_whole(&many, &seen), "{seen:?}");
+        let big = calls(&a, "Read src/big.rs", &project);
+        let seen = shown(&big, &results, &project);
+        assert!(!all_whole(&big, &seen), "{seen:?}");
+    }
+
     #[test]
     fn a_read_of_lines_already_shown_is_answered_from_the_task() {
         let (dir, project) = project();
@@ -352,21 +431,42 @@ mod tests {
         let shown = shown(&calls, &results, &project);
         assert_eq!(shown.len(), 2, "a failed read showed nothing: {shown:?}");
         let ask = |args: serde_json::Value| already_shown(&shown, &args, &project);
+        let answered = |args: serde_json::Value| match ask(args) {
+            Some(Ahead::Shown(text)) => text,
+            other => panic!("{other:?}"),
+        };
 
         // The whole short file was shown: any read of it, however spelled, is answered.
-        let whole = ask(serde_json::json!({"path": "thoughts/d/one.md", "limit": 2000})).unwrap();
+        let whole = answered(serde_json::json!({"path": "thoughts/d/one.md", "limit": 2000}));
         assert!(
             whole.contains("all of `thoughts/d/one.md` (lines 1-1)"),
             "{whole}"
         );
-        assert!(ask(serde_json::json!({"path": "./thoughts/d/../d/one.md"})).is_some());
+        answered(serde_json::json!({"path": "./thoughts/d/../d/one.md"}));
         // Of the long one, lines 1-250 were: a read within them is answered and points past
-        // them; one that reaches past line 250, or starts there, runs.
-        let part =
-            ask(serde_json::json!({"path": "src/long.rs", "offset": 10, "limit": 20})).unwrap();
+        // them; one that reaches past line 250 runs for the lines after 250 only; one that
+        // starts past them runs as asked.
+        let part = answered(serde_json::json!({"path": "src/long.rs", "offset": 10, "limit": 20}));
         assert!(part.contains("lines 1-250 of `src/long.rs`"), "{part}");
         assert!(part.contains("offset 251"), "{part}");
-        assert_eq!(ask(serde_json::json!({"path": "src/long.rs"})), None);
+        let Some(Ahead::Rest { arguments, note }) = ask(serde_json::json!({"path": "src/long.rs"}))
+        else {
+            panic!("a read of the whole long file runs for the rest")
+        };
+        assert_eq!(
+            arguments,
+            serde_json::json!({"path": "src/long.rs", "offset": 251, "limit": 50})
+        );
+        assert!(note.contains("lines 1-250 of `src/long.rs`"), "{note}");
+        let Some(Ahead::Rest { arguments, .. }) =
+            ask(serde_json::json!({"path": "src/long.rs", "offset": 200, "limit": 60}))
+        else {
+            panic!("a read across line 250 runs for the lines after it")
+        };
+        assert_eq!(
+            arguments,
+            serde_json::json!({"path": "src/long.rs", "offset": 251, "limit": 9})
+        );
         assert_eq!(
             ask(serde_json::json!({"path": "src/long.rs", "offset": 251})),
             None

@@ -42,7 +42,15 @@ fn analysis(range: &str, excerpt: &str) -> String {
 /// the validator's acceptance last; correlation id `corr-1`. The mock, the task, the outcome
 /// and the events, once the session has completed.
 async fn analyze(replies: Vec<support::mock::Reply>) -> (Mock, String, Vec<Event>) {
-    let (_dir, project) = support::fs::shipped_agents_with(DOC, TEXT);
+    analyze_text(TEXT, replies).await
+}
+
+/// [`analyze`] with `text` as the document.
+async fn analyze_text(
+    text: &str,
+    replies: Vec<support::mock::Reply>,
+) -> (Mock, String, Vec<Event>) {
+    let (_dir, project) = support::fs::shipped_agents_with(DOC, text);
     let mock = Mock::start().await;
     for reply in replies {
         mock.push(reply);
@@ -173,5 +181,62 @@ async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are()
     assert!(
         !told.contains("serde-saphyr"),
         "the lines are not sent again: {told}"
+    );
+}
+
+/// A document too large to be read ahead whole shows its first 250 lines; a `read` of the
+/// whole file then runs for the lines after them only, said so before them, rather than
+/// sending the 250 again.
+#[tokio::test]
+async fn a_read_past_the_lines_shown_reads_only_the_rest() {
+    let filler: String = (1..=300)
+        .map(|n| format!("- note {n}: {}\n", "words of the record ".repeat(4)))
+        .collect();
+    let text = format!("{TEXT}{filler}");
+    let total = text.lines().count();
+    assert!(text.len() > 16_000 && total > 250, "{}", text.len());
+    let lines: Vec<&str> = text.lines().collect();
+    let whole = support::mock::call("c1", "read", serde_json::json!({"path": DOC}));
+    let (mock, _task, events) = analyze_text(
+        &text,
+        vec![
+            answer("", vec![whole]),
+            answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]),
+            // The evidence goal's ask, and the repair of an answer sent back unchanged.
+            answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]),
+            answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]),
+        ],
+    )
+    .await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    let (is_error, output) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id,
+                is_error,
+                output,
+                ..
+            } if call_id == "c1" => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for c1: {kinds:?}"));
+    assert!(!is_error, "{output}");
+    // What the model is sent (the event's copy of a long output is cut).
+    let sent = mock.requests()[1].last_content();
+    assert!(
+        sent.starts_with(&format!("(lines 1-250 of `{DOC}` are in your task message")),
+        "{sent}"
+    );
+    assert!(sent.contains("   251\t"), "{sent}");
+    assert!(sent.contains(&format!("{total:>6}\t")), "{sent}");
+    assert!(
+        !sent.contains("     1\t"),
+        "the shown lines are not sent again"
+    );
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::HopSteered { why, .. } if why == "read_first_rest")),
+        "{kinds:?}"
     );
 }

@@ -504,3 +504,85 @@ async fn a_primarys_clarify_step_asks_the_user_and_stops() {
         .count();
     assert_eq!(requests, 1, "no turn after the question");
 }
+
+/// A subagent that only reads again what it read (its call succeeded) has what its tools can
+/// give it: its next turn offers no tools and asks for the answer (`observed_again`), after one
+/// such turn rather than two. A primary doing the same keeps its tools for another turn: it may
+/// still owe a document.
+#[tokio::test]
+async fn a_subagent_that_reads_again_what_it_read_answers_next() {
+    let (dir, project) = boss_and_helper("");
+    std::fs::write(
+        dir.path().join("agent/helper.md"),
+        "---\nname: helper\ndescription: \"Helps.\"\nmode: subagent\ntools: {read: true, grep: true, write: false}\n---\nYou are {{ agent }}.\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(dir.path().join("thoughts")).expect("mkdir");
+    std::fs::write(dir.path().join("thoughts/b.md"), "bee\n").expect("write");
+    let read = "{name: read, arguments: {path: thoughts/b.md}}";
+    let script = format!(
+        "agents:\n  boss:\n    - turns:\n        - tool_calls: [{{name: task, arguments: {{subagent_type: helper, description: d, prompt: p}}}}]\n        - content: done\n  helper:\n    - turns:\n        - tool_calls: [{read}]\n        - tool_calls: [{read}]\n        - content: it says bee\n"
+    );
+    let (outcome, events) = crate::support::scripted::run_agent(
+        &project,
+        switchboard::config::Config::default(),
+        &script,
+        "boss",
+        "x",
+    )
+    .await;
+    assert_eq!(
+        outcome.outcome,
+        switchboard::runtime::Outcome::Completed,
+        "{outcome:?}"
+    );
+    let of = |agent: &str| -> Vec<&EventKind> {
+        events
+            .iter()
+            .filter(|e| e.agent.as_deref() == Some(agent))
+            .map(|e| &e.kind)
+            .collect()
+    };
+    let offered: Vec<usize> = of("helper")
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::ModelRequest { tools, .. } => Some(*tools),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offered.len(), 3, "{offered:?}");
+    assert!(offered[0] > 0 && offered[1] > 0, "{offered:?}");
+    assert_eq!(offered[2], 0, "the turn after the repeat offers no tools");
+    let steered: Vec<(String, u32)> = of("helper")
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::HopSteered { why, count } => Some((why.clone(), *count)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steered, vec![("observed_again".to_string(), 1)]);
+    let answered = of("boss").into_iter().any(|k| {
+        matches!(k, EventKind::ToolResult { output, is_error: false, .. } if output.contains("it says bee"))
+    });
+    assert!(answered, "the helper's answer reached the boss");
+
+    // The primary `lead` reading `thoughts/b.md` twice is offered its tools again.
+    let (_dir, project) = lead_project(true);
+    let mock = Mock::start().await;
+    let read = |id: &str| call(id, "read", json!({"path": "thoughts/b.md"}));
+    mock.push(answer("", vec![read("r1")]))
+        .push(answer("", vec![read("r2")]))
+        .push(answer("done", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "lead", "read").await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(
+        requests[2].body["tools"].is_array(),
+        "{:?}",
+        requests[2].body
+    );
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::HopSteered { .. })));
+}

@@ -9,6 +9,7 @@ use super::super::events::EventKind;
 use super::super::handoff::HopResult;
 use super::super::journal::Child;
 use super::super::plan_gate::{self, Admission, PLAN_TOOL};
+use super::super::read_first::Ahead;
 use super::super::shared::HopCtx;
 use super::super::status::HopStatus;
 use super::super::tool_calls::{builtin, cut, mcp, web, Caller, Done};
@@ -101,6 +102,9 @@ impl HopState {
         let mut refused = 0usize;
         // Of those, `task` calls whose subagent answered before: nothing new can come of them.
         let mut answered_again = 0usize;
+        // Of those, reads and searches that succeeded before: their results are above as they
+        // were, so the agent has what its tools can give it.
+        let mut observed_again = 0usize;
         for call in calls {
             self.ctx.emit(EventKind::ToolCall {
                 call_id: call.id.clone(),
@@ -108,6 +112,34 @@ impl HopState {
                 arguments: call.arguments.clone(),
             });
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
+            let key = self.call_key(&tool, call);
+            // A `read` of lines `read_first` put in the task message is answered with where
+            // they are, whatever its `limit`; one that runs on past them reads only the lines
+            // after them (see `read_first::already_shown`). Asked before the repeat check: the
+            // runtime's own read may have had the same arguments, and where the lines are is
+            // the better answer. Counted as a read made again (`observed_again`).
+            let ahead = (tool == "read" && by == super::By::Agent)
+                .then(|| {
+                    super::super::read_first::already_shown(
+                        &self.read_ahead,
+                        &call.arguments,
+                        &shared.project,
+                    )
+                })
+                .flatten();
+            if let Some(Ahead::Shown(msg)) = &ahead {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "read_first_shown".into(),
+                    count: 1,
+                });
+                pending.push(Pending::Done(
+                    Message::tool(&call.id, msg.clone(), true),
+                    None,
+                ));
+                refused += 1;
+                observed_again += 1;
+                continue;
+            }
             // A call that failed, made again unchanged, fails the same way: a small model caught
             // in a loop repeats one refused call for its whole budget. A `task` is remembered
             // when it was refused before any subagent ran (bad arguments, policy), when its
@@ -117,12 +149,13 @@ impl HopState {
             // 1.5B planner copied the runtime's `delegate_first` call word for word, a second
             // six-minute locator hop to the same list. One that failed otherwise (a timeout, a
             // model error) may be tried again. A write clears the memory.
-            let key = self.call_key(&tool, call);
-            if let Some((mut msg, answered)) = self
-                .seen_calls
-                .get(&key)
-                .and_then(|s| Some((s.repeat_message(&tool)?, s.answered_task(&tool))))
-            {
+            if let Some((mut msg, answered, observed)) = self.seen_calls.get(&key).and_then(|s| {
+                Some((
+                    s.repeat_message(&tool)?,
+                    s.answered_task(&tool),
+                    s.observed(&tool),
+                ))
+            }) {
                 // "The next step of your task" names nothing a small model can act on; a
                 // workflow agent is shown the step call it owes. The 1.5B planner, given its
                 // locator's answer, sent the same `task` three times and ended PARTIAL without
@@ -140,6 +173,9 @@ impl HopState {
                 }
                 if answered {
                     answered_again += 1;
+                }
+                if observed {
+                    observed_again += 1;
                 }
                 pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
                 refused += 1;
@@ -163,26 +199,23 @@ impl HopState {
                 pending.push(Pending::Done(Message::tool(&call.id, why, true), None));
                 continue;
             }
-            // A `read` of lines `read_first` put in the task message is answered with where
-            // they are, whatever its `limit` (see `read_first::already_shown`).
-            let shown = (tool == "read" && by == super::By::Agent)
-                .then(|| {
-                    super::super::read_first::already_shown(
-                        &self.read_ahead,
-                        &call.arguments,
-                        &shared.project,
-                    )
-                })
-                .flatten();
-            if let Some(msg) = shown {
-                self.ctx.emit(EventKind::HopSteered {
-                    why: "read_first_shown".into(),
-                    count: 1,
-                });
-                pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
-                refused += 1;
-                continue;
-            }
+            let narrowed;
+            let mut rest_note = None;
+            let call = match ahead {
+                Some(Ahead::Rest { arguments, note }) => {
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: "read_first_rest".into(),
+                        count: 1,
+                    });
+                    rest_note = Some(note);
+                    narrowed = ToolCall {
+                        arguments,
+                        ..call.clone()
+                    };
+                    &narrowed
+                }
+                _ => call,
+            };
             self.seen_calls
                 .entry(key)
                 .or_insert_with(|| SeenCall::pending(self.steps));
@@ -349,7 +382,7 @@ impl HopState {
                 let (shared, agent, call) = (shared.clone(), self.agent.clone(), call.clone());
                 async move { builtin(&shared, &agent, &call) }
             };
-            let done = match self
+            let mut done = match self
                 .ctx
                 .journal
                 .step(&format!("tool:{}", call.id), work)
@@ -362,6 +395,9 @@ impl HopState {
                     refused: None,
                 },
             };
+            if let Some(note) = rest_note.filter(|_| !done.message.is_error) {
+                done.message.content = format!("{note}\n{}", done.message.content);
+            }
             if let Some(reason) = done.refused {
                 shared.refuse_path(&self.ctx.hop_id, reason);
             }
@@ -372,6 +408,12 @@ impl HopState {
         } else {
             0
         };
+        // A subagent that only read or searched again what it had read or searched is done
+        // gathering: its next turn is the answer (`Hop::stall_now`). Warmer sampling did not
+        // move Qwen2.5-Coder-1.5B off such a repeat once: in one researcher session both
+        // locators and the codebase-analyzer each sent their refused call a second time, three
+        // turns (~13k input tokens of ~81k) that ended as the tools-free turn would have.
+        self.observed_again = !calls.is_empty() && observed_again == calls.len();
         // After the note to write the owed document now, a turn that only gave subagents tasks
         // they had answered found nothing new: like a delegation that added no verified item,
         // the next turn may only write (`Hop::write_now`). The 1.5B researcher, shown three
@@ -607,6 +649,8 @@ const SAME_AGAIN: &[&str] = &[
     "write",
     crate::agent::gate::PLAN_TOOL,
 ];
+/// The tools of [`SAME_AGAIN`] that only look: their result is all they do.
+const OBSERVING: &[&str] = &["read", "grep", "glob", "list"];
 
 /// A workflow `step` reply that refused the result, as `ACTION: why`: `INVALID` (the result
 /// broke its schema or a check; its errors joined) or `STOP` (a step reported out of order; its
@@ -671,6 +715,11 @@ impl SeenCall {
     /// A `task` whose subagent answered: giving it again can bring nothing new.
     fn answered_task(&self, tool: &str) -> bool {
         self.settled && self.error.is_none() && tool == "task"
+    }
+
+    /// Whether this is a read or search that succeeded: made again, it shows what is above.
+    fn observed(&self, tool: &str) -> bool {
+        self.settled && self.error.is_none() && OBSERVING.contains(&tool)
     }
 
     /// What the model reads instead of running the call again: for a call that failed, for
