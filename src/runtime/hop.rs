@@ -1305,8 +1305,37 @@ impl HopState {
         if findings.is_empty() {
             return self.next_delegation();
         }
+        // Every source the plan chose is read before the report: one analysis verifying is
+        // not the question answered when the plan named two sources.
+        if let Some(next) = self.unanalyzed_delegation(&findings) {
+            return Some(next);
+        }
         self.noted_findings = Some(self.noted_findings.unwrap_or(0).max(findings.len()));
         Some(deliver::report_now(&findings))
+    }
+
+    /// The delegations owed to sources of the plan not analyzed yet (see
+    /// `PlanGate::unanalyzed_delegation`).
+    fn unanalyzed_delegation(&self, verified: &[String]) -> Option<String> {
+        let gate = self.plan_gate.as_ref()?;
+        let skip = self.blocked.union(&self.answered).cloned().collect();
+        gate.unanalyzed_delegation(
+            &self.req.prompt,
+            &self.ctx.shared.correlation_id,
+            &skip,
+            &self.answered,
+            &self.found(),
+            verified,
+        )
+    }
+
+    /// The paths subagents found, each with the subagent that found it.
+    fn found(&self) -> Vec<(String, String)> {
+        self.found_paths
+            .iter()
+            .cloned()
+            .zip(self.found_by.iter().cloned())
+            .collect()
     }
 
     /// Whether this turn writes the owed document with no tools offered: the last turn's
@@ -1345,17 +1374,11 @@ impl HopState {
     fn next_delegation(&self) -> Option<String> {
         let gate = self.plan_gate.as_ref()?;
         let skip = self.blocked.union(&self.answered).cloned().collect();
-        let found: Vec<(String, String)> = self
-            .found_paths
-            .iter()
-            .cloned()
-            .zip(self.found_by.iter().cloned())
-            .collect();
         gate.next_delegation(
             &self.req.prompt,
             &self.ctx.shared.correlation_id,
             &skip,
-            &found,
+            &self.found(),
         )
     }
 

@@ -285,26 +285,12 @@ impl PlanGate {
         found: &[(String, String)],
     ) -> Option<String> {
         let accepted = self.accepted.as_ref()?;
-        let eligible = |n: &str| {
-            accepted.allowed.contains(n)
-                && !crate::agent::grants::BUILTIN_TOOLS.contains(&n)
-                && !self.is_plan_agent(n)
-                && !skip.contains(n)
-        };
-        let lists: Vec<&Vec<GateName>> = accepted
-            .sources
-            .iter()
-            .filter_map(|s| self.gate.sources.get(s))
-            .collect();
-        let first = |list: &[GateName]| {
-            list.iter()
-                .map(|n| n.name.as_str())
-                .find(|n| eligible(n))
-                .map(str::to_string)
-        };
+        let lists = self.chosen_lists(accepted);
         let mut calls: Vec<(String, Option<&str>)> = Vec::new();
-        for list in &lists {
-            let Some(agent) = first(list) else { continue };
+        for (_, list) in &lists {
+            let Some(agent) = self.first_open(accepted, list, skip) else {
+                continue;
+            };
             let path = found
                 .iter()
                 .find(|(_, by)| list.iter().any(|n| n.name == *by))
@@ -316,41 +302,108 @@ impl PlanGate {
             }
         }
         if calls.is_empty() {
-            let agent = lists.iter().find_map(|l| first(l))?;
+            let agent = lists
+                .iter()
+                .find_map(|(_, l)| self.first_open(accepted, l, skip))?;
             calls.push((agent, found.first().map(|(p, _)| p.as_str())));
         }
-        let calls: Vec<String> = calls
-            .into_iter()
-            .map(|(agent, path)| {
-                // One path a call: an analysis covers one document, and three named at once had
-                // the analyzer read all three into a context they overflowed.
-                let (description, prompt) = match path {
-                    None => ("Find what answers the task", task.trim().to_string()),
-                    Some(path) => (
-                        "Read what was found",
-                        format!("{} Read `{path}`.", task.trim()),
-                    ),
-                };
-                json!({
-                    "subagent_type": agent,
-                    "description": description,
-                    "prompt": format!("{prompt} Correlation: {correlation_id}"),
-                })
-                .to_string()
-            })
-            .collect();
-        let what = match calls.as_slice() {
-            [one] => format!("call the `task` tool with {one}"),
-            many => format!(
-                "call the `task` tool {} times in one turn, with {}",
-                many.len(),
-                many.join(", and with ")
-            ),
-        };
+        Some(delegation_note(&calls, task, correlation_id))
+    }
+
+    /// After an analysis verified: the delegations still owed to the sources the plan chose
+    /// where a path was found and none of the source's subagents but its first (the one that
+    /// finds) has answered yet, as in [`Self::next_delegation`]; `None` when every such source
+    /// has been analyzed, or `verified` (Evidence items that verify) cites one of its paths.
+    /// Why: told to write its report once one analysis held verified Evidence, the 1.5B
+    /// researcher, its plan opening `doc` and `code`, sent only the code's file to an analyzer
+    /// and was never shown the decision record its thoughts-locator had found.
+    /// `answered` are the subagents that answered, `skip` those not to be named again, `found`
+    /// as for [`Self::next_delegation`].
+    pub fn unanalyzed_delegation(
+        &self,
+        task: &str,
+        correlation_id: &str,
+        skip: &std::collections::BTreeSet<String>,
+        answered: &std::collections::BTreeSet<String>,
+        found: &[(String, String)],
+        verified: &[String],
+    ) -> Option<String> {
+        let accepted = self.accepted.as_ref()?;
+        let mut calls: Vec<(String, Option<&str>)> = Vec::new();
+        let mut owed: Vec<&str> = Vec::new();
+        for (source, list) in self.chosen_lists(accepted) {
+            let in_list = |name: &str| list.iter().any(|n| n.name == name);
+            let Some((path, _)) = found.iter().find(|(_, by)| in_list(by)) else {
+                continue;
+            };
+            // The gate lists a source's subagents in the order of the work: the first finds,
+            // the others read what it found. Any of those others answering is an analysis.
+            let finder = list.iter().map(|n| n.name.as_str()).find(|n| {
+                !crate::agent::grants::BUILTIN_TOOLS.contains(n) && !self.is_plan_agent(n)
+            });
+            let analyzed = list
+                .iter()
+                .any(|n| answered.contains(&n.name) && Some(n.name.as_str()) != finder);
+            // So is a verified Evidence item citing one of its finds (a locator that quoted it).
+            let cited = found
+                .iter()
+                .filter(|(_, by)| in_list(by))
+                .any(|(p, _)| verified.iter().any(|v| v.contains(&format!("`{p}:"))));
+            if analyzed || cited {
+                continue;
+            }
+            let Some(agent) = self.first_open(accepted, list, skip) else {
+                continue;
+            };
+            if !calls.iter().any(|(a, _)| *a == agent) {
+                calls.push((agent, Some(path.as_str())));
+                owed.push(source);
+            }
+        }
+        if calls.is_empty() {
+            return None;
+        }
         Some(format!(
-            "Next, delegate: {what}. Your answer must come from what your subagents find, never \
-             from memory."
+            "Your plan's {} not analyzed yet: what was found there is still to be read. {}",
+            match owed.as_slice() {
+                [one] => format!("source `{one}` is"),
+                many => format!(
+                    "sources {} are",
+                    many.iter()
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+            delegation_note(&calls, task, correlation_id)
         ))
+    }
+
+    /// The subagent lists of the sources `accepted` chose, in its order, with their names.
+    fn chosen_lists<'a>(&'a self, accepted: &'a Accepted) -> Vec<(&'a str, &'a Vec<GateName>)> {
+        accepted
+            .sources
+            .iter()
+            .filter_map(|s| self.gate.sources.get(s).map(|l| (s.as_str(), l)))
+            .collect()
+    }
+
+    /// The first subagent of `list` that may be delegated to now and is not in `skip`.
+    fn first_open(
+        &self,
+        accepted: &Accepted,
+        list: &[GateName],
+        skip: &std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        list.iter()
+            .map(|n| n.name.as_str())
+            .find(|n| {
+                accepted.allowed.contains(*n)
+                    && !crate::agent::grants::BUILTIN_TOOLS.contains(n)
+                    && !self.is_plan_agent(n)
+                    && !skip.contains(*n)
+            })
+            .map(str::to_string)
     }
 
     /// What the gate opens now, as a key: a call refused under one state may pass under the
@@ -506,6 +559,43 @@ fn list_or_none(items: &[String]) -> String {
     }
 }
 
+/// The note that asks for `calls` (a subagent, and the path it is given if any), each a `task`
+/// call filled in for a model to copy.
+fn delegation_note(calls: &[(String, Option<&str>)], task: &str, correlation_id: &str) -> String {
+    let calls: Vec<String> = calls
+        .iter()
+        .map(|(agent, path)| {
+            // One path a call: an analysis covers one document, and three named at once had
+            // the analyzer read all three into a context they overflowed.
+            let (description, prompt) = match path {
+                None => ("Find what answers the task", task.trim().to_string()),
+                Some(path) => (
+                    "Read what was found",
+                    format!("{} Read `{path}`.", task.trim()),
+                ),
+            };
+            json!({
+                "subagent_type": agent,
+                "description": description,
+                "prompt": format!("{prompt} Correlation: {correlation_id}"),
+            })
+            .to_string()
+        })
+        .collect();
+    let what = match calls.as_slice() {
+        [one] => format!("call the `task` tool with {one}"),
+        many => format!(
+            "call the `task` tool {} times in one turn, with {}",
+            many.len(),
+            many.join(", and with ")
+        ),
+    };
+    format!(
+        "Next, delegate: {what}. Your answer must come from what your subagents find, never \
+         from memory."
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,6 +737,82 @@ mod tests {
                 r#""prompt":"q Read `src/x.rs`. Correlation: c","subagent_type":"reader""#
             ),
             "{next}"
+        );
+    }
+
+    #[test]
+    fn a_source_whose_finds_no_other_subagent_read_is_still_owed() {
+        let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
+        let lead = LEAD.replace(
+            "doc: [finder, read]\n    code: [grep]",
+            "doc: [finder, reader, read]\n    code: [seeker, studier, read]",
+        );
+        let (_d, project, set) = set(&[
+            ("planner", PLANNER),
+            ("lead", &lead),
+            ("finder", sub),
+            ("reader", sub),
+            ("seeker", sub),
+            ("studier", sub),
+        ]);
+        let mut g = PlanGate::new(set.get("lead").unwrap(), &set)
+            .unwrap()
+            .unwrap();
+        g.submit(r#"{"sources": ["doc", "code"]}"#, &project)
+            .unwrap();
+        let names = |n: &[&str]| -> BTreeSet<String> { n.iter().map(|s| s.to_string()).collect() };
+        // Both finders answered; the code's analyzer read its file (and named it in turn).
+        let answered = names(&["finder", "seeker", "studier"]);
+        let found = [
+            ("thoughts/a.md".to_string(), "finder".to_string()),
+            ("src/retry.rs".to_string(), "seeker".to_string()),
+            ("src/retry.rs".to_string(), "studier".to_string()),
+        ];
+        let owed = g
+            .unanalyzed_delegation("q", "c", &answered, &answered, &found, &[])
+            .unwrap();
+        assert!(
+            owed.starts_with("Your plan's source `doc` is not analyzed yet"),
+            "{owed}"
+        );
+        assert!(
+            owed.contains(
+                r#""prompt":"q Read `thoughts/a.md`. Correlation: c","subagent_type":"reader""#
+            ),
+            "{owed}"
+        );
+        assert!(
+            !owed.contains("studier") && !owed.contains("times"),
+            "{owed}"
+        );
+        // Once the document's reader answered too, nothing is owed.
+        let all = names(&["finder", "seeker", "studier", "reader"]);
+        assert_eq!(
+            g.unanalyzed_delegation("q", "c", &all, &all, &found, &[]),
+            None
+        );
+        // A source where nothing was found owes nothing; both unread: one call each.
+        let finders = names(&["finder", "seeker"]);
+        assert_eq!(
+            g.unanalyzed_delegation("q", "c", &finders, &finders, &found[..0], &[]),
+            None
+        );
+        let both = g
+            .unanalyzed_delegation("q", "c", &finders, &finders, &found[..2], &[])
+            .unwrap();
+        assert!(both.contains("sources `doc`, `code` are"), "{both}");
+        assert!(both.contains("2 times in one turn"), "{both}");
+        // A verified item citing the document is its analysis (a finder that quoted it).
+        let quoted = ["### The parser\n- **Evidence**: `thoughts/a.md:3`".to_string()];
+        assert_eq!(
+            g.unanalyzed_delegation("q", "c", &answered, &answered, &found, &quoted),
+            None
+        );
+        // A reader that ended BLOCKED is not named again: nothing else reads documents.
+        let blocked = names(&["finder", "seeker", "studier", "reader"]);
+        assert_eq!(
+            g.unanalyzed_delegation("q", "c", &blocked, &answered, &found, &[]),
+            None
         );
     }
 

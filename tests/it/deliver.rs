@@ -1064,3 +1064,75 @@ async fn a_locators_answer_names_the_analyzer_to_call_next_with_what_it_found() 
     );
     assert!(result.contains(&format!("Read `{DOC}`.")), "{result}");
 }
+
+/// A plan over `doc` and `code`: when the code's finds verify but the document the
+/// thoughts-locator found has not been read by any other subagent, the note after the verified
+/// answer owes that source its analysis (the thoughts-analyzer, given the document) instead of
+/// asking for the report. The 1.5B researcher, told to write its report once one analysis of
+/// code verified, never had the decision record its question was about analyzed.
+#[tokio::test]
+async fn a_source_the_plan_chose_is_analyzed_before_the_report_is_asked_for() {
+    let (dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let code = "src/frontmatter.rs";
+    std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+    std::fs::write(
+        dir.path().join(code),
+        "// Splits the YAML frontmatter off and parses it.\npub fn parse() {}\n",
+    )
+    .expect("write");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let plan = PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
+    assert_ne!(plan, PLAN);
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let head = |n: u32| format!("---\nmessage_id: locator-{today}-{n:03}\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n");
+    let doc_found = format!(
+        "{}<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n</answer>\n",
+        head(1)
+    );
+    let code_found = format!(
+        "{}<answer>\n## Code\n\n- `{code}` — the frontmatter parser\n\n### The parser\n- **Evidence**: `{code}:1`\n- **Excerpt**:\n  ```\n  // Splits the YAML frontmatter off and parses it.\n  ```\n</answer>\n",
+        head(2)
+    );
+    let delegate = |id: &str, to: &str| {
+        answer(
+            "",
+            vec![call(
+                id,
+                "task",
+                json!({"subagent_type": to, "description": "Find", "prompt": question}),
+            )],
+        )
+    };
+    let grep = || answer("", vec![call("g1", "grep", json!({"pattern": "YAML"}))]);
+    mock.push(answer(&plan, vec![]))
+        .push(delegate("t1", "thoughts-locator"))
+        .push(grep())
+        .push(answer(&doc_found, vec![]))
+        .push(delegate("t2", "codebase-locator"))
+        .push(grep())
+        .push(answer(&code_found, vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]))
+        .push(answer("Done.", vec![]));
+    let (events, _tools) = researcher_on(&project, &mock, question).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    let t2 = support::wire::tool_output(&events, "t2")
+        .unwrap_or_else(|| panic!("the code locator's result: {kinds:?}"));
+    let note = t2
+        .split("[runtime] ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no runtime note: {t2}"));
+    assert!(
+        note.starts_with("Your plan's source `doc` is not analyzed yet"),
+        "{note}"
+    );
+    assert!(
+        note.contains(&format!(
+            r#""prompt":"{question} Read `{DOC}`. Correlation: corr-1","subagent_type":"thoughts-analyzer""#
+        )),
+        "{note}"
+    );
+    assert!(!note.contains("Write your report now"), "{note}");
+    assert!(!note.contains("codebase-analyzer"), "the code's find verified: {note}");
+}
