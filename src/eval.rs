@@ -348,6 +348,10 @@ pub struct EvalReport {
     pub primaries: BTreeMap<String, PrimaryScore>,
     /// Sessions that could not start (the model could not be built, …), with the reason.
     pub errors: Vec<String>,
+    /// The suite was stopped (Ctrl-C, SIGTERM) before its end: the session running then is
+    /// scored as it ended (interrupted), and no later one ran.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl EvalReport {
@@ -453,21 +457,33 @@ pub struct EvalContext {
 }
 
 /// Runs every task `runs` times on `model`, one session at a time; `progress` hears about
-/// each session as it ends (the CLI prints it; the library does not).
+/// each session as it ends (the CLI prints it; the library does not). When `stop` completes
+/// (the CLI's Ctrl-C or SIGTERM), the session running then ends interrupted
+/// (`Session::interrupt`: its hops and itself end in its log), is scored like any other, and
+/// no later one starts; the report says so (`interrupted`, and an entry in `errors`). A suite
+/// of real-model sessions runs for hours, and one stopped by hand should keep what it measured.
 pub async fn run_suite(
     ctx: &EvalContext,
     suite: &Suite,
     model: &str,
     runs: u32,
     progress: &(dyn Fn(&str) + Sync),
+    stop: impl std::future::Future<Output = ()>,
 ) -> EvalReport {
     let mut report = EvalReport {
         model: model.to_string(),
         runs,
         ..EvalReport::default()
     };
-    for task in &suite.tasks {
+    let mut stop = std::pin::pin!(stop);
+    for task in suite.tasks.iter() {
+        if report.interrupted {
+            break;
+        }
         for run in 1..=runs {
+            if report.interrupted {
+                break;
+            }
             let options = RunOptions {
                 model: Some(model.to_string()),
                 hop_timeout: ctx.hop_timeout,
@@ -491,7 +507,15 @@ pub async fn run_suite(
                     continue;
                 }
             };
-            let outcome = session.run().await;
+            // `biased`: the signal handlers are installed before the session's first poll.
+            let outcome = tokio::select! {
+                biased;
+                _ = &mut stop => {
+                    report.interrupted = true;
+                    session.interrupt()
+                }
+                outcome = session.run() => outcome,
+            };
             let seconds = started.elapsed().as_secs_f64();
             let events = read_log(&outcome.events).unwrap_or_default();
             if let Some(e) = &outcome.error {
@@ -539,6 +563,13 @@ pub async fn run_suite(
                 task.agent, outcome.status
             ));
         }
+    }
+    if report.interrupted {
+        report.errors.push(
+            "interrupted: the suite was stopped before its end; the session running then \
+             ended interrupted and no later one ran"
+                .to_string(),
+        );
     }
     report
 }

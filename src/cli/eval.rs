@@ -75,6 +75,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         &args.model,
         args.runs.max(1),
         &progress,
+        super::signal::stop_requested(),
     ));
     if args.json {
         let text = serde_json::to_string_pretty(&report).into_diagnostic()?;

@@ -28,6 +28,7 @@ mod run;
 mod runs;
 mod schema;
 mod sessions;
+mod signal;
 mod stats;
 mod trace;
 pub mod view;

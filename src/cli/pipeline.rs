@@ -70,7 +70,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
     let outcome = runtime.block_on(async {
         tokio::select! {
             biased;
-            _ = tokio::signal::ctrl_c() => session.interrupt(),
+            _ = super::signal::stop_requested() => session.interrupt(),
             outcome = pipeline::run(&session, &spec, &input) => outcome,
         }
     });

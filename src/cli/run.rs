@@ -178,7 +178,7 @@ pub(crate) fn drive(
         // arriving right after that event could still kill the process with no end in the log.
         let outcome = tokio::select! {
             biased;
-            _ = tokio::signal::ctrl_c() => session.interrupt(),
+            _ = super::signal::stop_requested() => session.interrupt(),
             outcome = session.run() => outcome,
         };
         if let Some(t) = ticker {

@@ -1085,7 +1085,9 @@ async fn a_source_the_plan_chose_is_analyzed_before_the_report_is_asked_for() {
     let plan = PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
     assert_ne!(plan, PLAN);
     let today = chrono::Utc::now().format("%Y-%m-%d");
-    let head = |n: u32| format!("---\nmessage_id: locator-{today}-{n:03}\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n");
+    let head = |n: u32| {
+        format!("---\nmessage_id: locator-{today}-{n:03}\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n")
+    };
     let doc_found = format!(
         "{}<answer>\n## Documents about the YAML parser\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n</answer>\n",
         head(1)
@@ -1134,5 +1136,8 @@ async fn a_source_the_plan_chose_is_analyzed_before_the_report_is_asked_for() {
         "{note}"
     );
     assert!(!note.contains("Write your report now"), "{note}");
-    assert!(!note.contains("codebase-analyzer"), "the code's find verified: {note}");
+    assert!(
+        !note.contains("codebase-analyzer"),
+        "the code's find verified: {note}"
+    );
 }

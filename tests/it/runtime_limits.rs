@@ -325,13 +325,21 @@ async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
 /// guard that kills it if the test panics first.
 #[cfg(unix)]
 fn spawn_run(root: &Path, script: &str) -> (std::process::Child, KillOnPanic) {
+    spawn(root, script, &["run", "researcher", "x"])
+}
+
+/// `switchboard <args> --json --model scripted/blocking.yaml`, `script` written there, under a
+/// guard that kills it if the test panics first.
+#[cfg(unix)]
+fn spawn(root: &Path, script: &str, args: &[&str]) -> (std::process::Child, KillOnPanic) {
     use std::process::{Command, Stdio};
     std::fs::write(root.join("blocking.yaml"), script).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .arg("--root")
         .arg(root)
         .env("NO_COLOR", "1")
-        .args(["run", "researcher", "x", "--json", "--model"])
+        .args(args)
+        .args(["--json", "--model"])
         .arg("scripted/blocking.yaml")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -375,12 +383,22 @@ fn wait_for_hop(
 /// Takes the guard: once the child is reaped its pid is no longer ours to kill.
 #[cfg(unix)]
 fn interrupt(
+    child: std::process::Child,
+    guard: KillOnPanic,
+) -> (std::process::ExitStatus, std::process::Output) {
+    signal(child, guard, libc::SIGINT)
+}
+
+/// [`interrupt`] with the signal `sig`.
+#[cfg(unix)]
+fn signal(
     mut child: std::process::Child,
     guard: KillOnPanic,
+    sig: libc::c_int,
 ) -> (std::process::ExitStatus, std::process::Output) {
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: plain kill(2) on our own child, which has not been reaped (try_wait saw it running).
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
     let clock = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -388,7 +406,7 @@ fn interrupt(
         }
         assert!(
             clock.elapsed() < Duration::from_secs(15),
-            "still running {:?} after SIGINT",
+            "still running {:?} after signal {sig}",
             clock.elapsed()
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -474,6 +492,72 @@ fn ctrl_c_right_after_the_first_hop_starts_is_handled() {
         let (status, out) = interrupt(child, guard);
         assert_interrupted(status, &out, &log);
     }
+}
+
+/// SIGTERM (`kill`, `timeout`, a CI runner's limit) ends a session as Ctrl-C does: every hop
+/// and the session end in the log, and the outcome says interrupted.
+#[cfg(unix)]
+#[test]
+fn sigterm_ends_the_session_as_ctrl_c_does() {
+    let (dir, _p) = project();
+    let script = researcher_delegates(
+        "ping",
+        "block",
+        "  ping:\n    - turns: [{delay_ms: 600000, content: too late}]\n",
+    );
+    let (mut child, guard) = spawn_run(dir.path(), &script);
+    let log = wait_for_hop(&mut child, dir.path(), "ping", Duration::from_millis(20));
+    let (status, out) = signal(child, guard, libc::SIGTERM);
+    assert_interrupted(status, &out, &log);
+}
+
+/// An `eval` stopped by a signal keeps what it measured: the session running then ends
+/// interrupted in its log and is scored, no later task starts, and the report (JSON, exit 1)
+/// says it was interrupted.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_eval_reports_what_ran_and_starts_nothing_more() {
+    let (dir, _p) = project();
+    let script = researcher_delegates(
+        "ping",
+        "block",
+        "  ping:\n    - turns: [{delay_ms: 600000, content: too late}]\n",
+    );
+    std::fs::write(
+        dir.path().join("suite.yaml"),
+        "tasks:\n  - agent: researcher\n    prompt: first\n  - agent: researcher\n    prompt: second\n",
+    )
+    .unwrap();
+    let suite = dir.path().join("suite.yaml");
+    let suite = suite.to_str().unwrap();
+    let (mut child, guard) = spawn(dir.path(), &script, &["eval", suite]);
+    let log = wait_for_hop(&mut child, dir.path(), "ping", Duration::from_millis(20));
+    let (status, out) = signal(child, guard, libc::SIGTERM);
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "{status}; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert!(
+        report["errors"].as_array().is_some_and(|e| e
+            .iter()
+            .any(|e| e.as_str().is_some_and(|e| e.starts_with("interrupted")))),
+        "{report}"
+    );
+    assert_eq!(report["primaries"]["researcher"]["sessions"], 1, "{report}");
+    let sessions = std::fs::read_dir(dir.path().join(".switchboard/sessions"))
+        .unwrap()
+        .count();
+    assert_eq!(sessions, 1, "the second task never started");
+    let events = read_log(&log).unwrap();
+    match &events.last().unwrap().kind {
+        EventKind::SessionCompleted { status, .. } => assert_eq!(status, "interrupted"),
+        other => panic!("the log ends with {other:?}"),
+    }
+    assert_every_hop_ended(&events);
 }
 
 /// Kills the child (by pid) if the test panics while it runs.
