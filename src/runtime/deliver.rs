@@ -390,7 +390,8 @@ pub fn report_now_findings(text: &str) -> Option<Vec<String>> {
 
 /// The repair turn: what is missing, how to deliver it, and the shape of one evidence item.
 /// `looks_like_call`: the answer holds a tool call written as text, which ran nothing.
-/// `first_step`: what to do first when the agent has not started the work (its gate's plan).
+/// `first_step`: what to do first when the agent has not started the work (its gate's plan) or
+/// has nothing verified to cite (the delegation its gate names next).
 pub fn repair_prompt(
     owed: &Deliver,
     missing: &Missing,
@@ -452,6 +453,19 @@ pub fn repair_prompt(
     }
     if let Some(step) = first_step {
         out.push('\n');
+        // Nothing verified yet and a call to make: the call is the repair, and an item's shape
+        // to fill in would only invite one made up. Over llama-server (no grammar) the 1.5B
+        // researcher wrote its report before any analysis, and sent it back unchanged after
+        // each repair that showed that shape.
+        if findings.is_empty() && step.starts_with("Next, delegate") {
+            out.push_str(
+                "No subagent has read anything for it yet, so there is nothing to cite: \
+                 delegate first. ",
+            );
+            out.push_str(step);
+            out.push('\n');
+            return out;
+        }
         out.push_str(step);
         out.push('\n');
     }

@@ -260,7 +260,6 @@ pub(crate) fn run_hop_on(
             last_content: String::new(),
             written: Vec::new(),
             saved_answer: None,
-            delegated: 0,
             blocked: Default::default(),
             answered: Default::default(),
             found_paths: Vec::new(),
@@ -321,9 +320,6 @@ struct HopState {
     /// The file this hop saved its answer to (`deliver.from_answer`), replaced by a corrected
     /// answer instead of a new file each time.
     saved_answer: Option<String>,
-    /// Subagents that completed for this hop, the plan agent aside: a gated primary that
-    /// answers before any is told to delegate first.
-    delegated: u32,
     /// Subagents that ended BLOCKED for this hop: the next delegation named is another.
     blocked: std::collections::BTreeSet<String>,
     /// Subagents that completed for this hop, and the file paths their answers named (at most
@@ -1212,8 +1208,12 @@ impl HopState {
             && !self.agent.tools.allows("write")
     }
 
-    /// What a repair turn tells a gated agent to do first: plan, or, with a plan and no
-    /// subagent answered yet, delegate (a filled call to copy).
+    /// What a repair turn tells a gated agent to do first: plan; or, with a plan, delegate (a
+    /// filled call to copy) while its subagents' answers hold no verified Evidence, or while
+    /// a source of the plan is not analyzed yet (as the note after an answer says). Not only
+    /// before the agent's first delegation: the runtime's own `delegate_first` calls count as
+    /// delegations, and the 1.5B researcher over llama-server, its locators answered, wrote a
+    /// report with nothing read and was shown no call in its repairs.
     fn next_step(&self) -> Option<String> {
         if self.stalled {
             // Its tools are gone: a call to copy would only be refused.
@@ -1221,9 +1221,13 @@ impl HopState {
         }
         let gate = self.plan_gate.as_ref()?;
         gate.first_step().or_else(|| {
-            (self.delegated == 0)
-                .then(|| self.next_delegation())
-                .flatten()
+            let findings =
+                deliver::verified_findings(self.task_answers(), &self.ctx.shared.project);
+            if findings.is_empty() {
+                self.next_delegation()
+            } else {
+                self.unanalyzed_delegation(&findings)
+            }
         })
     }
 

@@ -1141,3 +1141,45 @@ async fn a_source_the_plan_chose_is_analyzed_before_the_report_is_asked_for() {
         "the code's find verified: {note}"
     );
 }
+
+/// A gated primary that answers with its report before any subagent has read anything (its
+/// locator answered; nothing verifies) is repaired with the delegation its gate names next, not
+/// with the shape of an Evidence item to fill in. Over llama-server the 1.5B researcher wrote
+/// its report right after the runtime's locators and sent it back unchanged after two repairs
+/// that showed only that shape.
+#[tokio::test]
+async fn a_report_before_anything_was_read_is_repaired_with_the_delegation() {
+    let (_dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n</answer>\n");
+    let report = format!("---\ndate: {today}\ntopic: YAML\n---\n\n# YAML\n\n## Findings\n\n### The parser\n- **Evidence**: `{DOC}:1`\n- **Excerpt**:\n  ```\n  We chose a YAML parser.\n  ```\n");
+    mock.push(answer(PLAN, vec![]))
+        .push(delegate_to_locator("t1", question))
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "YAML"}))],
+        ))
+        .push(answer(&found, vec![]))
+        .push(answer(&report, vec![]))
+        .push(answer(&report, vec![]))
+        .push(answer(&report, vec![]));
+    let (events, _tools) = researcher_on(&project, &mock, question).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    let requests = mock.requests();
+    assert!(requests.len() >= 6, "{kinds:?}");
+    // Requests: plan, researcher (t1), locator ×2, the report, then its first repair.
+    let repair = requests[5].last_content();
+    assert!(
+        repair.contains("No subagent has read anything for it yet"),
+        "{repair}"
+    );
+    assert!(
+        repair.contains(&format!(
+            r#""prompt":"{question} Read `{DOC}`. Correlation: corr-1","subagent_type":"thoughts-analyzer""#
+        )),
+        "{repair}"
+    );
+    assert!(!repair.contains("Each Evidence item"), "{repair}");
+}

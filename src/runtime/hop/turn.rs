@@ -448,13 +448,6 @@ impl HopState {
                             continue;
                         }
                     };
-                    let plans = self
-                        .plan_gate
-                        .as_ref()
-                        .is_some_and(|g| g.is_plan_agent(&result.agent));
-                    if !plans && result.status == HopStatus::Completed {
-                        self.delegated += 1;
-                    }
                     let mut message = result.to_tool_message(&call.id);
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
