@@ -162,6 +162,9 @@ pub struct PrimarySession {
     pub planned: bool,
     /// Child hops the primary started, other than the agent whose answer became its plan.
     pub delegations: u64,
+    /// Of those, the ones the runtime made for it before its first turn (`delegate_first:`);
+    /// the rest are the agent's own calls.
+    pub delegations_by_runtime: u64,
     /// Whether the agent declares `deliver:`; then the deliverable the last `deliver.checked`
     /// named, and whether it met the declaration.
     pub owes: bool,
@@ -192,6 +195,8 @@ pub struct PrimaryScore {
     pub planned: u64,
     pub with_delegation: u64,
     pub delegations: u64,
+    /// Of `delegations`, those the runtime made (`delegate_first:`).
+    pub delegations_by_runtime: u64,
     pub evidence_verified: u64,
     pub sources_expected: u64,
     pub sources_cited: u64,
@@ -220,6 +225,7 @@ impl PrimaryScore {
         self.planned += u64::from(s.planned);
         self.with_delegation += u64::from(s.delegations > 0);
         self.delegations += s.delegations;
+        self.delegations_by_runtime += s.delegations_by_runtime;
         self.evidence_verified += s.evidence_verified;
         self.sources_expected += s.sources_expected.len() as u64;
         self.sources_cited += s.sources_cited.len() as u64;
@@ -277,6 +283,14 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
                 && !e.agent.as_deref().is_some_and(|a| planners.contains(&a))
         })
         .count() as u64;
+    let delegations_by_runtime = events
+        .iter()
+        .filter(of_root)
+        .filter(|e| {
+            matches!(&e.kind, EventKind::ToolCall { call_id, tool, .. }
+                if tool == "task" && call_id.starts_with(crate::runtime::hop::DELEGATE_FIRST_ID))
+        })
+        .count() as u64;
     let last_check = events
         .iter()
         .filter(of_root)
@@ -326,6 +340,7 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
         status: run.status.to_string(),
         planned,
         delegations,
+        delegations_by_runtime,
         owes: run.owes,
         deliverable,
         delivered,
@@ -780,6 +795,17 @@ mod tests {
         assert_eq!((s.delegations, s.evidence_verified), (1, 3));
         assert_eq!(s.sources_cited, ["a.txt"]);
         assert!(s.passed, "{s:?}");
+        assert_eq!(s.delegations_by_runtime, 0);
+        // Made by the runtime (`delegate_first:`), it is counted apart too.
+        let call = EventKind::ToolCall {
+            call_id: crate::runtime::hop::DELEGATE_FIRST_ID.into(),
+            tool: "task".into(),
+            arguments: serde_json::json!({"subagent_type": "thoughts-locator"}),
+        };
+        events.insert(2, on("r", None, "researcher", call));
+        let s = judge(&events);
+        assert_eq!((s.delegations, s.delegations_by_runtime), (1, 1));
+        events.remove(2);
         // Two verified items (one of three excerpts is wrong) are not enough.
         write(&[(1, "one"), (2, "two"), (3, "not line three")]);
         let s = judge(&events);
