@@ -162,8 +162,9 @@ pub struct PrimarySession {
     pub planned: bool,
     /// Child hops the primary started, other than the agent whose answer became its plan.
     pub delegations: u64,
-    /// Of those, the ones the runtime made for it before its first turn (`delegate_first:`);
-    /// the rest are the agent's own calls.
+    /// Of those, the ones the runtime made for it: before its first turn (`delegate_first:`),
+    /// and the analyses owed when it answered before anything was read (`delegate_owed`); the
+    /// rest are the agent's own calls.
     pub delegations_by_runtime: u64,
     /// Whether the agent declares `deliver:`; then the deliverable the last `deliver.checked`
     /// named, and whether it met the declaration.
@@ -195,7 +196,7 @@ pub struct PrimaryScore {
     pub planned: u64,
     pub with_delegation: u64,
     pub delegations: u64,
-    /// Of `delegations`, those the runtime made (`delegate_first:`).
+    /// Of `delegations`, those the runtime made (`delegate_first:`, `delegate_owed`).
     pub delegations_by_runtime: u64,
     pub evidence_verified: u64,
     pub sources_expected: u64,
@@ -288,7 +289,10 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
         .filter(of_root)
         .filter(|e| {
             matches!(&e.kind, EventKind::ToolCall { call_id, tool, .. }
-                if tool == "task" && call_id.starts_with(crate::runtime::hop::DELEGATE_FIRST_ID))
+                if tool == "task" && [
+                    crate::runtime::hop::DELEGATE_FIRST_ID,
+                    crate::runtime::hop::DELEGATE_OWED_ID,
+                ].iter().any(|id| call_id.starts_with(id)))
         })
         .count() as u64;
     let last_check = events

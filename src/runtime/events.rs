@@ -266,6 +266,9 @@ pub enum EventKind {
     /// `write_now` is a turn offered no tools because the note to write the owed document now
     /// came after two turns in a row and the second showed no verified Evidence item more
     /// than the first (`count` items).
+    /// `delegate_owed` is the runtime making the analyses a gated agent's plan owed (`count`
+    /// calls) because it answered with the document it owes before any subagent had read
+    /// anything (`HopState::delegate_owed`).
     /// `delivered` is a turn offered no tools because the document the agent owes as a file
     /// is written and meets its `deliver:` declaration.
     /// `report_frontmatter_added` is a final answer

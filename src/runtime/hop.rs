@@ -53,6 +53,11 @@ pub const BUDGET_NUDGE: f64 = crate::agent::definition::DEFAULT_THRESHOLD as f64
 /// The call id of the runtime's `delegate_first` delegation.
 pub const DELEGATE_FIRST_ID: &str = "delegate_first";
 
+/// The call id of the analyses the runtime makes for a gated agent that owes a document and
+/// answered before any subagent had read anything (`HopState::delegate_owed`); the second is
+/// `delegate_owed_2`, …
+pub const DELEGATE_OWED_ID: &str = "delegate_owed";
+
 /// How the answer of a `delegate_first` subagent begins in the task message.
 pub const DELEGATED_FIRST: &str = "[runtime] The runtime gave your task to ";
 
@@ -274,6 +279,7 @@ pub(crate) fn run_hop_on(
             delivered_noted: false,
             follows_workflow: false,
             stalled: false,
+            delegated_owed: false,
             called_tool: false,
             tool_reminders: 0,
             plan_gate: None,
@@ -349,6 +355,8 @@ struct HopState {
     follows_workflow: bool,
     /// Set once the hop stalled on refused calls: no more tools, the final answer now.
     stalled: bool,
+    /// Set once the runtime made the analyses the plan owed for the agent (`delegate_owed`).
+    delegated_owed: bool,
     /// Whether the agent has made a tool call in this hop (the runtime's own reads aside), for
     /// `tool_choice: required`.
     called_tool: bool,
@@ -922,6 +930,11 @@ impl HopState {
                 // What the agent owes besides its answer (`deliver:`): repair, then PARTIAL.
                 if status == HopStatus::Completed {
                     if let Some(owed) = self.agent.deliver.clone() {
+                        // An answer before anything was read: the analyses first, once.
+                        if self.delegate_owed().await {
+                            self.steps -= 1;
+                            continue;
+                        }
                         let repair = deliver_repairs + 1;
                         match self.owed(&owed, &answer, repair, max_reviews) {
                             Owed::Met => {}
@@ -1206,6 +1219,74 @@ impl HopState {
             && self.req.parent.is_some()
             && !self.follows_workflow
             && !self.agent.tools.allows("write")
+    }
+
+    /// For a gated agent that owes a document and gave its final answer while none of its
+    /// subagents' answers holds verified Evidence: the runtime makes, once, the analyses its
+    /// gate names next (each path a locator found, to its source's analyzer; calls
+    /// `delegate_owed`, `delegate_owed_2`, …), after a note that the answer came before
+    /// anything was read, with the usual note after their answers. `false` (nothing done) when
+    /// there is no such analysis to make: nothing was found, or it was done already.
+    ///
+    /// Why: over llama-server (no grammar) the 1.5B researcher, its plan made and its locators'
+    /// answers in its task with the filled calls to make next, wrote a report of nothing read
+    /// instead, and sent it back word for word after two repairs that named the call
+    /// (BENCHMARKS.md, "Nineteenth session"). The answer stays in the conversation, and the
+    /// calls are the runtime's, as the plan request of `gate.ask: runtime` is.
+    async fn delegate_owed(&mut self) -> bool {
+        if self.delegated_owed || self.agent.workflow.is_some() {
+            return false;
+        }
+        let Some(gate) = self.plan_gate.as_ref() else {
+            return false;
+        };
+        let shared = self.ctx.shared.clone();
+        if !deliver::verified_findings(self.task_answers(), &shared.project).is_empty() {
+            return false;
+        }
+        let skip = self.blocked.union(&self.answered).cloned().collect();
+        let analyses = gate.next_analyses(
+            &self.req.prompt,
+            &shared.correlation_id,
+            &skip,
+            &self.found(),
+        );
+        if analyses.is_empty() {
+            return false;
+        }
+        self.delegated_owed = true;
+        let calls: Vec<crate::model::ToolCall> = analyses
+            .into_iter()
+            .enumerate()
+            .map(|(i, arguments)| crate::model::ToolCall {
+                id: match i {
+                    0 => DELEGATE_OWED_ID.to_string(),
+                    n => format!("{DELEGATE_OWED_ID}_{}", n + 1),
+                },
+                name: "task".to_string(),
+                arguments,
+            })
+            .collect();
+        self.ctx.emit(EventKind::HopSteered {
+            why: "delegate_owed".into(),
+            count: calls.len() as u32,
+        });
+        self.messages.push(Message::user(
+            "[runtime] That answer came before any subagent had read anything for it, so it \
+             cannot be your document: nothing in it is evidence. The runtime now makes the \
+             delegation your plan owes; write your document from what it finds.",
+        ));
+        self.messages
+            .push(Message::assistant(String::new(), calls.clone()));
+        let mut results = self.tools_turn(&calls, By::Runtime).await;
+        self.messages.append(&mut results);
+        if let Some(note) = self.after_answer("") {
+            if let Some(last) = self.messages.last_mut() {
+                last.content.push_str("\n\n[runtime] ");
+                last.content.push_str(&note);
+            }
+        }
+        true
     }
 
     /// What a repair turn tells a gated agent to do first: plan; or, with a plan, delegate (a

@@ -284,6 +284,35 @@ impl PlanGate {
         skip: &std::collections::BTreeSet<String>,
         found: &[(String, String)],
     ) -> Option<String> {
+        let calls = self.next_calls(skip, found)?;
+        let calls: Vec<(String, Option<&str>)> =
+            calls.iter().map(|(a, p)| (a.clone(), *p)).collect();
+        Some(delegation_note(&calls, task, correlation_id))
+    }
+
+    /// The `task` arguments of [`Self::next_delegation`]'s calls that give a subagent a path
+    /// found (an analysis), for the runtime to make itself; empty when there are none.
+    pub fn next_analyses(
+        &self,
+        task: &str,
+        correlation_id: &str,
+        skip: &std::collections::BTreeSet<String>,
+        found: &[(String, String)],
+    ) -> Vec<Value> {
+        self.next_calls(skip, found)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, path)| path.is_some())
+            .map(|(agent, path)| task_arguments(&agent, path, task, correlation_id))
+            .collect()
+    }
+
+    /// The subagents [`Self::next_delegation`] names, each with the path it is given if any.
+    fn next_calls<'f>(
+        &self,
+        skip: &std::collections::BTreeSet<String>,
+        found: &'f [(String, String)],
+    ) -> Option<Vec<(String, Option<&'f str>)>> {
         let accepted = self.accepted.as_ref()?;
         let lists = self.chosen_lists(accepted);
         let mut calls: Vec<(String, Option<&str>)> = Vec::new();
@@ -307,7 +336,7 @@ impl PlanGate {
                 .find_map(|(_, l)| self.first_open(accepted, l, skip))?;
             calls.push((agent, found.first().map(|(p, _)| p.as_str())));
         }
-        Some(delegation_note(&calls, task, correlation_id))
+        Some(calls)
     }
 
     /// After an analysis verified: the delegations still owed to the sources the plan chose
@@ -559,28 +588,30 @@ fn list_or_none(items: &[String]) -> String {
     }
 }
 
+/// The `task` arguments that give `agent` the task, and `path` to read when there is one.
+fn task_arguments(agent: &str, path: Option<&str>, task: &str, correlation_id: &str) -> Value {
+    // One path a call: an analysis covers one document, and three named at once had the
+    // analyzer read all three into a context they overflowed.
+    let (description, prompt) = match path {
+        None => ("Find what answers the task", task.trim().to_string()),
+        Some(path) => (
+            "Read what was found",
+            format!("{} Read `{path}`.", task.trim()),
+        ),
+    };
+    json!({
+        "subagent_type": agent,
+        "description": description,
+        "prompt": format!("{prompt} Correlation: {correlation_id}"),
+    })
+}
+
 /// The note that asks for `calls` (a subagent, and the path it is given if any), each a `task`
 /// call filled in for a model to copy.
 fn delegation_note(calls: &[(String, Option<&str>)], task: &str, correlation_id: &str) -> String {
     let calls: Vec<String> = calls
         .iter()
-        .map(|(agent, path)| {
-            // One path a call: an analysis covers one document, and three named at once had
-            // the analyzer read all three into a context they overflowed.
-            let (description, prompt) = match path {
-                None => ("Find what answers the task", task.trim().to_string()),
-                Some(path) => (
-                    "Read what was found",
-                    format!("{} Read `{path}`.", task.trim()),
-                ),
-            };
-            json!({
-                "subagent_type": agent,
-                "description": description,
-                "prompt": format!("{prompt} Correlation: {correlation_id}"),
-            })
-            .to_string()
-        })
+        .map(|(agent, path)| task_arguments(agent, *path, task, correlation_id).to_string())
         .collect();
     let what = match calls.as_slice() {
         [one] => format!("call the `task` tool with {one}"),

@@ -1142,43 +1142,85 @@ async fn a_source_the_plan_chose_is_analyzed_before_the_report_is_asked_for() {
     );
 }
 
-/// A gated primary that answers with its report before any subagent has read anything (its
-/// locator answered; nothing verifies) is repaired with the delegation its gate names next, not
-/// with the shape of an Evidence item to fill in. Over llama-server the 1.5B researcher wrote
-/// its report right after the runtime's locators and sent it back unchanged after two repairs
-/// that showed only that shape.
+/// A gated primary that owes a document and answers with it before any subagent has read
+/// anything (its locator answered; nothing verifies) does not get a repair first: the runtime
+/// makes the analysis its gate names next (`delegate_owed`: the document the locator found, to
+/// the thoughts-analyzer), after a note that the answer came before anything was read. When
+/// that analysis brings nothing that verifies either, the repair names the next delegation and
+/// says to delegate first, without an Evidence item's shape to fill in. Over llama-server the
+/// 1.5B researcher wrote its report right after the runtime's locators and sent it back
+/// unchanged after every repair.
 #[tokio::test]
-async fn a_report_before_anything_was_read_is_repaired_with_the_delegation() {
+async fn a_report_before_anything_was_read_has_the_runtime_make_the_owed_analysis() {
     let (_dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
     let mock = Mock::start().await;
     let question = "What did we decide about the YAML parser?";
+    let plan = PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
     let today = chrono::Utc::now().format("%Y-%m-%d");
     let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n</answer>\n");
     let report = format!("---\ndate: {today}\ntopic: YAML\n---\n\n# YAML\n\n## Findings\n\n### The parser\n- **Evidence**: `{DOC}:1`\n- **Excerpt**:\n  ```\n  We chose a YAML parser.\n  ```\n");
-    mock.push(answer(PLAN, vec![]))
+    mock.push(answer(&plan, vec![]))
         .push(delegate_to_locator("t1", question))
         .push(answer(
             "",
             vec![call("g1", "grep", json!({"pattern": "YAML"}))],
         ))
         .push(answer(&found, vec![]))
-        .push(answer(&report, vec![]))
-        .push(answer(&report, vec![]))
         .push(answer(&report, vec![]));
+    // The thoughts-analyzer the runtime calls answers nothing usable through its repairs.
+    for _ in 0..3 {
+        mock.push(answer("I cannot say.", vec![]));
+    }
+    for _ in 0..3 {
+        mock.push(answer(&report, vec![]));
+    }
     let (events, _tools) = researcher_on(&project, &mock, question).await;
     let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
-    let requests = mock.requests();
-    assert!(requests.len() >= 6, "{kinds:?}");
-    // Requests: plan, researcher (t1), locator ×2, the report, then its first repair.
-    let repair = requests[5].last_content();
+    let owed = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                call_id, arguments, ..
+            } if call_id == switchboard::runtime::hop::DELEGATE_OWED_ID => Some(arguments.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no delegate_owed call: {kinds:?}"));
+    assert_eq!(owed["subagent_type"], "thoughts-analyzer", "{owed}");
+    assert_eq!(
+        owed["prompt"],
+        format!("{question} Read `{DOC}`. Correlation: corr-1")
+    );
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::HopSteered { why, count: 1 } if why == "delegate_owed")),
+        "{kinds:?}"
+    );
+    let analyzer_hops = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("thoughts-analyzer"))
+        .filter(|e| e.kind.name() == "hop.started")
+        .count();
+    assert_eq!(analyzer_hops, 1, "made once: {kinds:?}");
+    let sent: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(
+        sent.iter()
+            .any(|b| b.contains("That answer came before any subagent had read anything")),
+        "{kinds:?}"
+    );
+    // Its analysis verified nothing: the repair names the plan's next delegation (the code's
+    // locator, which has not run) and no Evidence item's shape.
+    let repair = mock
+        .requests()
+        .iter()
+        .map(|r| r.last_content())
+        .find(|c| c.contains("has 0 verified Evidence item(s)"))
+        .unwrap_or_else(|| panic!("no deliver repair: {kinds:?}"));
     assert!(
         repair.contains("No subagent has read anything for it yet"),
         "{repair}"
     );
     assert!(
-        repair.contains(&format!(
-            r#""prompt":"{question} Read `{DOC}`. Correlation: corr-1","subagent_type":"thoughts-analyzer""#
-        )),
+        repair.contains(r#""subagent_type":"codebase-locator""#),
         "{repair}"
     );
     assert!(!repair.contains("Each Evidence item"), "{repair}");
