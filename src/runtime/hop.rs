@@ -931,7 +931,7 @@ impl HopState {
                 if status == HopStatus::Completed {
                     if let Some(owed) = self.agent.deliver.clone() {
                         // An answer before anything was read: the analyses first, once.
-                        if self.delegate_owed().await {
+                        if self.delegate_owed(&answer).await {
                             self.steps -= 1;
                             continue;
                         }
@@ -1221,8 +1221,9 @@ impl HopState {
             && !self.agent.tools.allows("write")
     }
 
-    /// For a gated agent that owes a document and gave its final answer while none of its
-    /// subagents' answers holds verified Evidence: the runtime makes, once, the analyses its
+    /// For a gated agent that owes a document and gave its final answer (`answer`) while
+    /// neither that answer nor its subagents' answers hold verified Evidence (an agent that
+    /// read and cited files itself is left alone): the runtime makes, once, the analyses its
     /// gate names next (each path a locator found, to its source's analyzer; calls
     /// `delegate_owed`, `delegate_owed_2`, …), after a note that the answer came before
     /// anything was read, with the usual note after their answers. `false` (nothing done) when
@@ -1233,7 +1234,7 @@ impl HopState {
     /// instead, and sent it back word for word after two repairs that named the call
     /// (BENCHMARKS.md, "Nineteenth session"). The answer stays in the conversation, and the
     /// calls are the runtime's, as the plan request of `gate.ask: runtime` is.
-    async fn delegate_owed(&mut self) -> bool {
+    async fn delegate_owed(&mut self, answer: &str) -> bool {
         if self.delegated_owed || self.agent.workflow.is_some() {
             return false;
         }
@@ -1241,7 +1242,8 @@ impl HopState {
             return false;
         };
         let shared = self.ctx.shared.clone();
-        if !deliver::verified_findings(self.task_answers(), &shared.project).is_empty() {
+        let answers = self.task_answers().chain(std::iter::once(answer));
+        if !deliver::verified_findings(answers, &shared.project).is_empty() {
             return false;
         }
         let skip = self.blocked.union(&self.answered).cloned().collect();

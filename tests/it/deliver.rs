@@ -1225,3 +1225,35 @@ async fn a_report_before_anything_was_read_has_the_runtime_make_the_owed_analysi
     );
     assert!(!repair.contains("Each Evidence item"), "{repair}");
 }
+
+/// A report that cites what the agent read itself, verified, is no answer before anything was
+/// read: the runtime makes no analysis for it, and it is met as it is.
+#[tokio::test]
+async fn a_report_that_verifies_on_its_own_gets_no_owed_analysis() {
+    let (_dir, project) = scripted_researcher(DOC, "# YAML\n\nWe parse YAML with serde-saphyr.\n");
+    let mock = Mock::start().await;
+    let question = "What did we decide about the YAML parser?";
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let found = format!("---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\ngrep yaml\n</thinking>\n\n<answer>\n## Documents\n\n- `{DOC}` — YAML (2026-11-02, accepted)\n</answer>\n");
+    let report = format!("---\ndate: {today}\ntopic: YAML\n---\n\n# YAML\n\n## Findings\n\n### The parser\n- **Evidence**: `{DOC}:3`\n- **Excerpt**:\n  ```\n  We parse YAML with serde-saphyr.\n  ```\n");
+    mock.push(answer(PLAN, vec![]))
+        .push(delegate_to_locator("t1", question))
+        .push(answer(
+            "",
+            vec![call("g1", "grep", json!({"pattern": "YAML"}))],
+        ))
+        .push(answer(&found, vec![]))
+        .push(answer(&report, vec![]))
+        .push(answer("Done.", vec![]));
+    let (events, _tools) = researcher_on(&project, &mock, question).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert!(
+        !events.iter().any(|e| matches!(&e.kind,
+            EventKind::HopSteered { why, .. } if why == "delegate_owed")),
+        "{kinds:?}"
+    );
+    let met = events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::DeliverChecked { outcome, .. } if outcome == "met"));
+    assert!(met, "{kinds:?}");
+}
