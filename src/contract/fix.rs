@@ -11,6 +11,9 @@
 //! * an Evidence line whose reference is not in backticks becomes the line its problem's help
 //!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * text after the closing `</answer>` goes;
+//! * an `<answer>` never closed, with no `</answer>` anywhere, is closed at the end of the text
+//!   (over llama-server, no grammar, the 1.5B codebase-locator left it open in two sessions of
+//!   three and ended BLOCKED on it);
 //! * an excerpt that stands word for word at other lines of its cited file (whole, or a run of
 //!   its lines when the rest is not in the file) is cited there: its reference becomes that
 //!   range and its block those lines. The quote was the model's own and the lines are really
@@ -27,6 +30,9 @@ use super::check::{path_item, same_name_files, PART_FOUND, RELOCATED, SHORTENED,
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
+
+/// The message of `envelope/tags` for an `<answer>` block that is never closed.
+const UNCLOSED_ANSWER: &str = "`<answer>` is never closed";
 
 /// `answer` with the fixes above applied for `problems` (found on this very text), or `None`
 /// when none applies.
@@ -92,6 +98,12 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
             if let (true, Some(actual)) = (relocated, p.actual.as_ref()) {
                 edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
             }
+        } else if p.code == Rule::Tags.code()
+            && p.message == UNCLOSED_ANSWER
+            && !answer.contains("</answer>")
+        {
+            let end = answer.trim_end().len();
+            edits.push((end..answer.len(), "\n</answer>\n".to_string()));
         } else if p.code == Rule::StrayText.code() {
             if let Some(close) = answer.rfind("</answer>") {
                 let after = close + "</answer>".len();
@@ -191,6 +203,32 @@ fn cite_elsewhere(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_block_left_open_is_closed_at_the_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::open(dir.path()).expect("project");
+        let answer = "<thinking>\nx\n</thinking>\n\n<answer>\n- `a.md` — A\n\n";
+        let problems = crate::contract::envelope::parse(answer)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            problems.iter().any(|p| p.message == UNCLOSED_ANSWER),
+            "{problems:?}"
+        );
+        let fixed = apply(answer, &problems, &project).expect("closed");
+        assert_eq!(
+            fixed,
+            "<thinking>\nx\n</thinking>\n\n<answer>\n- `a.md` — A\n</answer>\n"
+        );
+        // Closed somewhere (a tag problem of another kind): nothing is added.
+        let closed = "<answer>\nx\n</answer>\n</answer>\n";
+        let unclosed = Problem {
+            span: Some(0..8),
+            ..Rule::Tags.problem(0..8, UNCLOSED_ANSWER)
+        };
+        assert_eq!(apply(closed, &[unclosed], &project), None);
+    }
 
     #[test]
     fn each_mechanical_fix_is_made_and_nothing_else() {
