@@ -1246,11 +1246,10 @@ impl HopState {
         if !deliver::verified_findings(answers, &shared.project).is_empty() {
             return false;
         }
-        let skip = self.blocked.union(&self.answered).cloned().collect();
         let analyses = gate.next_analyses(
             &self.req.prompt,
             &shared.correlation_id,
-            &skip,
+            &self.done_with(),
             &self.found(),
         );
         if analyses.is_empty() {
@@ -1405,15 +1404,19 @@ impl HopState {
     /// `PlanGate::unanalyzed_delegation`).
     fn unanalyzed_delegation(&self, verified: &[String]) -> Option<String> {
         let gate = self.plan_gate.as_ref()?;
-        let skip = self.blocked.union(&self.answered).cloned().collect();
         gate.unanalyzed_delegation(
             &self.req.prompt,
             &self.ctx.shared.correlation_id,
-            &skip,
+            &self.done_with(),
             &self.answered,
             &self.found(),
             verified,
         )
+    }
+
+    /// The subagents a next delegation passes over: those that answered or ended BLOCKED.
+    fn done_with(&self) -> std::collections::BTreeSet<String> {
+        self.blocked.union(&self.answered).cloned().collect()
     }
 
     /// The paths subagents found, each with the subagent that found it.
@@ -1460,11 +1463,10 @@ impl HopState {
     /// The delegation a gated agent is told to make next (see `PlanGate::next_delegation`).
     fn next_delegation(&self) -> Option<String> {
         let gate = self.plan_gate.as_ref()?;
-        let skip = self.blocked.union(&self.answered).cloned().collect();
         gate.next_delegation(
             &self.req.prompt,
             &self.ctx.shared.correlation_id,
-            &skip,
+            &self.done_with(),
             &self.found(),
         )
     }

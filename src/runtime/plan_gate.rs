@@ -285,8 +285,6 @@ impl PlanGate {
         found: &[(String, String)],
     ) -> Option<String> {
         let calls = self.next_calls(skip, found)?;
-        let calls: Vec<(String, Option<&str>)> =
-            calls.iter().map(|(a, p)| (a.clone(), *p)).collect();
         Some(delegation_note(&calls, task, correlation_id))
     }
 
@@ -718,15 +716,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn each_source_s_finds_go_to_that_source_s_next_subagent() {
+    /// A gate over `doc` (finder, then reader) and `code` (seeker, then studier) whose plan
+    /// chose both.
+    fn two_source_gate() -> (tempfile::TempDir, PlanGate) {
         let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
         let lead = LEAD.replace(
             "doc: [finder, read]\n    code: [grep]",
             "doc: [finder, reader, read]\n    code: [seeker, studier, read]",
         );
         assert_ne!(lead, LEAD);
-        let (_d, project, set) = set(&[
+        let (d, project, set) = set(&[
             ("planner", PLANNER),
             ("lead", &lead),
             ("finder", sub),
@@ -739,6 +738,12 @@ mod tests {
             .unwrap();
         g.submit(r#"{"sources": ["doc", "code"]}"#, &project)
             .unwrap();
+        (d, g)
+    }
+
+    #[test]
+    fn each_source_s_finds_go_to_that_source_s_next_subagent() {
+        let (_d, g) = two_source_gate();
         let done: BTreeSet<String> = ["finder", "seeker"].map(String::from).into();
         let found = [
             ("thoughts/a.md".to_string(), "finder".to_string()),
@@ -773,24 +778,7 @@ mod tests {
 
     #[test]
     fn a_source_whose_finds_no_other_subagent_read_is_still_owed() {
-        let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
-        let lead = LEAD.replace(
-            "doc: [finder, read]\n    code: [grep]",
-            "doc: [finder, reader, read]\n    code: [seeker, studier, read]",
-        );
-        let (_d, project, set) = set(&[
-            ("planner", PLANNER),
-            ("lead", &lead),
-            ("finder", sub),
-            ("reader", sub),
-            ("seeker", sub),
-            ("studier", sub),
-        ]);
-        let mut g = PlanGate::new(set.get("lead").unwrap(), &set)
-            .unwrap()
-            .unwrap();
-        g.submit(r#"{"sources": ["doc", "code"]}"#, &project)
-            .unwrap();
+        let (_d, g) = two_source_gate();
         let names = |n: &[&str]| -> BTreeSet<String> { n.iter().map(|s| s.to_string()).collect() };
         // Both finders answered; the code's analyzer read its file (and named it in turn).
         let answered = names(&["finder", "seeker", "studier"]);
