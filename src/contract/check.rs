@@ -14,7 +14,7 @@ mod placeholders;
 pub(crate) use evidence::narrowings;
 use evidence::{check_evidence, stating_line, words};
 
-pub(crate) use evidence::{PART_FOUND, RELOCATED, SHORTENED};
+pub(crate) use evidence::{CUT_DOWN, PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
 pub use fields::{is_date, is_token, parse_message_id};
 use paths::check_named_paths;

@@ -8,6 +8,7 @@
 //!   folder was wrong), becomes that file's path;
 //! * a list item whose only blanks are the template's title/date/status placeholders becomes
 //!   its path alone;
+//! * the template's `path:<line>` left unfilled inside a code span loses its `:<line>`;
 //! * an Evidence line whose reference is not in backticks becomes the line its problem's help
 //!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * text after the closing `</answer>` goes;
@@ -20,13 +21,17 @@
 //!   there; only the numbers (and any line it had reworded) change;
 //! * an excerpt whose every line is a piece of the cited line at its place (a quote cut short)
 //!   becomes those lines whole;
+//! * an excerpt longer than the contract allows that is, word for word, a run of the cited
+//!   lines keeps the first lines that fit (blank ends left off), cited as such;
 //! * an item whose excerpt does not say what its title states, while one line of its sources
 //!   does (`contract/signal-stated-elsewhere`), is cited at that line, quoted whole.
 //!
 //! Nothing else is touched; the copy is checked again before it is taken or offered
 //! (`runtime::check`).
 
-use super::check::{path_item, same_name_files, PART_FOUND, RELOCATED, SHORTENED, STATED_AT};
+use super::check::{
+    path_item, same_name_files, CUT_DOWN, PART_FOUND, RELOCATED, SHORTENED, STATED_AT,
+};
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
@@ -64,7 +69,9 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
             let end = answer[span.start..]
                 .find('\n')
                 .map_or(answer.len(), |i| span.start + i);
-            if let Some(item) = path_item(answer, span.start) {
+            if let Some(suffix) = line_suffix(answer, span.clone()) {
+                edits.push((suffix, String::new()));
+            } else if let Some(item) = path_item(answer, span.start) {
                 let indent = &answer[start
                     ..start + (answer[start..end].len() - answer[start..end].trim_start().len())];
                 edits.push((start..end, format!("{indent}{item}")));
@@ -98,6 +105,11 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
             if let (true, Some(actual)) = (relocated, p.actual.as_ref()) {
                 edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
             }
+        } else if p.code == Rule::ExcerptTooLong.code() {
+            let cut_down = p.help.as_deref().is_some_and(|h| h.starts_with(CUT_DOWN));
+            if let (true, Some(actual)) = (cut_down, p.actual.as_ref()) {
+                edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
+            }
         } else if p.code == Rule::Tags.code()
             && p.message == UNCLOSED_ANSWER
             && !answer.contains("</answer>")
@@ -128,6 +140,23 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
         floor = range.start;
     }
     (fixed != answer).then_some(fixed)
+}
+
+/// The `:<line>` of a path written as the template's `path:<line>` inside a code span
+/// (`` `src/agent/parse.rs:<line>` ``), when the placeholder at `span` is one: the path alone is
+/// what the model knew. Qwen2.5-Coder-1.5B's codebase-locator, over llama-server, ended its list
+/// with ``Start with: `src/agent/parse.rs:<line>` `` through both repairs and was BLOCKED on it.
+fn line_suffix(answer: &str, span: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+    let colon = span.start.checked_sub(1)?;
+    let closed = answer[span.end..].starts_with('`');
+    if answer.as_bytes().get(colon) != Some(&b':') || !closed {
+        return None;
+    }
+    let line_start = answer[..colon].rfind('\n').map_or(0, |i| i + 1);
+    let opened = answer[line_start..colon].rfind('`')? + line_start;
+    let path = &answer[opened + 1..colon];
+    let is_path = path.contains(['/', '.']) && !path.contains(['<', '>', ' ']);
+    is_path.then_some(colon..span.end)
 }
 
 /// `answer` with each Evidence reference that cites more lines than its excerpt quotes narrowed
@@ -228,6 +257,36 @@ mod tests {
             ..Rule::Tags.problem(0..8, UNCLOSED_ANSWER)
         };
         assert_eq!(apply(closed, &[unclosed], &project), None);
+    }
+
+    #[test]
+    fn a_line_left_as_the_template_s_placeholder_leaves_the_path_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::open(dir.path()).expect("project");
+        let placeholder = |answer: &str| {
+            let at = answer.find("<line>").expect("placeholder");
+            Problem {
+                span: Some(at..at + "<line>".len()),
+                ..Rule::Placeholder.problem(0..0, "m")
+            }
+        };
+        let answer = "<answer>\nStart with: `src/agent/parse.rs:<line>`\n</answer>\n";
+        assert_eq!(
+            apply(answer, &[placeholder(answer)], &project).as_deref(),
+            Some("<answer>\nStart with: `src/agent/parse.rs`\n</answer>\n")
+        );
+        // Not after a path's colon, or outside a code span: left for the model.
+        for other in [
+            "<answer>\nStart with: `src/agent/parse.rs` at <line>\n</answer>\n",
+            "<answer>\nStart with: src/agent/parse.rs:<line>\n</answer>\n",
+            "<answer>\nStart with: `the parser:<line>`\n</answer>\n",
+        ] {
+            assert_eq!(
+                apply(other, &[placeholder(other)], &project),
+                None,
+                "{other}"
+            );
+        }
     }
 
     #[test]

@@ -646,6 +646,30 @@ mod tests {
             kept.contains("analysis: `notes/d.md`.") && !kept.contains("made-up"),
             "{kept}"
         );
+        // The template's `path:<line>` left unfilled beside invented paths: the `:<line>` goes
+        // (`contract::fix`), then the invented paths, and the list goes up (over llama-server
+        // the 1.5B codebase-locator was BLOCKED on exactly this after both repairs).
+        let template = "Add the line number (`src/<path>.rs:<line>`) when grep showed it.";
+        let unfilled = envelope(
+            "- `notes/d.md` — the record\n- `tests/made-up.rs` — tests\n\nStart with: `notes/d.md:<line>`\n",
+        );
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        g.template = Some(template);
+        assert!(matches!(
+            g.judge(&unfilled, &|_| {}),
+            Verdict::Repair { .. }
+        ));
+        let Verdict::Accept {
+            conformant: Some(true),
+            answer: Some(kept),
+        } = g.judge(&unfilled, &|_| {})
+        else {
+            panic!("{unfilled}");
+        };
+        assert!(
+            kept.contains("Start with: `notes/d.md`\n") && !kept.contains("made-up"),
+            "{kept}"
+        );
         let (verdict, _) = judge(&envelope("- `plans/made-up.md`\n"));
         assert!(
             matches!(

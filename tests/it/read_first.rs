@@ -38,6 +38,14 @@ fn analysis(range: &str, excerpt: &str) -> String {
     )
 }
 
+/// Lines 5-12 of [`TEXT`] with the last one reworded: too long, and not the file's own text
+/// word for word, so the runtime cannot cut it down itself and the repair turn asks.
+fn reworded_tail(lines: &[&str]) -> String {
+    let mut eight = lines[4..12].to_vec();
+    eight[7] = "## What follows";
+    eight.join("\n")
+}
+
 /// A thoughts-analyzer session on [`DOC`] over the wire: the model answers `replies` in turn,
 /// the validator's acceptance last; correlation id `corr-1`. The mock, the task, the outcome
 /// and the events, once the session has completed.
@@ -74,9 +82,9 @@ async fn analyze_text(
 #[tokio::test]
 async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_copying() {
     let lines: Vec<&str> = TEXT.lines().collect();
-    // Eight lines (5-12) against a limit of six; then the item the repair offers, copied:
-    // lines 5-10; then the agent's validator accepts.
-    let too_long = analysis("5-12", &lines[4..12].join("\n"));
+    // Eight lines (5-12) against a limit of six, the last reworded; then the item the repair
+    // offers, copied: lines 5-10; then the agent's validator accepts.
+    let too_long = analysis("5-12", &reworded_tail(&lines));
     let offered = analysis("5-10", &lines[4..10].join("\n"));
     let (mock, task, events) =
         analyze(vec![answer(&too_long, vec![]), answer(&offered, vec![])]).await;
@@ -135,6 +143,38 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
     assert!(repair.contains(&item), "{repair}");
 }
 
+/// A too long excerpt that is the document's own lines word for word is cut down by the
+/// runtime (`contract::fix`): no repair turn, and the caller gets lines 5-10 cited as such.
+#[tokio::test]
+async fn a_too_long_quote_of_the_document_itself_is_cut_down_without_a_repair() {
+    let lines: Vec<&str> = TEXT.lines().collect();
+    let too_long = analysis("5-12", &lines[4..12].join("\n"));
+    let (mock, _task, events) = analyze(vec![answer(&too_long, vec![])]).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::ContractOutcome { outcome, reason: Some(r), .. }
+                if outcome == "repaired" && r == "runtime_fix")),
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&"hop.repair"), "no repair turn: {kinds:?}");
+    let answer = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::HopCompleted { answer, .. }
+                if e.agent.as_deref() == Some("thoughts-analyzer") =>
+            {
+                Some(answer.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(answer.contains(&format!("`{DOC}:5-10`")), "{answer}");
+    assert!(!answer.contains("## Consequences"), "{answer}");
+    // The analyzer's one request, then its validator's.
+    assert_eq!(mock.requests().len(), 2);
+}
+
 #[tokio::test]
 async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are() {
     let lines: Vec<&str> = TEXT.lines().collect();
@@ -147,7 +187,7 @@ async fn a_read_of_the_lines_read_first_showed_is_answered_with_where_they_are()
         serde_json::json!({"path": DOC, "limit": 2000}),
     );
     let (mock, _task, events) = analyze(vec![
-        answer(&analysis("5-12", &lines[4..12].join("\n")), vec![]),
+        answer(&analysis("5-12", &reworded_tail(&lines)), vec![]),
         answer("", vec![reread]),
         answer(&analysis("5-10", &lines[4..10].join("\n")), vec![]),
     ])

@@ -86,8 +86,26 @@ pub(super) fn check_evidence(
                     contract.name
                 ),
             );
-            v = match good.first() {
-                Some((file, r)) => {
+            // Word for word the file's own lines: its first `max` lines are offered, and
+            // `contract::fix` may take them (a quote cut down, nothing put in).
+            let exact = (block.more_lines == 0)
+                .then(|| {
+                    good.iter().find_map(|(file, r)| {
+                        find_run(file, r.first, r.last, &lines).map(|s| (file, s))
+                    })
+                })
+                .flatten();
+            v = match (exact, good.first()) {
+                (Some((file, s)), _) => {
+                    let (a, b, shown) = citable(file, s, s + lines.len() - 1, &lines, max);
+                    let (from, shown) = cite(file, a, b, shown);
+                    v.with_help(format!(
+                        "{CUT_DOWN} `{from}` below: cite and quote only the 1–{max} lines that \
+                         carry the point"
+                    ))
+                    .with_actual(from, shown)
+                }
+                (None, Some((file, r))) => {
                     let (a, b, shown) = citable(file, r.first, r.last, &lines, max);
                     let (from, shown) = cite(file, a, b, shown);
                     v.with_help(format!(
@@ -95,7 +113,7 @@ pub(super) fn check_evidence(
                     ))
                     .with_actual(from, shown)
                 }
-                None => v.with_help(format!(
+                (None, None) => v.with_help(format!(
                     "cite and quote only the 1–{max} lines that carry the point"
                 )),
             };
@@ -243,6 +261,11 @@ pub(crate) const PART_FOUND: &str = "only part of your excerpt";
 /// Opens the help of an `excerpt/mismatch` whose every line is a piece of the cited line at its
 /// place (see [`shortened_run`]); its attached lines are those lines whole.
 pub(crate) const SHORTENED: &str = "your excerpt cuts short the lines at";
+/// Opens the help of an `excerpt/too-long` whose excerpt is, word for word, a run of the cited
+/// lines; its attached lines are the first of that run that fit. Over llama-server (no grammar)
+/// Qwen2.5-Coder-1.5B's thoughts-analyzer quoted a 10-line paragraph of the record, exactly,
+/// where 6 lines are allowed, through both repairs, and the item was lost.
+pub(crate) const CUT_DOWN: &str = "your excerpt is the file's own text; its first lines are";
 /// Characters (trimmed) a partial run must hold to be offered: a blank line, a `---` or a
 /// closing brace alone is found in every file and proves nothing.
 const MIN_PART_CHARS: usize = 40;
@@ -503,6 +526,52 @@ mod tests {
         );
         assert_eq!(lines, "two\nthree\nfour\nfive\nsix");
         assert!(passes);
+    }
+
+    /// Word for word the file's lines, only too many of them: the runtime cuts the quote down
+    /// itself (`contract::fix`) and the copy passes. Made-up lines are never swapped for real
+    /// ones: that help is not offered for the fix to take.
+    #[test]
+    fn a_too_long_quote_of_the_file_is_cut_down_and_a_made_up_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("doc.md"), DOC).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let contract = Contract::envelope();
+        let exact = answer(
+            "doc.md:2-11",
+            &[
+                "two", "three", "four", "five", "six", "", "eight", "nine", "ten", "eleven",
+            ],
+        );
+        let problems = check(&exact, &contract, &ctx).violations;
+        assert!(
+            problems[0]
+                .help
+                .as_deref()
+                .is_some_and(|h| h.starts_with(super::CUT_DOWN)),
+            "{problems:?}"
+        );
+        let fixed = crate::contract::fix::apply(&exact, &problems, &project).expect("cut down");
+        assert!(check(&fixed, &contract, &ctx).is_conformant(), "{fixed}");
+        assert!(
+            fixed.contains("`doc.md:2-6`") && !fixed.contains("eleven"),
+            "{fixed}"
+        );
+
+        let made_up = answer(
+            "doc.md:2-11",
+            &[
+                "two", "three", "four", "five", "six", "", "EIGHT", "nine", "ten", "eleven",
+            ],
+        );
+        let problems = check(&made_up, &contract, &ctx).violations;
+        assert_eq!(problems[0].code, "excerpt/too-long");
+        assert_eq!(
+            crate::contract::fix::apply(&made_up, &problems, &project),
+            None
+        );
     }
 
     #[test]
