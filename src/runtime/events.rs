@@ -102,7 +102,9 @@ pub enum EventKind {
     },
     /// An answer cut off at the output limit (`max_tokens`). `action` is `continue` (the model
     /// is asked for the rest), `retry_loop` (the cut answer ended in a loop of repeats: the
-    /// model is asked for the whole answer again), `call_kept` (what loops is a tool call
+    /// model is asked for the whole answer again), `retry_json` (an answer due as one JSON
+    /// object was cut before the object began: it is asked for again, the object only),
+    /// `call_kept` (what loops is a tool call
     /// written as text: the answer up to its first repeat is taken, and the call read from it)
     /// or `partial` (too many cuts in a row: the hop ends PARTIAL).
     #[serde(rename = "model.truncated")]

@@ -66,7 +66,7 @@ impl HopResult {
                     self.error.as_deref().unwrap_or("limit reached"),
                     self.partial_check(),
                     self.remaining(),
-                    self.answer
+                    self.partial_leads()
                 ),
                 false,
             ),
@@ -144,6 +144,27 @@ impl HopResult {
         )
     }
 
+    /// For a PARTIAL answer: the answer, or, when it breaks its contract, its first
+    /// [`PARTIAL_LEADS_BYTES`] up to a line's end and a note of how much was left out. Over
+    /// llama-server the 1.5B codebase-analyzer, cut off three times, wrote the same six
+    /// paragraphs over and over; handed up whole, the researcher copied them as its own answer
+    /// until its context overflowed. The whole answer stays in the transcript and the event log.
+    fn partial_leads(&self) -> String {
+        if self.violations.is_empty() || self.answer.len() <= PARTIAL_LEADS_BYTES {
+            return self.answer.clone();
+        }
+        let mut end = PARTIAL_LEADS_BYTES;
+        while !self.answer.is_char_boundary(end) {
+            end -= 1;
+        }
+        let end = self.answer[..end].rfind('\n').unwrap_or(end);
+        format!(
+            "{}\n[… {} more bytes of this answer not shown]",
+            self.answer[..end].trim_end(),
+            self.answer.len() - end
+        )
+    }
+
     /// For a PARTIAL answer: what its checkpoint says remains.
     fn remaining(&self) -> String {
         let Some(c) = &self.checkpoint else {
@@ -156,6 +177,9 @@ impl HopResult {
     }
 }
 
+/// What a caller is shown at most of a PARTIAL answer that breaks its contract.
+pub const PARTIAL_LEADS_BYTES: usize = 1_500;
+
 pub(crate) fn list_violations(v: &[Problem]) -> String {
     v.iter()
         .map(|v| {
@@ -167,4 +191,55 @@ pub(crate) fn list_violations(v: &[Problem]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Rule;
+
+    fn partial(answer: &str, violations: Vec<Problem>) -> HopResult {
+        HopResult {
+            hop_id: "h".into(),
+            agent: "codebase-analyzer".into(),
+            message_id: "m".into(),
+            status: HopStatus::Partial,
+            answer: answer.into(),
+            error: Some("cut off".into()),
+            usage: Usage::default(),
+            violations,
+            written: Vec::new(),
+            reused: false,
+            checkpoint: None,
+        }
+    }
+
+    /// A partial answer that breaks its contract reaches its caller cut to its first lines,
+    /// saying how much is left out; one that holds its contract, or is short, reaches it whole.
+    #[test]
+    fn a_long_partial_answer_that_breaks_its_contract_is_cut_for_its_caller() {
+        let para = "The parser also handles the case where a key is missing.\n\n";
+        let looped = para.repeat(100);
+        let bad = vec![Rule::FrontmatterMissing.problem(0..1, "no frontmatter")];
+        let shown = partial(&looped, bad.clone()).to_tool_message("c").content;
+        assert!(shown.len() < PARTIAL_LEADS_BYTES + 600, "{}", shown.len());
+        assert!(
+            shown.contains("more bytes of this answer not shown]"),
+            "{shown}"
+        );
+        assert!(shown.contains("[its answer does not conform"), "{shown}");
+        let kept = shown
+            .split("this is what it had]")
+            .nth(1)
+            .unwrap_or_default();
+        assert!(kept.contains(para.trim_end()), "{kept}");
+        // Holds its contract: whole. Short: whole.
+        let whole = partial(&looped, Vec::new()).to_tool_message("c").content;
+        assert!(whole.ends_with(&looped), "whole when conformant");
+        let short = partial(para, bad).to_tool_message("c").content;
+        assert!(
+            short.ends_with(para) && !short.contains("not shown"),
+            "{short}"
+        );
+    }
 }

@@ -775,7 +775,7 @@ impl HopState {
                 }
             }
             // A cut-off answer is continued, never taken as final (runtime/truncation.rs).
-            match pieces.take(&mut response, &mut self.messages, turn, |e| {
+            match pieces.take(&mut response, &mut self.messages, turn, json_answers, |e| {
                 self.ctx.emit(e)
             }) {
                 Next::Continue => {

@@ -22,12 +22,28 @@ pub const LOOP_PROMPT: &str = "Your previous answer repeated the same text over 
      was cut off at the output token limit (the repeats are left out above). Send the whole answer \
      again from its start, writing each part once.";
 
+/// What the model is told after an answer that was to be one JSON object and was cut off before
+/// the object began.
+pub const JSON_PROMPT: &str = "Your previous answer was cut off at the output token limit before \
+     its JSON object began (only its start is kept above). Answer again with only the JSON object \
+     your instructions ask for: start with `{` and write nothing before or after it.";
+
+/// How much of a cut-off answer that never began its JSON object stays in the conversation.
+const JSON_KEPT_BYTES: usize = 200;
+
 /// A repeated stretch counts as a loop from this many bytes of repeats on.
 const LOOP_MIN_BYTES: usize = 400;
 /// And from this many repeats on.
 const LOOP_MIN_REPEATS: usize = 4;
-/// The longest stretch looked for, in bytes (a few lines).
-const LOOP_MAX_PERIOD: usize = 400;
+/// Or, for a stretch longer than [`LOOP_SHORT_PERIOD`], from this many: three copies of several
+/// paragraphs, byte for byte, are never an answer's own.
+const LOOP_MIN_LONG_REPEATS: usize = 3;
+/// The longest stretch that must come back [`LOOP_MIN_REPEATS`] times (a few lines).
+const LOOP_SHORT_PERIOD: usize = 400;
+/// The longest stretch looked for, in bytes: Qwen2.5-Coder-1.5B's codebase-analyzer, over
+/// llama-server, wrote six paragraphs of about 1,300 bytes over and over in `<thinking>` until
+/// its limit, three times in a row.
+const LOOP_MAX_PERIOD: usize = 2000;
 
 /// What the hop does next.
 pub(crate) enum Next {
@@ -55,36 +71,53 @@ impl Pieces {
         self.start.is_some()
     }
 
-    /// Takes `response`; `emit` logs the `model.truncated` event.
+    /// Takes `response`; `emit` logs the `model.truncated` event. `json` says the answer is to
+    /// be one JSON object (the agent's contract is JSON).
     pub fn take(
         &mut self,
         response: &mut ModelResponse,
         messages: &mut Vec<Message>,
         step: u32,
+        json: bool,
         emit: impl FnOnce(EventKind),
     ) -> Next {
         if !response.truncated {
             if let Some(start) = self.start.take() {
                 messages.truncate(start);
                 response.content = std::mem::take(&mut self.text) + &response.content;
-                self.cuts = 0;
             }
+            self.cuts = 0;
             return Next::Proceed;
         }
         self.cuts += 1;
         let give_up = self.cuts > MAX_CONTINUATIONS;
         let looped = loop_start(&response.content);
+        // Qwen2.5-Coder-1.5B as the evidence-validator, over llama-server (no grammar), wrote
+        // the analysis it was reviewing again instead of its verdict, three times to the limit:
+        // asking for the rest of a text that is not the object only asks for more of it.
+        let no_object = json && self.start.is_none() && !response.content.contains('{');
         emit(EventKind::ModelTruncated {
             step,
             output_tokens: response.usage.output_tokens,
             dropped_tool_calls: response.tool_calls.len(),
-            action: match (give_up, looped) {
-                (true, _) => "partial",
-                (false, Some(_)) => "retry_loop",
-                (false, None) => "continue",
+            action: match (give_up, looped, no_object) {
+                (true, _, _) => "partial",
+                (false, _, true) => "retry_json",
+                (false, Some(_), false) => "retry_loop",
+                (false, None, false) => "continue",
             }
             .into(),
         });
+        if no_object && !give_up {
+            let mut end = JSON_KEPT_BYTES.min(response.content.len());
+            while !response.content.is_char_boundary(end) {
+                end -= 1;
+            }
+            let kept = response.content[..end].trim_end();
+            messages.push(Message::assistant(format!("{kept}…"), Vec::new()));
+            messages.push(Message::user(JSON_PROMPT));
+            return Next::Continue;
+        }
         if let (false, Some(cut)) = (give_up, looped) {
             // Earlier pieces go too: the answer is asked for again from its start.
             if let Some(start) = self.start.take() {
@@ -146,12 +179,18 @@ pub(crate) fn through_closed_fence(text: &str) -> Option<&str> {
 }
 
 /// Where the repeats begin when `text` ends in one stretch repeated at least
-/// [`LOOP_MIN_REPEATS`] times over at least [`LOOP_MIN_BYTES`]: the byte offset just after the
+/// [`LOOP_MIN_REPEATS`] times (a long one [`LOOP_MIN_LONG_REPEATS`] times) over at least
+/// [`LOOP_MIN_BYTES`]: the byte offset just after the
 /// stretch's first occurrence (a char boundary). `None` when the end does not loop.
 pub(crate) fn loop_start(text: &str) -> Option<usize> {
     let b = text.as_bytes();
     let n = b.len();
-    for p in 1..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_REPEATS) {
+    for p in 1..=LOOP_MAX_PERIOD.min(n / LOOP_MIN_LONG_REPEATS) {
+        let repeats = if p <= LOOP_SHORT_PERIOD {
+            LOOP_MIN_REPEATS
+        } else {
+            LOOP_MIN_LONG_REPEATS
+        };
         // The periodic tail: the longest suffix where every byte equals the one `p` before.
         let mut i = n;
         while i > p && b[i - 1] == b[i - 1 - p] {
@@ -160,7 +199,7 @@ pub(crate) fn loop_start(text: &str) -> Option<usize> {
         // b[i - p..n] has period p; it holds (n - (i - p)) / p repeats.
         let from = i - p;
         let len = n - from;
-        if len >= LOOP_MIN_BYTES && len / p >= LOOP_MIN_REPEATS {
+        if len >= LOOP_MIN_BYTES && len / p >= repeats {
             let mut cut = from + p;
             while !text.is_char_boundary(cut) {
                 cut += 1;
@@ -192,7 +231,7 @@ mod tests {
         let mut events = Vec::new();
         let mut r = response("one ", true);
         assert!(matches!(
-            pieces.take(&mut r, &mut messages, 1, |e| events.push(e)),
+            pieces.take(&mut r, &mut messages, 1, false, |e| events.push(e)),
             Next::Continue
         ));
         assert_eq!(messages.len(), 3);
@@ -200,7 +239,7 @@ mod tests {
         assert!(pieces.waiting());
         let mut r = response("two", false);
         assert!(matches!(
-            pieces.take(&mut r, &mut messages, 2, |e| events.push(e)),
+            pieces.take(&mut r, &mut messages, 2, false, |e| events.push(e)),
             Next::Proceed
         ));
         assert_eq!(r.content, "one two");
@@ -217,14 +256,14 @@ mod tests {
             let mut r = response("x", true);
             assert!(
                 matches!(
-                    pieces.take(&mut r, &mut messages, i, |_| {}),
+                    pieces.take(&mut r, &mut messages, i, false, |_| {}),
                     Next::Continue
                 ),
                 "{i}"
             );
         }
         let mut r = response("y", true);
-        match pieces.take(&mut r, &mut messages, 9, |_| {}) {
+        match pieces.take(&mut r, &mut messages, 9, false, |_| {}) {
             Next::GiveUp { answer, why } => {
                 assert_eq!(answer, "xxy");
                 assert!(why.contains("max_tokens"), "{why}");
@@ -246,7 +285,7 @@ mod tests {
         let mut messages = vec![Message::user("go")];
         let mut actions = Vec::new();
         let mut r = response(&looped, true);
-        let next = pieces.take(&mut r, &mut messages, 1, |e| {
+        let next = pieces.take(&mut r, &mut messages, 1, false, |e| {
             if let EventKind::ModelTruncated { action, .. } = e {
                 actions.push(action);
             }
@@ -257,8 +296,95 @@ mod tests {
         assert_eq!(messages[2].content, LOOP_PROMPT);
         assert!(!pieces.waiting(), "the next answer is whole, not a rest");
         let mut r = response("whole", false);
-        pieces.take(&mut r, &mut messages, 2, |_| {});
+        pieces.take(&mut r, &mut messages, 2, false, |_| {});
         assert_eq!(r.content, "whole", "nothing joined to it");
+    }
+
+    /// A JSON answer cut off before its object began is asked for again, object only, with just
+    /// its start kept; one that began its object is continued as any other.
+    #[test]
+    fn a_json_answer_cut_before_its_object_is_asked_for_the_object_only() {
+        let mut pieces = Pieces::default();
+        let mut messages = vec![Message::user("review")];
+        let mut actions = Vec::new();
+        let echo = "## Analysis: thoughts/shared/decisions/a.md\n".repeat(30);
+        let mut r = response(&echo, true);
+        let next = pieces.take(&mut r, &mut messages, 1, true, |e| {
+            if let EventKind::ModelTruncated { action, .. } = e {
+                actions.push(action);
+            }
+        });
+        assert!(matches!(next, Next::Continue));
+        assert_eq!(messages.len(), 3);
+        assert!(messages[1].content.len() <= JSON_KEPT_BYTES + "…".len());
+        assert_eq!(messages[2].content, JSON_PROMPT);
+        assert!(!pieces.waiting(), "the next answer is whole, not a rest");
+        let mut r = response("{\"verdict\": \"accept\"}", false);
+        pieces.take(&mut r, &mut messages, 2, true, |_| {});
+        assert_eq!(
+            r.content, "{\"verdict\": \"accept\"}",
+            "nothing joined to it"
+        );
+
+        // Begun: continued. Not a JSON contract: continued.
+        for (text, json) in [("{\"verdict\": \"acc", true), ("## Analysis", false)] {
+            let mut pieces = Pieces::default();
+            let mut messages = vec![Message::user("review")];
+            let mut actions = Vec::new();
+            let mut r = response(text, true);
+            pieces.take(&mut r, &mut messages, 1, json, |e| {
+                if let EventKind::ModelTruncated { action, .. } = e {
+                    actions.push(action);
+                }
+            });
+            assert_eq!(actions, ["continue"], "{text}");
+            assert_eq!(messages[2].content, CONTINUE_PROMPT);
+        }
+
+        // Every cut counts towards the limit: the third in a row ends the hop.
+        let mut pieces = Pieces::default();
+        let mut messages = Vec::new();
+        let mut actions = Vec::new();
+        for step in 1..=3 {
+            let mut r = response(&echo, true);
+            let next = pieces.take(&mut r, &mut messages, step, true, |e| {
+                if let EventKind::ModelTruncated { action, .. } = e {
+                    actions.push(action);
+                }
+            });
+            assert_eq!(matches!(next, Next::GiveUp { .. }), step == 3, "{step}");
+        }
+        assert_eq!(actions, ["retry_json", "retry_json", "partial"]);
+    }
+
+    /// Paragraphs that come back as a block: three copies of a stretch over 400 bytes are a
+    /// loop; two are not, and neither are three copies of a short one.
+    #[test]
+    fn a_loop_of_whole_paragraphs_is_found() {
+        let para = |what: &str| {
+            format!(
+                "The parser also handles the case where the agent file does not have a {what}, \
+                 in which case it sets the {what} to a default. If the {what} is invalid, the \
+                 parser reports an error and suggests fixing it.\n\n"
+            )
+        };
+        let cycle: String = ["contract", "gate", "name", "description", "tools", "model"]
+            .iter()
+            .map(|w| para(w))
+            .collect();
+        assert!(
+            cycle.len() > 1000 && cycle.len() <= LOOP_MAX_PERIOD,
+            "{}",
+            cycle.len()
+        );
+        let head = "<thinking>\nThe YAML parser reads an agent file.\n\n";
+        let looped = format!("{head}{}The parser also", cycle.repeat(3));
+        let cut = loop_start(&looped).expect("a loop");
+        // The stretch is found rotated where the head ends like it does (".\n\n").
+        assert!(cut.abs_diff(head.len() + cycle.len()) <= 3, "{cut}");
+        assert_eq!(loop_start(&format!("{head}{}", cycle.repeat(2))), None);
+        let short = "- one item\n".repeat(3);
+        assert_eq!(loop_start(&format!("{head}{short}")), None);
     }
 
     #[test]

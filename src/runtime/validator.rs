@@ -144,8 +144,15 @@ pub(crate) fn checked_note(task: &str, answer: &str, project: &Project) -> Optio
     Some(out)
 }
 
+/// The last words of the validator's task, after the answer under review: what to send. Without
+/// them the review ends on the worker's own answer, and Qwen2.5-Coder-1.5B over llama-server (no
+/// grammar) went on writing that answer instead of a verdict, cut off three times at its limit.
+pub const VERDICT_ASK: &str = "\n\n[runtime] Your review ends with one JSON object and \
+     nothing else: {\"verdict\": \"accept\" | \"revise\" | \"reject\", \"feedback\": \"one \
+     sentence\"}. Do not write the answer above again.\n";
+
 /// The validator's hop: a child of the worker's, on the worker's task and answer, followed by
-/// what the runtime has checked of it ([`checked_note`]).
+/// what the runtime has checked of it ([`checked_note`]) and what to send ([`VERDICT_ASK`]).
 pub(crate) fn request(
     validator: &str,
     worker: &HopRequest,
@@ -160,7 +167,10 @@ pub(crate) fn request(
     let note = checked_note(&worker.prompt, answer, project).unwrap_or_default();
     HopRequest {
         agent: validator.to_string(),
-        prompt: format!("{}{VALIDATION_MARK}{answer}{note}", worker.prompt),
+        prompt: format!(
+            "{}{VALIDATION_MARK}{answer}{note}{VERDICT_ASK}",
+            worker.prompt
+        ),
         description: format!("review the answer of `{worker_agent}`"),
         parent: Some(ParentLink {
             hop_id: worker_hop_id.to_string(),
@@ -337,6 +347,39 @@ mod tests {
         assert!(plain.contains("- cited: docs/a.md lines 1-2\n"), "{plain}");
         // No Evidence, no note.
         assert_eq!(checked_note("x", "<answer>\nfine\n</answer>", &p), None);
+    }
+
+    /// The review's task ends on what to send, after the answer and the runtime's note, and
+    /// the verdict it asks for parses.
+    #[test]
+    fn the_review_ends_with_the_verdict_it_asks_for() {
+        let (_d, p) = project();
+        let worker = HopRequest {
+            agent: "thoughts-analyzer".into(),
+            prompt: "Read docs/a.md.".into(),
+            description: String::new(),
+            parent: None,
+            depth: 1,
+            chain: vec!["researcher".into()],
+            hop_id: None,
+        };
+        let answer = "<answer>\n## Analysis: docs/a.md\n</answer>";
+        let req = request(
+            "checker",
+            &worker,
+            "thoughts-analyzer",
+            "h",
+            "m",
+            answer,
+            &p,
+        );
+        assert!(req.prompt.ends_with(VERDICT_ASK), "{}", req.prompt);
+        let (task, rest) = req.prompt.split_once(VALIDATION_MARK).expect("marked");
+        assert_eq!(task, "Read docs/a.md.");
+        assert!(rest.starts_with(answer), "{rest}");
+        assert_eq!(req.chain, ["researcher", "thoughts-analyzer"]);
+        let asked = r#"{"verdict": "accept", "feedback": "one sentence"}"#;
+        assert!(parse_verdict(asked, &p).is_ok());
     }
 
     #[test]
