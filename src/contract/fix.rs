@@ -11,6 +11,8 @@
 //! * the template's `path:<line>` left unfilled inside a code span loses its `:<line>`;
 //! * an Evidence line whose reference is not in backticks becomes the line its problem's help
 //!   writes out (``- **Evidence**: `path:N-M` ``);
+//! * a frontmatter never closed gets its `---` after its `key: value` lines, when a blank line
+//!   or `<thinking>` follows them;
 //! * text after the closing `</answer>` goes;
 //! * an `<answer>` never closed, with no `</answer>` anywhere, is closed at the end of the text
 //!   (over llama-server, no grammar, the 1.5B codebase-locator left it open in two sessions of
@@ -105,6 +107,10 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
             if let (true, Some(actual)) = (relocated, p.actual.as_ref()) {
                 edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
             }
+        } else if p.code == Rule::FrontmatterUnclosed.code() {
+            if let Some(at) = frontmatter_end(answer) {
+                edits.push((at..at, "---\n".to_string()));
+            }
         } else if p.code == Rule::ExcerptTooLong.code() {
             let cut_down = p.help.as_deref().is_some_and(|h| h.starts_with(CUT_DOWN));
             if let (true, Some(actual)) = (cut_down, p.actual.as_ref()) {
@@ -140,6 +146,27 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
         floor = range.start;
     }
     (fixed != answer).then_some(fixed)
+}
+
+/// Where the closing `---` of a frontmatter left open belongs: after its `key: value` lines, when
+/// the first line after them is blank or opens `<thinking>`. Over llama-server the 1.5B
+/// codebase-locator wrote its four fields, then a blank line and `<thinking>`, with no `---`
+/// between, through both repairs.
+fn frontmatter_end(answer: &str) -> Option<usize> {
+    let mut at = answer.strip_prefix("---\n").map(|_| 4)?;
+    let start = at;
+    for line in answer[start..].split_inclusive('\n') {
+        let bare = line.trim_end();
+        let field = bare.split_once(':').is_some_and(|(k, _)| {
+            !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+        if !field {
+            let opens = bare.is_empty() || bare == "<thinking>";
+            return (at > start && opens).then_some(at);
+        }
+        at += line.len();
+    }
+    None
 }
 
 /// The `:<line>` of a path written as the template's `path:<line>` inside a code span
@@ -257,6 +284,40 @@ mod tests {
             ..Rule::Tags.problem(0..8, UNCLOSED_ANSWER)
         };
         assert_eq!(apply(closed, &[unclosed], &project), None);
+    }
+
+    #[test]
+    fn a_frontmatter_left_open_is_closed_after_its_fields() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::open(dir.path()).expect("project");
+        let answer = "---\nmessage_id: m-1\nmessage_type: LOCATOR_RESPONSE\n\n<thinking>\nt\n</thinking>\n\n<answer>\n- `a.md`\n</answer>\n";
+        let problems = crate::contract::envelope::parse(answer)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.code == Rule::FrontmatterUnclosed.code()),
+            "{problems:?}"
+        );
+        let fixed = apply(answer, &problems, &project).expect("closed");
+        assert!(
+            fixed.starts_with(
+                "---\nmessage_id: m-1\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>"
+            ),
+            "{fixed}"
+        );
+        assert!(crate::contract::envelope::parse(&fixed).is_ok(), "{fixed}");
+        // Prose after the fields, or no field at all: where it ends is a judgement.
+        for other in [
+            "---\nmessage_id: m-1\nHere is my answer.\n<answer>\nx\n</answer>\n",
+            "---\n\n<thinking>\nt\n</thinking>\n",
+        ] {
+            let problems = crate::contract::envelope::parse(other)
+                .err()
+                .unwrap_or_default();
+            assert_eq!(apply(other, &problems, &project), None, "{other}");
+        }
     }
 
     #[test]
