@@ -148,6 +148,14 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
     (fixed != answer).then_some(fixed)
 }
 
+/// `text` with its frontmatter closed where [`frontmatter_end`] finds it left open, or `None`.
+/// The researcher's report over llama-server had the same open frontmatter as its locator's
+/// answer and was saved that way.
+pub fn close_frontmatter(text: &str) -> Option<String> {
+    let at = frontmatter_end(text)?;
+    Some(format!("{}---\n{}", &text[..at], &text[at..]))
+}
+
 /// Where the closing `---` of a frontmatter left open belongs: after its `key: value` lines, when
 /// the first line after them is blank or opens `<thinking>`. Over llama-server the 1.5B
 /// codebase-locator wrote its four fields, then a blank line and `<thinking>`, with no `---`

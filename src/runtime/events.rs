@@ -275,7 +275,8 @@ pub enum EventKind {
     /// is written and meets its `deliver:` declaration.
     /// `report_frontmatter_added` is a final answer
     /// saved as the deliverable with the frontmatter the runtime knows put above its sections
-    /// (`deliver::document_from_sections`).
+    /// (`deliver::document_from_sections`); `report_frontmatter_closed` one whose frontmatter
+    /// was left open, saved with its `---` put after its fields (`contract::fix::close_frontmatter`).
     #[serde(rename = "hop.steered")]
     HopSteered { why: String, count: u32 },
     #[serde(rename = "hop.completed")]

@@ -1136,7 +1136,14 @@ impl HopState {
         let mut found = deliver::check(owed, &self.written, &shared.project);
         if found.is_err() && owed.from_answer {
             if let Some(document) = deliver::document_in_answer(answer) {
-                self.save_answer(owed, document);
+                let closed = crate::contract::fix::close_frontmatter(document);
+                if closed.is_some() {
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: "report_frontmatter_closed".into(),
+                        count: 1,
+                    });
+                }
+                self.save_answer(owed, closed.as_deref().unwrap_or(document));
                 found = deliver::check(owed, &self.written, &shared.project);
             } else if let Some(document) = deliver::document_from_sections(
                 answer,

@@ -170,6 +170,37 @@ async fn sections_answered_without_frontmatter_are_saved_as_the_report() {
     assert!(!report.contains("task("), "{report}");
 }
 
+/// A report answered with its frontmatter left open (fields, a blank line, the title) is saved
+/// with the frontmatter closed after its fields.
+#[tokio::test]
+async fn a_report_whose_frontmatter_was_left_open_is_saved_closed() {
+    let (dir, project) = project();
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace("evidence: 1}", "evidence: 1, from_answer: true}"),
+    )
+    .expect("write");
+    let mock = Mock::start().await;
+    let open = format!("---\ndate: 2026-11-28\ntopic: \"a.md\"\n\n{REPORT}");
+    mock.push(answer(&format!("```\n{open}```\n"), vec![]));
+    let (outcome, events) = session(&project, &mock).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::HopSteered { why, .. } if why == "report_frontmatter_closed")));
+    let saved = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::DeliverSaved { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .expect("deliver.saved");
+    let report = std::fs::read_to_string(dir.path().join(&saved)).expect("report");
+    assert_eq!(
+        report,
+        format!("---\ndate: 2026-11-28\ntopic: \"a.md\"\n---\n\n{REPORT}")
+    );
+}
+
 #[tokio::test]
 async fn a_report_with_unverified_evidence_is_named_in_the_repair_and_a_fixed_one_completes() {
     let (dir, project) = project();
