@@ -13,6 +13,7 @@
 //!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * a frontmatter never closed gets its `---` after its `key: value` lines, when a blank line
 //!   or `<thinking>` follows them;
+//! * a `correlation_id` within two characters of the caller's becomes the caller's;
 //! * text after the closing `</answer>` goes;
 //! * an `<answer>` never closed, with no `</answer>` anywhere, is closed at the end of the text
 //!   (over llama-server, no grammar, the 1.5B codebase-locator left it open in two sessions of
@@ -37,6 +38,11 @@ use super::check::{
 use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
+
+/// Characters a `correlation_id` may differ by from the caller's and still be its copy, slipped:
+/// the 1.5B codebase-locator over llama-server dropped one character of a 36-character UUID
+/// and was BLOCKED on it. Another session's id differs in far more.
+const MAX_ID_SLIP: usize = 2;
 
 /// The message of `envelope/tags` for an `<answer>` block that is never closed.
 const UNCLOSED_ANSWER: &str = "`<answer>` is never closed";
@@ -106,6 +112,19 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
             });
             if let (true, Some(actual)) = (relocated, p.actual.as_ref()) {
                 edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
+            }
+        } else if p.code == Rule::CorrelationMismatch.code() {
+            let expected = p
+                .help
+                .as_deref()
+                .and_then(|h| h.strip_prefix("copy it exactly: `correlation_id: "))
+                .and_then(|rest| rest.strip_suffix('`'));
+            let written = &answer[span.clone()];
+            let slip = expected.is_some_and(|e| {
+                !written.is_empty() && strsim::levenshtein(written, e) <= MAX_ID_SLIP
+            });
+            if let (true, Some(expected)) = (slip, expected) {
+                edits.push((span, expected.to_string()));
             }
         } else if p.code == Rule::FrontmatterUnclosed.code() {
             if let Some(at) = frontmatter_end(answer) {
@@ -292,6 +311,29 @@ mod tests {
             ..Rule::Tags.problem(0..8, UNCLOSED_ANSWER)
         };
         assert_eq!(apply(closed, &[unclosed], &project), None);
+    }
+
+    #[test]
+    fn a_correlation_id_copied_with_a_slip_is_the_caller_s_and_another_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::open(dir.path()).expect("project");
+        let caller = "01a22154-48e5-746c-949a-266814d44f97";
+        let mismatch = |written: &str| {
+            let answer = format!("---\nmessage_id: m\ncorrelation_id: {written}\n---\n");
+            let at = answer.find(written).expect("written");
+            let p = Problem {
+                span: Some(at..at + written.len()),
+                ..Rule::CorrelationMismatch
+                    .problem(0..0, "m")
+                    .with_help(format!("copy it exactly: `correlation_id: {caller}`"))
+            };
+            apply(&answer, &[p], &project)
+        };
+        assert_eq!(
+            mismatch("01a22154-48e5-746c-949a-266814d4f97").as_deref(),
+            Some(format!("---\nmessage_id: m\ncorrelation_id: {caller}\n---\n").as_str())
+        );
+        assert_eq!(mismatch("01a22154-48e5-746c-949a-2668141a2b3c"), None);
     }
 
     #[test]
