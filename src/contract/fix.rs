@@ -13,7 +13,7 @@
 //!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * a frontmatter never closed gets its `---` after its `key: value` lines, when a blank line
 //!   or `<thinking>` follows them;
-//! * a `correlation_id` within two characters of the caller's becomes the caller's;
+//! * a `correlation_id` within two characters of the caller's UUID becomes the caller's;
 //! * text after the closing `</answer>` goes;
 //! * an `<answer>` never closed, with no `</answer>` anywhere, is closed at the end of the text
 //!   (over llama-server, no grammar, the 1.5B codebase-locator left it open in two sessions of
@@ -39,9 +39,9 @@ use super::rule::Rule;
 use crate::problem::Problem;
 use crate::project::Project;
 
-/// Characters a `correlation_id` may differ by from the caller's and still be its copy, slipped:
-/// the 1.5B codebase-locator over llama-server dropped one character of a 36-character UUID
-/// and was BLOCKED on it. Another session's id differs in far more.
+/// Characters a `correlation_id` may differ by from the caller's UUID and still be its copy,
+/// slipped: the 1.5B codebase-locator over llama-server dropped one character of a 36-character
+/// UUID and was BLOCKED on it. Another session's UUID differs in far more.
 const MAX_ID_SLIP: usize = 2;
 
 /// The message of `envelope/tags` for an `<answer>` block that is never closed.
@@ -120,8 +120,13 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 .and_then(|h| h.strip_prefix("copy it exactly: `correlation_id: "))
                 .and_then(|rest| rest.strip_suffix('`'));
             let written = &answer[span.clone()];
+            // Only a UUID (the runtime's own ids): no other is within two characters of it,
+            // while a name such as `corr-1` or `research-2026-01-19` has neighbours that are
+            // other ids.
             let slip = expected.is_some_and(|e| {
-                !written.is_empty() && strsim::levenshtein(written, e) <= MAX_ID_SLIP
+                uuid::Uuid::parse_str(e).is_ok()
+                    && !written.is_empty()
+                    && strsim::levenshtein(written, e) <= MAX_ID_SLIP
             });
             if let (true, Some(expected)) = (slip, expected) {
                 edits.push((span, expected.to_string()));
@@ -334,6 +339,16 @@ mod tests {
             Some(format!("---\nmessage_id: m\ncorrelation_id: {caller}\n---\n").as_str())
         );
         assert_eq!(mismatch("01a22154-48e5-746c-949a-2668141a2b3c"), None);
+        // A caller's id that is no UUID is never taken for a slip: `corr-9` is another id.
+        let answer = "---\ncorrelation_id: corr-9\n---\n";
+        let at = answer.find("corr-9").expect("written");
+        let p = Problem {
+            span: Some(at..at + 6),
+            ..Rule::CorrelationMismatch
+                .problem(0..0, "m")
+                .with_help("copy it exactly: `correlation_id: corr-1`")
+        };
+        assert_eq!(apply(answer, &[p], &project), None);
     }
 
     #[test]
