@@ -783,10 +783,25 @@ impl HopState {
                     self.steps -= 1;
                     continue;
                 }
-                Next::GiveUp { answer, why } => {
-                    self.last_content = answer;
-                    return self.partial(why);
-                }
+                // The answer to a once-only ask (`evidence_goal:`, `search_first:`) cut off too
+                // often never costs the accepted answer before it: that one goes on, checked
+                // again like any answer. Over llama-server the 1.5B thoughts-analyzer, asked for
+                // more Evidence, looped until its limit three times, and its verified answer
+                // was lost with the hop (PARTIAL).
+                Next::GiveUp { answer, why } => match asked.take() {
+                    Some(first) => {
+                        self.ctx.emit(EventKind::HopSteered {
+                            why: first.outcome(false).into(),
+                            count: first.count(),
+                        });
+                        response.content = first.answer;
+                        response.truncated = false;
+                    }
+                    None => {
+                        self.last_content = answer;
+                        return self.partial(why);
+                    }
+                },
                 Next::Proceed => {}
             }
             if !response.content.trim().is_empty() {

@@ -148,3 +148,47 @@ async fn an_answer_at_the_goal_or_with_nothing_verified_is_not_asked() {
     assert_eq!(outcome.outcome, Outcome::Completed, "{outcome:?}");
     assert!(steered(&events).is_empty());
 }
+
+/// Over the wire: the answer to the ask cut off at the output limit three times in a row never
+/// costs the accepted answer before it; that one goes up (`evidence_goal_kept`), not a PARTIAL.
+#[tokio::test]
+async fn an_asked_answer_cut_off_too_often_never_costs_the_first() {
+    use crate::support::mock::{answer, truncated, Mock};
+    let (_d, p) = project();
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let one = item("Decision: serde-saphyr", DECISION.0, DECISION.1);
+    let first = format!(
+        "---\nmessage_id: worker-{today}-001\nmessage_type: WORKER_RESPONSE\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\n---\n<thinking>\nread it\n</thinking>\n<answer>\n{one}</answer>\n"
+    );
+    let mock = Mock::start().await;
+    mock.push(answer(&first, vec![]));
+    // Different text each time: no loop to find, only cuts.
+    for n in 0..3 {
+        let rambling = format!("### More {n}\n{}", "The parser reads. ".repeat(20 + n));
+        mock.push(truncated(answer(&rambling, vec![])));
+    }
+    let options = switchboard::runtime::RunOptions {
+        correlation_id: Some("corr-1".into()),
+        ..Default::default()
+    };
+    let (outcome, events) =
+        crate::support::wire::session_with(&p, &mock, "worker", "Read d.md.", options).await;
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(outcome.status, "completed", "{outcome:?} {kinds:?}");
+    assert_eq!(
+        steered(&events),
+        [
+            ("evidence_goal".to_string(), 1),
+            ("evidence_goal_kept".to_string(), 1)
+        ]
+    );
+    let up = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::HopCompleted { answer, .. } => Some(answer.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(up.contains("Decision: serde-saphyr"), "{up}");
+    assert!(!up.contains("More 0"), "{up}");
+}
