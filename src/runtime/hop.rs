@@ -784,17 +784,14 @@ impl HopState {
                     continue;
                 }
                 // The answer to a once-only ask (`evidence_goal:`, `search_first:`) cut off too
-                // often never costs the accepted answer before it: that one goes on, checked
-                // again like any answer. Over llama-server the 1.5B thoughts-analyzer, asked for
-                // more Evidence, looped until its limit three times, and its verified answer
-                // was lost with the hop (PARTIAL).
-                Next::GiveUp { answer, why } => match asked.take() {
+                // often never costs the accepted answer before it: that one stands in for it and
+                // is judged below as a second answer that does not win, so the first is kept
+                // (`ask_once`). Over llama-server the 1.5B thoughts-analyzer, asked for more
+                // Evidence, looped until its limit three times, and its verified answer was
+                // lost with the hop (PARTIAL).
+                Next::GiveUp { answer, why } => match asked.as_ref() {
                     Some(first) => {
-                        self.ctx.emit(EventKind::HopSteered {
-                            why: first.outcome(false).into(),
-                            count: first.count(),
-                        });
-                        response.content = first.answer;
+                        response.content = first.answer.clone();
                         response.truncated = false;
                     }
                     None => {
