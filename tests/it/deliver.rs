@@ -135,14 +135,32 @@ async fn a_written_document_that_holds_up_leaves_only_the_answer() {
 /// Qwen2.5-Coder-1.5B as the researcher: `## Findings` with its analyzer's verified item, after
 /// a `task(…)` line written as text, and no frontmatter. The sections are saved under the
 /// frontmatter the runtime knows, and the session completes with that report.
-#[tokio::test]
-async fn sections_answered_without_frontmatter_are_saved_as_the_report() {
+/// [`project`] with the lead owing its report as its answer (`from_answer: true`).
+fn from_answer_project() -> (tempfile::TempDir, Project) {
     let (dir, project) = project();
     std::fs::write(
         dir.path().join("agent/lead.md"),
         LEAD.replace("evidence: 1}", "evidence: 1, from_answer: true}"),
     )
     .expect("write");
+    (dir, project)
+}
+
+/// The text of the file the runtime saved from the answer (`deliver.saved`) under `root`.
+fn saved_report(root: &std::path::Path, events: &[Event]) -> String {
+    let saved = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::DeliverSaved { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .expect("deliver.saved");
+    std::fs::read_to_string(root.join(saved)).expect("report")
+}
+
+#[tokio::test]
+async fn sections_answered_without_frontmatter_are_saved_as_the_report() {
+    let (dir, project) = from_answer_project();
     let mock = Mock::start().await;
     let sections = "## Findings\n\n### a.md greets\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n  ```\n  hello\n  ```\n";
     mock.push(answer(
@@ -154,14 +172,7 @@ async fn sections_answered_without_frontmatter_are_saved_as_the_report() {
     assert_eq!(checks(&events), [("met".to_string(), 1)]);
     assert!(events.iter().any(|e| matches!(&e.kind,
         EventKind::HopSteered { why, .. } if why == "report_frontmatter_added")));
-    let saved = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::DeliverSaved { path, .. } => Some(path.clone()),
-            _ => None,
-        })
-        .expect("deliver.saved");
-    let report = std::fs::read_to_string(dir.path().join(&saved)).expect("report");
+    let report = saved_report(dir.path(), &events);
     assert!(
         report.starts_with("---\ndate: ") && report.contains("topic: \"What is in a.md?\""),
         "{report}"
@@ -174,12 +185,7 @@ async fn sections_answered_without_frontmatter_are_saved_as_the_report() {
 /// with the frontmatter closed after its fields.
 #[tokio::test]
 async fn a_report_whose_frontmatter_was_left_open_is_saved_closed() {
-    let (dir, project) = project();
-    std::fs::write(
-        dir.path().join("agent/lead.md"),
-        LEAD.replace("evidence: 1}", "evidence: 1, from_answer: true}"),
-    )
-    .expect("write");
+    let (dir, project) = from_answer_project();
     let mock = Mock::start().await;
     let open = format!("---\ndate: 2026-11-28\ntopic: \"a.md\"\n\n{REPORT}");
     mock.push(answer(&format!("```\n{open}```\n"), vec![]));
@@ -187,14 +193,7 @@ async fn a_report_whose_frontmatter_was_left_open_is_saved_closed() {
     assert_eq!(outcome.status, "completed", "{outcome:?}");
     assert!(events.iter().any(|e| matches!(&e.kind,
         EventKind::HopSteered { why, .. } if why == "report_frontmatter_closed")));
-    let saved = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::DeliverSaved { path, .. } => Some(path.clone()),
-            _ => None,
-        })
-        .expect("deliver.saved");
-    let report = std::fs::read_to_string(dir.path().join(&saved)).expect("report");
+    let report = saved_report(dir.path(), &events);
     assert_eq!(
         report,
         format!("---\ndate: 2026-11-28\ntopic: \"a.md\"\n---\n\n{REPORT}")

@@ -486,26 +486,32 @@ mod tests {
         )
     }
 
-    /// Checks `text`, then takes the replacement the problem offers (if any) and checks again.
-    fn offered(excerpt: &[&str], cite: &str) -> (Vec<String>, Option<(String, String)>, bool) {
+    /// `f` on a project holding `doc.md` ([`DOC`]), its check context and the envelope contract.
+    fn with_doc<R>(f: impl FnOnce(&Project, &CheckContext, &Contract) -> R) -> R {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("doc.md"), DOC).unwrap();
         let project = Project::open(dir.path()).unwrap();
         let files = FileCache::new();
         let ctx = CheckContext::new(&project, &files);
-        let contract = Contract::envelope();
-        let report = check(&answer(cite, excerpt), &contract, &ctx);
-        let codes = report
-            .violations
-            .iter()
-            .map(|v| v.code.to_string())
-            .collect();
-        let Some(actual) = report.violations.iter().find_map(|v| v.actual.clone()) else {
-            return (codes, None, false);
-        };
-        let lines: Vec<&str> = actual.lines.lines().collect();
-        let passes = check(&answer(&actual.from, &lines), &contract, &ctx).is_conformant();
-        (codes, Some((actual.from, actual.lines)), passes)
+        f(&project, &ctx, &Contract::envelope())
+    }
+
+    /// Checks `text`, then takes the replacement the problem offers (if any) and checks again.
+    fn offered(excerpt: &[&str], cite: &str) -> (Vec<String>, Option<(String, String)>, bool) {
+        with_doc(|_, ctx, contract| {
+            let report = check(&answer(cite, excerpt), contract, ctx);
+            let codes = report
+                .violations
+                .iter()
+                .map(|v| v.code.to_string())
+                .collect();
+            let Some(actual) = report.violations.iter().find_map(|v| v.actual.clone()) else {
+                return (codes, None, false);
+            };
+            let lines: Vec<&str> = actual.lines.lines().collect();
+            let passes = check(&answer(&actual.from, &lines), contract, ctx).is_conformant();
+            (codes, Some((actual.from, actual.lines)), passes)
+        })
     }
 
     #[test]
@@ -533,45 +539,39 @@ mod tests {
     /// ones: that help is not offered for the fix to take.
     #[test]
     fn a_too_long_quote_of_the_file_is_cut_down_and_a_made_up_one_is_not() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("doc.md"), DOC).unwrap();
-        let project = Project::open(dir.path()).unwrap();
-        let files = FileCache::new();
-        let ctx = CheckContext::new(&project, &files);
-        let contract = Contract::envelope();
-        let exact = answer(
-            "doc.md:2-11",
-            &[
-                "two", "three", "four", "five", "six", "", "eight", "nine", "ten", "eleven",
-            ],
-        );
-        let problems = check(&exact, &contract, &ctx).violations;
-        assert!(
-            problems[0]
-                .help
-                .as_deref()
-                .is_some_and(|h| h.starts_with(super::CUT_DOWN)),
-            "{problems:?}"
-        );
-        let fixed = crate::contract::fix::apply(&exact, &problems, &project).expect("cut down");
-        assert!(check(&fixed, &contract, &ctx).is_conformant(), "{fixed}");
-        assert!(
-            fixed.contains("`doc.md:2-6`") && !fixed.contains("eleven"),
-            "{fixed}"
-        );
+        with_doc(|project, ctx, contract| {
+            let quote = |eighth: &str| {
+                answer(
+                    "doc.md:2-11",
+                    &[
+                        "two", "three", "four", "five", "six", "", eighth, "nine", "ten", "eleven",
+                    ],
+                )
+            };
+            let exact = quote("eight");
+            let problems = check(&exact, contract, ctx).violations;
+            assert!(
+                problems[0]
+                    .help
+                    .as_deref()
+                    .is_some_and(|h| h.starts_with(super::CUT_DOWN)),
+                "{problems:?}"
+            );
+            let fixed = crate::contract::fix::apply(&exact, &problems, project).expect("cut down");
+            assert!(check(&fixed, contract, ctx).is_conformant(), "{fixed}");
+            assert!(
+                fixed.contains("`doc.md:2-6`") && !fixed.contains("eleven"),
+                "{fixed}"
+            );
 
-        let made_up = answer(
-            "doc.md:2-11",
-            &[
-                "two", "three", "four", "five", "six", "", "EIGHT", "nine", "ten", "eleven",
-            ],
-        );
-        let problems = check(&made_up, &contract, &ctx).violations;
-        assert_eq!(problems[0].code, "excerpt/too-long");
-        assert_eq!(
-            crate::contract::fix::apply(&made_up, &problems, &project),
-            None
-        );
+            let made_up = quote("EIGHT");
+            let problems = check(&made_up, contract, ctx).violations;
+            assert_eq!(problems[0].code, "excerpt/too-long");
+            assert_eq!(
+                crate::contract::fix::apply(&made_up, &problems, project),
+                None
+            );
+        });
     }
 
     #[test]
