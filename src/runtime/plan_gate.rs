@@ -19,6 +19,9 @@ use crate::project::Project;
 
 pub use crate::agent::gate::PLAN_TOOL;
 
+/// Subagents to call next, each with the path it is given if any.
+type Calls<'f> = Vec<(String, Option<&'f str>)>;
+
 /// Built-in tools that change nothing and fetch nothing: everything else built in reads the
 /// project, the knowledge store or the web. They stay open before a plan.
 const NOT_RETRIEVAL: &[&str] = &["write", "task"];
@@ -284,12 +287,15 @@ impl PlanGate {
         skip: &std::collections::BTreeSet<String>,
         found: &[(String, String)],
     ) -> Option<String> {
-        let calls = self.next_calls(skip, found)?;
+        let (calls, _) = self.next_calls(skip, found)?;
         Some(delegation_note(&calls, task, correlation_id))
     }
 
     /// The `task` arguments of [`Self::next_delegation`]'s calls that give a subagent a path
-    /// found (an analysis), for the runtime to make itself; empty when there are none.
+    /// its own source found (an analysis), for the runtime to make itself; empty when there are
+    /// none. The fallback call is never one: it hands the first path found to the first open
+    /// subagent, which may be a locator, and the runtime would then send a document path to a
+    /// subagent that searches instead of one that reads.
     pub fn next_analyses(
         &self,
         task: &str,
@@ -297,23 +303,26 @@ impl PlanGate {
         skip: &std::collections::BTreeSet<String>,
         found: &[(String, String)],
     ) -> Vec<Value> {
-        self.next_calls(skip, found)
-            .unwrap_or_default()
+        let Some((calls, false)) = self.next_calls(skip, found) else {
+            return Vec::new();
+        };
+        calls
             .into_iter()
             .filter(|(_, path)| path.is_some())
             .map(|(agent, path)| task_arguments(&agent, path, task, correlation_id))
             .collect()
     }
 
-    /// The subagents [`Self::next_delegation`] names, each with the path it is given if any.
+    /// The subagents [`Self::next_delegation`] names, each with the path it is given if any,
+    /// and whether they are the fallback (one call, no source's own find behind it).
     fn next_calls<'f>(
         &self,
         skip: &std::collections::BTreeSet<String>,
         found: &'f [(String, String)],
-    ) -> Option<Vec<(String, Option<&'f str>)>> {
+    ) -> Option<(Calls<'f>, bool)> {
         let accepted = self.accepted.as_ref()?;
         let lists = self.chosen_lists(accepted);
-        let mut calls: Vec<(String, Option<&str>)> = Vec::new();
+        let mut calls: Calls = Vec::new();
         for (_, list) in &lists {
             let Some(agent) = self.first_open(accepted, list, skip) else {
                 continue;
@@ -333,8 +342,9 @@ impl PlanGate {
                 .iter()
                 .find_map(|(_, l)| self.first_open(accepted, l, skip))?;
             calls.push((agent, found.first().map(|(p, _)| p.as_str())));
+            return Some((calls, true));
         }
-        Some(calls)
+        Some((calls, false))
     }
 
     /// After an analysis verified: the delegations still owed to the sources the plan chose
@@ -774,6 +784,19 @@ mod tests {
             ),
             "{next}"
         );
+        // The runtime makes the analyses its own sources found, and never that fallback: with
+        // no locator done with, it would send the path to `finder`, which searches.
+        let made = g.next_analyses("q", "c", &done, &found);
+        let agents: Vec<&str> = made
+            .iter()
+            .filter_map(|a| a["subagent_type"].as_str())
+            .collect();
+        assert_eq!(agents, ["reader", "studier"]);
+        assert!(g.next_analyses("q", "c", &done, &other).is_empty());
+        let none_done = BTreeSet::new();
+        let next = g.next_delegation("q", "c", &none_done, &other).unwrap();
+        assert!(next.contains(r#""subagent_type":"finder""#), "{next}");
+        assert!(g.next_analyses("q", "c", &none_done, &other).is_empty());
     }
 
     #[test]
