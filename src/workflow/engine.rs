@@ -461,7 +461,6 @@ pub fn retry(wf: &Workflow, state: &mut State, step: &str) -> Result<(), RetryEr
     }
     state.status = RunStatus::Open;
     state.reason = None;
-    state.document = None;
     Ok(())
 }
 

@@ -118,7 +118,8 @@ pub struct State {
     pub created_at: String,
     pub updated_at: String,
     pub steps: BTreeMap<String, StepRecord>,
-    /// Project-relative path of the rendered document, once there is one.
+    /// Project-relative path of the rendered document, once there is one. A retried run keeps
+    /// it: its next rendering replaces that file instead of taking a new name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<String>,
     /// Why the run stopped or was aborted.
