@@ -208,6 +208,8 @@ pub fn offer_evidence(
                 offered.push(item);
             }
         };
+        // A fact offered again for other lines is left to write: the check refuses it.
+        let mut facts: Vec<String> = Vec::new();
         for item in select(result, ptr) {
             let Some(path) = item["path"].as_str() else {
                 continue;
@@ -215,6 +217,12 @@ pub fn offer_evidence(
             let fact = item["fact"]
                 .as_str()
                 .filter(|f| super::shape::placeholders(&Value::from(*f)).is_empty())
+                .filter(|f| {
+                    let key = fact_key(f);
+                    let new = !facts.contains(&key);
+                    facts.push(key);
+                    new
+                })
                 .unwrap_or(super::shape::PLACEHOLDER);
             let Some(text) = text_inside(project, path) else {
                 continue;
@@ -581,6 +589,10 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
                 // The same lines cited twice are one fact shown twice: under a grammar that
                 // can only copy a file's lines, the 1.5B analyzer repeated one item three times.
                 let mut cited: Vec<(String, u64, u64)> = Vec::new();
+                // One fact stated for other lines is a claim those lines were never shown to
+                // hold: the 1.5B planner gave eight items on eight runs of `run.rs` one fact,
+                // "The --quiet flag is not currently used in the run command."
+                let mut facts: Vec<String> = Vec::new();
                 for item in root.map(|r| select(r, ptr)).unwrap_or_default() {
                     if let Err(e) = evidence(subject.project, item) {
                         errors.push(e.to_string());
@@ -600,9 +612,22 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
                             }
                             .to_string(),
                         );
-                    } else {
-                        cited.push(at);
+                        continue;
                     }
+                    let fact = fact_key(item["fact"].as_str().unwrap_or(""));
+                    if !fact.is_empty() && facts.contains(&fact) {
+                        errors.push(
+                            EvidenceError::FactRepeated {
+                                path: at.0.clone(),
+                                start: at.1,
+                                end: at.2,
+                            }
+                            .to_string(),
+                        );
+                    } else {
+                        facts.push(fact);
+                    }
+                    cited.push(at);
                 }
             }
         }
@@ -652,6 +677,11 @@ enum EvidenceError {
     )]
     Repeated { path: String, start: u64, end: u64 },
     #[error(
+        "evidence `{path}:{start}-{end}` states the fact of an item before it, word for word: \
+         each item's fact says what its own excerpt shows"
+    )]
+    FactRepeated { path: String, start: u64, end: u64 },
+    #[error(
         "evidence `{path}:{start}-{end}`: the excerpt does not match the file; lines there \
          now: {actual:?}"
     )]
@@ -661,6 +691,14 @@ enum EvidenceError {
         end: u64,
         actual: String,
     },
+}
+
+/// A fact as compared with the facts before it: its words, lowercased, in one run.
+fn fact_key(fact: &str) -> String {
+    fact.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// One evidence item: the excerpt is exactly the cited lines (trailing blanks aside).
@@ -748,7 +786,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.rs"), "fn a() {}\nfn b() {}\n").unwrap();
         let project = Project::open(dir.path()).unwrap();
-        let item = |start: u64, excerpt: &str| json!({"fact": "f", "path": "a.rs", "start": start, "end": start, "excerpt": excerpt});
+        let item = |start: u64, excerpt: &str| json!({"fact": format!("line {start}"), "path": "a.rs", "start": start, "end": start, "excerpt": excerpt});
         let result =
             json!({"evidence": [item(1, "fn a() {}"), item(2, "fn b() {}"), item(1, "fn a() {}")]});
         let errors_of = |result: &Value| {
@@ -771,6 +809,62 @@ mod tests {
         let errors = errors_of(&result);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].ends_with("(2 times)"), "{errors:?}");
+    }
+
+    /// One fact given to other lines is refused, however it is spaced or capitalised, and the
+    /// INVALID reply's offer leaves that item's fact to write.
+    #[test]
+    fn evidence_stating_the_fact_of_an_item_before_it_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\nfn b() {}\nfn c() {}\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let item = |start: u64, fact: &str| {
+            let excerpt = ["fn a() {}", "fn b() {}", "fn c() {}"][start as usize - 1];
+            json!({"fact": fact, "path": "a.rs", "start": start, "end": start, "excerpt": excerpt})
+        };
+        let result = json!({"evidence": [
+            item(1, "The flag is not used."),
+            item(2, "b is defined."),
+            item(3, "  the flag is NOT   used. "),
+        ]});
+        let checks = [Check::Evidence("/evidence/*".into())];
+        let subject = Subject {
+            project: &project,
+            result: &result,
+            accepted: &BTreeMap::new(),
+        };
+        let errors = run(&checks, &subject).0;
+        assert_eq!(
+            errors,
+            [
+                "evidence `a.rs:3-3` states the fact of an item before it, word for word: each \
+              item's fact says what its own excerpt shows"
+            ],
+        );
+        let mut expected = json!({"evidence": []});
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        let facts: Vec<&str> = expected["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["fact"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            facts,
+            [
+                "The flag is not used.",
+                "b is defined.",
+                super::super::shape::PLACEHOLDER
+            ]
+        );
+        // Three facts of their own pass.
+        let result = json!({"evidence": [item(1, "a"), item(2, "b"), item(3, "c")]});
+        let subject = Subject {
+            project: &project,
+            result: &result,
+            accepted: &BTreeMap::new(),
+        };
+        assert!(run(&checks, &subject).0.is_empty());
     }
 
     #[test]

@@ -457,9 +457,17 @@ fn the_document_is_rendered_from_the_template_and_its_evidence_holds() {
     let mut last = Value::Null;
     for s in STEPS {
         // A slug begun with a date, as the 1.5B planner wrote one: the file's name has one date.
+        // A secondary file that is also primary, as it listed one: the plan names it once. A
+        // fact of two lines, as it wrote one: its heading stays one line.
         let result = match s {
             "render" => {
                 json!({"title": "Cap retry backoff", "slug": "2026-01-02-cap-retry-backoff"})
+            }
+            "scope" => {
+                let mut scope = good(s);
+                scope["secondary"] = json!(["tests/retry.rs", "src/retry.rs"]);
+                scope["evidence"][2]["fact"] = json!("A test checks\nthe second attempt's delay");
+                scope
             }
             _ => good(s),
         };
@@ -491,6 +499,14 @@ fn the_document_is_rendered_from_the_template_and_its_evidence_holds() {
         ),
         "{text}"
     );
+    assert!(
+        text.contains("## Scope\n- `src/retry.rs` (primary)\n- `tests/retry.rs` (secondary)\n\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("### A test checks the second attempt's delay\n- **Evidence**"),
+        "{text}"
+    );
     assert!(text.contains("### Step 2: Test the cap"));
     assert!(text.contains("- `cargo test`"));
     assert!(text.contains("Complexity: **low** (score 5"), "{text}");
@@ -499,6 +515,46 @@ fn the_document_is_rendered_from_the_template_and_its_evidence_holds() {
     assert!(problems.is_empty(), "{problems:#?}");
     assert_eq!(run.state().status, workflow::RunStatus::Done);
     assert_eq!(run.step("plan", good("plan"))["action"], "STOP");
+}
+
+/// Two runs that render one name: the second document takes the next free name and the
+/// first is left as it was; a retried run renders over its own document, not a third name.
+#[test]
+fn a_document_never_replaces_another_run_s() {
+    let dir = project();
+    let p = Project::open(dir.path()).unwrap();
+    let finish = |id: &str| -> String {
+        let run = Run {
+            project: &p,
+            id: id.into(),
+        };
+        let mut last = Value::Null;
+        for s in STEPS {
+            last = run.step(s, good(s));
+        }
+        last["document"].as_str().expect("rendered").to_string()
+    };
+    let first = finish("r-one");
+    assert!(first.ends_with("-cap-retry-backoff.md"), "{first}");
+    let path = dir.path().join(&first);
+    let before = std::fs::read_to_string(&path).unwrap();
+    let second = finish("r-two");
+    assert_eq!(second, first.replace(".md", "-2.md"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    assert!(std::fs::read_to_string(dir.path().join(&second))
+        .unwrap()
+        .contains("workflow_run: r-two"));
+    // Retried at `render`, the second run writes its document again where it was.
+    let v = json_out(sb(dir.path()).args(["workflow", "retry", "r-two", "render", "--json"]));
+    assert_eq!(v["status"], "open", "{v}");
+    let run = Run {
+        project: &p,
+        id: "r-two".into(),
+    };
+    let again = run.step("render", good("render"));
+    assert_eq!(again["document"], second.as_str(), "{again}");
+    assert!(!dir.path().join(first.replace(".md", "-3.md")).exists());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
 }
 
 #[test]
