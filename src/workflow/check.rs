@@ -159,6 +159,46 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
     notes
 }
 
+/// Takes out of `result` each evidence item (of the `evidence` checks' own arrays) that cites
+/// the lines of an item before it or states its fact word for word: the items the check
+/// refuses as repeats. One note per item taken out, for the reply; none when nothing repeats.
+/// The caller keeps the shorter result only when it then passes the whole step, so a result
+/// left with too few items is still refused as it was. Why: refused for its repeated facts,
+/// the 1.5B planner sent its scope again with four distinct facts and two repeats, then the
+/// same call again, until its turns ran out.
+pub fn drop_repeated(checks: &[Check], result: &mut Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    for array in checks.iter().filter_map(evidence_array) {
+        for items in select_mut(result, array) {
+            let Value::Array(items) = items else {
+                continue;
+            };
+            let mut cited: Vec<(String, u64, u64)> = Vec::new();
+            let mut facts: Vec<String> = Vec::new();
+            items.retain(|item| {
+                let at = (
+                    normal(item["path"].as_str().unwrap_or("")),
+                    item["start"].as_u64().unwrap_or(0),
+                    item["end"].as_u64().unwrap_or(0),
+                );
+                let fact = fact_key(item["fact"].as_str().unwrap_or(""));
+                let repeats = cited.contains(&at) || (!fact.is_empty() && facts.contains(&fact));
+                if repeats {
+                    notes.push(format!(
+                        "evidence `{}:{}-{}`: it repeats an item before it; left out",
+                        at.0, at.1, at.2
+                    ));
+                } else {
+                    cited.push(at);
+                    facts.push(fact);
+                }
+                !repeats
+            });
+        }
+    }
+    notes
+}
+
 /// Evidence items offered at most in an INVALID reply's `expected`, the lines each quotes at
 /// most, and the characters of its excerpt at most. Few and short: the 1.5B planner, offered
 /// three items of up to three lines, copied the first whole and broke off inside the second's

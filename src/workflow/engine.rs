@@ -154,23 +154,37 @@ pub fn submit(
     // The schema's refusal is answered with the result's shape to fill in (`expected`).
     let schema_refused = !errors.is_empty();
     let mut computed = serde_json::Map::new();
-    let corrected = if errors.is_empty() {
+    let mut corrected = if errors.is_empty() {
         check::relocate(&step.checks, project, &mut filled)
     } else {
         Vec::new()
     };
-    let result = &filled;
     if errors.is_empty() {
         let accepted = state.accepted();
-        let subject = Subject {
-            project,
-            result,
-            accepted: &accepted,
+        let checked = |result: &Value| {
+            let subject = Subject {
+                project,
+                result,
+                accepted: &accepted,
+            };
+            check::run(&step.checks, &subject)
         };
-        let (e, c) = check::run(&step.checks, &subject);
-        errors = e;
-        computed = c;
+        let (e, c) = checked(&filled);
+        (errors, computed) = (e, c);
+        // Refused, perhaps only for items that repeat others: without them, does it pass?
+        if !errors.is_empty() {
+            let mut fewer = filled.clone();
+            let dropped = check::drop_repeated(&step.checks, &mut fewer);
+            if !dropped.is_empty() && schema_errors(step, project, &fewer).is_empty() {
+                let (e, c) = checked(&fewer);
+                if e.is_empty() {
+                    (errors, computed, filled) = (e, c, fewer);
+                    corrected.extend(dropped);
+                }
+            }
+        }
     }
+    let result = &filled;
     let at = now();
     let record = state.record(name);
     record.attempts += 1;
@@ -567,6 +581,44 @@ mod tests {
         let wf = super::super::spec::parse("workflow/t.yaml", text).unwrap();
         let s = State::new("t", &wf, "a", "s", "c", "task");
         (dir, p, wf, s)
+    }
+
+    /// Items that repeat others are left out when the rest passes the step, with a note each;
+    /// when too few would remain, the result is refused as it was.
+    #[test]
+    fn repeated_evidence_is_left_out_only_when_the_rest_passes() {
+        let text = "steps:\n  - name: scope\n    schema:\n      type: object\n      \
+                    properties:\n        evidence: {type: array, minItems: 2}\n    checks:\n      \
+                    - evidence: /evidence/*\noutput: {path: o.md, template: x}\n";
+        let (dir, p, wf, mut s) = setup_with(text);
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\nfn b() {}\nfn c() {}\n").unwrap();
+        let item = |n: u64, fact: &str| {
+            let excerpt = ["fn a() {}", "fn b() {}", "fn c() {}"][n as usize - 1];
+            json!({"fact": fact, "path": "a.rs", "start": n, "end": n, "excerpt": excerpt})
+        };
+        let three = json!({"evidence": [item(1, "a is here"), item(2, "b is here"), item(3, "A is  here")]});
+        let o = submit(&wf, &mut s, &p, "scope", &three);
+        assert_eq!(o.reply.action(), "PROCEED", "{}", o.reply.to_json());
+        let reply: Value = serde_json::from_str(&o.reply.to_json()).unwrap();
+        assert_eq!(
+            reply["corrected"],
+            json!(["evidence `a.rs:3-3`: it repeats an item before it; left out"])
+        );
+        let stored = s.steps["scope"].result.clone().unwrap();
+        assert_eq!(
+            stored["evidence"],
+            json!([item(1, "a is here"), item(2, "b is here")])
+        );
+        // Two items, one a repeat: one alone is too few, so both stay and the step is refused.
+        let mut fresh = State::new("t2", &wf, "a", "s", "c", "task");
+        let two = json!({"evidence": [item(1, "a is here"), item(2, "a is here")]});
+        let o = submit(&wf, &mut fresh, &p, "scope", &two);
+        assert_eq!(o.reply.action(), "INVALID");
+        assert!(
+            o.reply.errors()[0].contains("states the fact of an item before it"),
+            "{:?}",
+            o.reply.errors()
+        );
     }
 
     #[test]
