@@ -161,42 +161,123 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
 
 /// Takes out of `result` each evidence item (of the `evidence` checks' own arrays) that cites
 /// the lines of an item before it or states its fact word for word: the items the check
-/// refuses as repeats. One note per item taken out, for the reply; none when nothing repeats.
-/// The caller keeps the shorter result only when it then passes the whole step, so a result
-/// left with too few items is still refused as it was. Why: refused for its repeated facts,
-/// the 1.5B planner sent its scope again with four distinct facts and two repeats, then the
-/// same call again, until its turns ran out.
-pub fn drop_repeated(checks: &[Check], result: &mut Value) -> Vec<String> {
+/// refuses as repeats. An item that repeats only a fact, on lines that are a comment saying
+/// something else, keeps its lines with the comment's words as its fact (`fact_of_comment`,
+/// marked `path:` as the file's own), unless that too was stated before. One note per item
+/// taken out or given the comment's words; none when nothing repeats. The caller keeps the
+/// corrected result only when it then passes the whole step, so a result left with too few
+/// items is still refused as it was.
+///
+/// Why: refused for its repeated facts, the 1.5B planner sent its scope again with four
+/// distinct facts and two repeats, then the same call again, until its turns ran out; asked to
+/// plan a flag that does not exist yet, it gave seven doc comments of `src/cli/run.rs` the one
+/// fact "the run command does not have a --quiet flag", and sent that back unchanged after the
+/// INVALID reply offered the comments' own words.
+pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) -> Vec<String> {
     let mut notes = Vec::new();
     for array in checks.iter().filter_map(evidence_array) {
         for items in select_mut(result, array) {
             let Value::Array(items) = items else {
                 continue;
             };
-            let mut cited: Vec<(String, u64, u64)> = Vec::new();
-            let mut facts: Vec<String> = Vec::new();
-            items.retain(|item| {
-                let at = (
-                    normal(item["path"].as_str().unwrap_or("")),
-                    item["start"].as_u64().unwrap_or(0),
-                    item["end"].as_u64().unwrap_or(0),
-                );
-                let fact = fact_key(item["fact"].as_str().unwrap_or(""));
-                let repeats = cited.contains(&at) || (!fact.is_empty() && facts.contains(&fact));
-                if repeats {
-                    notes.push(format!(
-                        "evidence `{}:{}-{}`: it repeats an item before it; left out",
-                        at.0, at.1, at.2
-                    ));
-                } else {
-                    cited.push(at);
-                    facts.push(fact);
+            let mut seen = Seen::default();
+            let mut kept = Vec::with_capacity(items.len());
+            for mut item in std::mem::take(items) {
+                let at = Seen::at(&item);
+                let fact = item["fact"].as_str().unwrap_or("").to_string();
+                let place = format!("evidence `{}:{}-{}`", at.0, at.1, at.2);
+                match seen.repeat(&at, &fact) {
+                    None => seen.record(at, &fact),
+                    Some(Repeat::Fact) => {
+                        // The comment as the file has it at those lines, not as the item quotes it.
+                        let own = quoted_text(project, &item)
+                            .and_then(|excerpt| fact_of_comment(&at.0, &excerpt))
+                            .filter(|own| seen.repeat(&at, own).is_none());
+                        let Some(own) = own else {
+                            notes.push(format!("{place}: it repeats an item before it; left out"));
+                            continue;
+                        };
+                        notes.push(format!(
+                            "{place}: its fact repeats an item before it; the comment at its \
+                             lines is its fact"
+                        ));
+                        seen.record(at, &own);
+                        item["fact"] = Value::from(own);
+                    }
+                    Some(Repeat::Lines) => {
+                        notes.push(format!("{place}: it repeats an item before it; left out"));
+                        continue;
+                    }
                 }
-                !repeats
-            });
+                kept.push(item);
+            }
+            *items = kept;
         }
     }
     notes
+}
+
+/// The lines `item` cites, as the file has them (trailing blanks aside), when its range is
+/// one the check accepts; `None` otherwise.
+fn quoted_text(project: &Project, item: &Value) -> Option<String> {
+    let (start, end) = (item["start"].as_u64()?, item["end"].as_u64()?);
+    if start == 0 || end < start || end - start >= 6 {
+        return None;
+    }
+    let text = text_inside(project, item["path"].as_str()?)?;
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    Some(lines.get(start as usize - 1..end as usize)?.join("\n"))
+}
+
+/// What an evidence item repeats of the items before it in its array.
+#[derive(Debug, PartialEq)]
+enum Repeat {
+    /// The same file and lines as an item before it.
+    Lines,
+    /// Other lines, with an earlier item's fact word for word (case and spacing aside).
+    Fact,
+}
+
+/// The lines cited and facts stated so far in one evidence array: one record, so the check
+/// that refuses repeats and the correction that leaves them out agree on what a repeat is.
+#[derive(Default)]
+struct Seen {
+    cited: Vec<(String, u64, u64)>,
+    facts: Vec<String>,
+}
+
+impl Seen {
+    /// Where `item` points: its path (normalized), first and last line.
+    fn at(item: &Value) -> (String, u64, u64) {
+        (
+            normal(item["path"].as_str().unwrap_or("")),
+            item["start"].as_u64().unwrap_or(0),
+            item["end"].as_u64().unwrap_or(0),
+        )
+    }
+
+    /// The repeat an item at `at` stating `fact` would be; lines are looked at first.
+    fn repeat(&self, at: &(String, u64, u64), fact: &str) -> Option<Repeat> {
+        let key = fact_key(fact);
+        if self.cited.contains(at) {
+            Some(Repeat::Lines)
+        } else if !key.is_empty() && self.facts.contains(&key) {
+            Some(Repeat::Fact)
+        } else {
+            None
+        }
+    }
+
+    /// Notes `at` as cited and `fact` as stated; a fact already stated is not noted twice.
+    fn record(&mut self, at: (String, u64, u64), fact: &str) {
+        let key = fact_key(fact);
+        if !key.is_empty() && !self.facts.contains(&key) {
+            self.facts.push(key);
+        }
+        if !self.cited.contains(&at) {
+            self.cited.push(at);
+        }
+    }
 }
 
 /// Evidence items offered at most in an INVALID reply's `expected`, the lines each quotes at
@@ -628,46 +709,29 @@ pub fn run(checks: &[Check], subject: &Subject) -> (Vec<String>, serde_json::Map
                 };
                 // The same lines cited twice are one fact shown twice: under a grammar that
                 // can only copy a file's lines, the 1.5B analyzer repeated one item three times.
-                let mut cited: Vec<(String, u64, u64)> = Vec::new();
                 // One fact stated for other lines is a claim those lines were never shown to
                 // hold: the 1.5B planner gave eight items on eight runs of `run.rs` one fact,
                 // "The --quiet flag is not currently used in the run command."
-                let mut facts: Vec<String> = Vec::new();
+                let mut seen = Seen::default();
                 for item in root.map(|r| select(r, ptr)).unwrap_or_default() {
                     if let Err(e) = evidence(subject.project, item) {
                         errors.push(e.to_string());
                         continue;
                     }
-                    let at = (
-                        normal(item["path"].as_str().unwrap_or("")),
-                        item["start"].as_u64().unwrap_or(0),
-                        item["end"].as_u64().unwrap_or(0),
-                    );
-                    if cited.contains(&at) {
-                        errors.push(
-                            EvidenceError::Repeated {
-                                path: at.0.clone(),
-                                start: at.1,
-                                end: at.2,
-                            }
-                            .to_string(),
-                        );
-                        continue;
+                    let at = Seen::at(item);
+                    let fact = item["fact"].as_str().unwrap_or("");
+                    let (path, start, end) = (at.0.clone(), at.1, at.2);
+                    match seen.repeat(&at, fact) {
+                        Some(Repeat::Lines) => {
+                            errors.push(EvidenceError::Repeated { path, start, end }.to_string());
+                        }
+                        Some(Repeat::Fact) => {
+                            errors
+                                .push(EvidenceError::FactRepeated { path, start, end }.to_string());
+                            seen.record(at, "");
+                        }
+                        None => seen.record(at, fact),
                     }
-                    let fact = fact_key(item["fact"].as_str().unwrap_or(""));
-                    if !fact.is_empty() && facts.contains(&fact) {
-                        errors.push(
-                            EvidenceError::FactRepeated {
-                                path: at.0.clone(),
-                                start: at.1,
-                                end: at.2,
-                            }
-                            .to_string(),
-                        );
-                    } else {
-                        facts.push(fact);
-                    }
-                    cited.push(at);
                 }
             }
         }
@@ -905,6 +969,63 @@ mod tests {
             accepted: &BTreeMap::new(),
         };
         assert!(run(&checks, &subject).0.is_empty());
+    }
+
+    /// The correction before a refusal: a fact repeated on a comment's lines becomes the
+    /// comment's words as the file has them (not as the item quotes them); one repeated on
+    /// code, or whose comment was stated already, is left out, as are repeated lines.
+    #[test]
+    fn a_repeated_fact_on_a_comment_becomes_the_comment_s_words_and_on_code_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file =
+            "/// Reads the flags of the run command.\nfn a() {}\n/// The hop timeout's default.\n\
+                    fn b() {}\n// Reads the flags of the run command.\n";
+        std::fs::write(dir.path().join("a.rs"), file).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let lines: Vec<&str> = file.lines().collect();
+        let item = |n: u64, fact: &str| json!({"fact": fact, "path": "./a.rs", "start": n, "end": n, "excerpt": lines[n as usize - 1]});
+        let no_flag = "The run command has no --quiet flag.";
+        let flags = "a.rs: Reads the flags of the run command.";
+        let mut result = json!({"evidence": [
+            item(1, flags),
+            item(2, no_flag),
+            item(4, no_flag),
+            item(3, &format!("  {}", no_flag.to_uppercase())),
+            item(3, "Another fact."),
+            item(5, no_flag),
+        ]});
+        // The item at line 3 quotes other words than the file has: the file's are taken.
+        result["evidence"][3]["excerpt"] = json!("/// Something else.");
+        let checks = [Check::Evidence("/evidence/*".into())];
+        let notes = drop_repeated(&checks, &project, &mut result);
+        assert_eq!(
+            notes,
+            [
+                "evidence `a.rs:4-4`: it repeats an item before it; left out",
+                "evidence `a.rs:3-3`: its fact repeats an item before it; the comment at its lines \
+                 is its fact",
+                "evidence `a.rs:3-3`: it repeats an item before it; left out",
+                "evidence `a.rs:5-5`: it repeats an item before it; left out",
+            ]
+        );
+        let facts: Vec<(u64, &str)> = result["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["start"].as_u64().unwrap(), i["fact"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            facts,
+            [
+                (1, flags),
+                (2, no_flag),
+                (3, "a.rs: The hop timeout's default.")
+            ]
+        );
+        // Nothing repeats: nothing changes.
+        let before = result.clone();
+        assert!(drop_repeated(&checks, &project, &mut result).is_empty());
+        assert_eq!(result, before);
     }
 
     #[test]

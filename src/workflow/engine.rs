@@ -169,12 +169,11 @@ pub fn submit(
             };
             check::run(&step.checks, &subject)
         };
-        let (e, c) = checked(&filled);
-        (errors, computed) = (e, c);
+        (errors, computed) = checked(&filled);
         // Refused, perhaps only for items that repeat others: without them, does it pass?
         if !errors.is_empty() {
             let mut fewer = filled.clone();
-            let dropped = check::drop_repeated(&step.checks, &mut fewer);
+            let dropped = check::drop_repeated(&step.checks, project, &mut fewer);
             if !dropped.is_empty() && schema_errors(step, project, &fewer).is_empty() {
                 let (e, c) = checked(&fewer);
                 if e.is_empty() {
