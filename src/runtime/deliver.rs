@@ -208,15 +208,14 @@ pub fn document_from_sections(
 
 /// Where the runtime saves an answer that is the document: the glob's `*` replaced by
 /// `<today>-<slug>`, the slug from the frontmatter's `topic`/`title`, else the first `# `
-/// heading, else `task`; `-2`, `-3`, … when the name is taken (never over another file).
-/// `reuse` is the file this hop saved before, which a corrected answer replaces.
+/// heading, else `task`. `reuse` is the file this hop saved before, which a corrected answer
+/// replaces. [`save`] moves on to `-2`, `-3`, … when the name is another file's.
 pub fn answer_path(
     owed: &Deliver,
     today: &str,
     document: &str,
     task: &str,
     reuse: Option<&str>,
-    project: &Project,
 ) -> String {
     if let Some(path) = reuse {
         return path.to_string();
@@ -234,30 +233,27 @@ pub fn answer_path(
     } else {
         format!("{today}-{slug}")
     };
-    let mut path = owed.path_for(&stem);
-    for n in 2..1000 {
-        if project.root().join(&path).symlink_metadata().is_err() {
-            break;
-        }
-        path = owed.path_for(&format!("{stem}-{n}"));
-    }
-    path
+    owed.path_for(&stem)
 }
 
-/// Saves `document` at `path` (relative to the project root) the way the `write` tool writes:
-/// confined to the project, never through a link. The error says why in one line.
-pub fn save(project: &Project, path: &str, document: &str) -> Result<(), String> {
-    let target = project.resolve_new(path).map_err(|e| e.to_string())?;
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{path}: {e}"))?;
-    }
-    // Again after creating folders: a racing symlink must not carry the write out.
-    let target = project.resolve_new(path).map_err(|e| e.to_string())?;
+/// Saves `document` at `path` (relative to the project root), or at the next free `-N` name
+/// when another file has it, the way the `write` tool writes: confined to the project, never
+/// through a link, never over a file this hop did not save (`earlier` is the one it did).
+/// Returns the path taken; the error says why in one line.
+///
+/// Why the name is taken atomically: two researcher sessions on one question on one day make
+/// the same name, and a check for a free name followed by a write lets both take it.
+pub fn save(
+    project: &Project,
+    path: &str,
+    document: &str,
+    earlier: Option<&str>,
+) -> Result<String, String> {
     let mut text = document.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    crate::tools::write::write_replacing(&target, &text).map_err(|e| format!("{path}: {e}"))
+    crate::tools::write::write_new(project, path, &text, earlier)
 }
 
 /// The first of `keys` in the document's YAML frontmatter, as a plain one-line value.
@@ -558,28 +554,42 @@ mod tests {
         ] {
             assert!(document_in_answer(not_one).is_none(), "{not_one}");
         }
-        let path = answer_path(&owed(1), "2026-11-25", document, "task", None, &p);
+        let path = answer_path(&owed(1), "2026-11-25", document, "task", None);
         assert_eq!(path, "reports/2026-11-25-what-is-alpha-and-why.md");
-        save(&p, &path, document).expect("saved");
+        assert_eq!(save(&p, &path, document, None).expect("saved"), path);
         assert_eq!(
             check(&owed(1), std::slice::from_ref(&path), &p),
             Ok((path.clone(), 1))
         );
-        // Taken: the next answer of another hop gets a new name; this hop's reuses its own.
-        let next = answer_path(&owed(1), "2026-11-25", document, "task", None, &p);
-        assert_eq!(next, "reports/2026-11-25-what-is-alpha-and-why-2.md");
-        let again = answer_path(&owed(1), "2026-11-25", document, "t", Some(&path), &p);
+        // Taken: the next answer of another hop gets a new name, and the first file is kept;
+        // this hop's corrected answer replaces its own.
+        let next = answer_path(&owed(1), "2026-11-25", document, "task", None);
+        let other = save(&p, &next, "# Other\n", None).expect("saved");
+        assert_eq!(other, "reports/2026-11-25-what-is-alpha-and-why-2.md");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(&path)).unwrap(),
+            format!("{document}\n")
+        );
+        let again = answer_path(&owed(1), "2026-11-25", "# Renamed\n", "t", Some(&path));
         assert_eq!(again, path);
+        assert_eq!(
+            save(&p, &again, "# Renamed\n", Some(&path)),
+            Ok(path.clone())
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(&path)).unwrap(),
+            "# Renamed\n"
+        );
         // The title from the heading, then the task, when the frontmatter has none.
         let headed = "# Beta and Gamma\n\na\nb\nc\n";
         assert_eq!(
-            answer_path(&owed(1), "d", headed, "task", None, &p),
+            answer_path(&owed(1), "d", headed, "task", None),
             "reports/d-beta-and-gamma.md"
         );
         // Never through a link out of the project.
         let outside = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink(outside.path(), dir.path().join("reports/out")).expect("link");
-        assert!(save(&p, "reports/out/x.md", document).is_err());
+        assert!(save(&p, "reports/out/x.md", document, None).is_err());
         assert!(!outside.path().join("x.md").exists());
     }
 
@@ -611,7 +621,7 @@ mod tests {
         );
         let owed = owed(1);
         let path = "reports/r.md";
-        save(&project, path, &doc).expect("saved");
+        save(&project, path, &doc, None).expect("saved");
         assert!(check(&owed, &[path.to_string()], &project).is_ok(), "{doc}");
         // A document already, or sections with no Evidence: nothing is made.
         assert_eq!(document_from_sections(&doc, "d", "t", "c"), None);

@@ -1501,9 +1501,17 @@ impl HopState {
             document,
             &self.req.prompt,
             self.saved_answer.as_deref(),
-            &shared.project,
         );
-        let error = deliver::save(&shared.project, &path, document).err();
+        let saved = deliver::save(
+            &shared.project,
+            &path,
+            document,
+            self.saved_answer.as_deref(),
+        );
+        let (path, error) = match saved {
+            Ok(taken) => (taken, None),
+            Err(e) => (path, Some(e)),
+        };
         self.ctx.emit(EventKind::DeliverSaved {
             path: path.clone(),
             bytes: document.len() as u64,

@@ -67,6 +67,70 @@ fn allowed(ctx: ToolContext<'_>, rel: &str) -> bool {
     }
 }
 
+/// Writes `content` at `path` (project-relative), or at `NAME-2.EXT`, `NAME-3.EXT`, … when
+/// another file has that name, never replacing a file it did not write; returns the name taken.
+/// `earlier` is the caller's own file from before (a retried run's document, a corrected
+/// answer), which is replaced in place.
+///
+/// A name is taken with `create_new` (O_EXCL), so two sessions finishing at once, in one process
+/// or several, cannot take the same one, and a link put at the name is never written through;
+/// the content then goes in with [`write_replacing`]. A name taken and not written is given
+/// back. The error says which path and why, in one line.
+pub(crate) fn write_new(
+    project: &crate::project::Project,
+    path: &str,
+    content: &str,
+    earlier: Option<&str>,
+) -> Result<String, String> {
+    let (stem, ext) = match path.rsplit_once('.') {
+        Some((stem, ext)) if !ext.contains('/') && !stem.ends_with('/') => {
+            (stem, format!(".{ext}"))
+        }
+        _ => (path, String::new()),
+    };
+    for n in 1..1000 {
+        let candidate = if n == 1 {
+            path.to_string()
+        } else {
+            format!("{stem}-{n}{ext}")
+        };
+        let at = |e: &dyn std::fmt::Display| format!("`{candidate}`: {e}");
+        let target = project.resolve_new(&candidate).map_err(|e| at(&e))?;
+        project
+            .refuse_hidden(&candidate, &target)
+            .map_err(|e| at(&e))?;
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| at(&e))?;
+        }
+        // Again after creating folders: a link raced in must not carry the write out.
+        let target = project.resolve_new(&candidate).map_err(|e| at(&e))?;
+        let created = earlier != Some(candidate.as_str());
+        if created {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&target)
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(at(&e)),
+            }
+        }
+        return match write_replacing(&target, content) {
+            Ok(()) => Ok(candidate),
+            Err(e) => {
+                if created {
+                    let _ = std::fs::remove_file(&target);
+                }
+                Err(at(&e))
+            }
+        };
+    }
+    Err(format!(
+        "`{path}`: it and 998 numbered names after it are taken"
+    ))
+}
+
 /// Writes `content` to a new temporary file in `path`'s folder, then renames it over `path`.
 ///
 /// Renaming replaces the directory entry instead of writing into the file it names, so neither a
@@ -138,6 +202,41 @@ fn create_temporary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Eight writers at once on one name, as eight sessions finishing together: each takes its
+    /// own name and every content survives; a writer's own earlier file is replaced in place.
+    #[test]
+    fn writers_racing_for_one_name_each_take_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = crate::project::Project::open(dir.path()).unwrap();
+        let barrier = std::sync::Barrier::new(8);
+        let mut taken: Vec<String> = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..8)
+                .map(|i| {
+                    let (project, barrier, root) = (&project, &barrier, dir.path());
+                    s.spawn(move || {
+                        barrier.wait();
+                        let text = format!("writer {i}\n");
+                        let path = write_new(project, "out/plan.md", &text, None).unwrap();
+                        let on_disk = std::fs::read_to_string(root.join(&path)).unwrap();
+                        assert_eq!(on_disk, text, "{path}");
+                        path
+                    })
+                })
+                .collect();
+            writers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        taken.sort();
+        let mut names: Vec<String> = (2..=8).map(|n| format!("out/plan-{n}.md")).collect();
+        names.push("out/plan.md".into());
+        names.sort();
+        assert_eq!(taken, names);
+        // A writer whose own file is `plan-3.md` comes to it before any free name.
+        let own = write_new(&project, "out/plan.md", "mine\n", Some("out/plan-3.md"));
+        assert_eq!(own.unwrap(), "out/plan-3.md");
+        let own = std::fs::read_to_string(dir.path().join("out/plan-3.md")).unwrap();
+        assert_eq!(own, "mine\n");
+    }
 
     /// The race `resolve_new` cannot close: a hard link put at the path after the check. The
     /// write replaces the directory entry, so the other name keeps its contents.

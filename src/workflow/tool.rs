@@ -446,70 +446,13 @@ pub fn finish(project: &Project, wf: &Workflow, state: &mut State) -> Result<Str
     if !bad.is_empty() {
         return Err(bad);
     }
-    let (path, target, claimed) =
-        claim(project, &path, state.document.as_deref()).map_err(|e| vec![e])?;
-    if let Err(e) = crate::tools::write::write_replacing(&target, &text) {
-        if claimed {
-            let _ = std::fs::remove_file(&target);
-        }
-        return Err(vec![format!("`{path}`: {e}")]);
-    }
+    // Two planner sessions on one prompt on one day rendered the same slug, and the second
+    // wrote its plan over the first's: a document takes a free name, or its run's own.
+    let path = crate::tools::write::write_new(project, &path, &text, state.document.as_deref())
+        .map_err(|e| vec![e])?;
     state.document = Some(path.clone());
     state.status = RunStatus::Done;
     Ok(path)
-}
-
-/// Where the document is written: `path`, or `NAME-2.EXT`, `NAME-3.EXT`, … when another file
-/// has that name, with its absolute target and whether this call created it (an empty file
-/// that holds the name). A name is taken with `create_new`, so two runs finishing at once
-/// cannot take the same one, and a link at the name is never written through. `earlier` is the
-/// run's own document before a retry, which its new rendering replaces.
-///
-/// Why: two planner sessions on one prompt on one day rendered the same slug, and the second
-/// wrote its plan over the first's.
-fn claim(
-    project: &Project,
-    path: &str,
-    earlier: Option<&str>,
-) -> Result<(String, std::path::PathBuf, bool), String> {
-    let (stem, ext) = match path.rsplit_once('.') {
-        Some((stem, ext)) if !ext.contains('/') && !stem.ends_with('/') => {
-            (stem, format!(".{ext}"))
-        }
-        _ => (path, String::new()),
-    };
-    for n in 1..1000 {
-        let candidate = if n == 1 {
-            path.to_string()
-        } else {
-            format!("{stem}-{n}{ext}")
-        };
-        let at = |e: &dyn std::fmt::Display| format!("the document path `{candidate}`: {e}");
-        let target = project.resolve_new(&candidate).map_err(|e| at(&e))?;
-        project
-            .refuse_hidden(&candidate, &target)
-            .map_err(|e| at(&e))?;
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| at(&e))?;
-        }
-        // Again after creating folders: a link raced in must not carry the write out.
-        let target = project.resolve_new(&candidate).map_err(|e| at(&e))?;
-        if earlier == Some(candidate.as_str()) {
-            return Ok((candidate, target, false));
-        }
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-        {
-            Ok(_) => return Ok((candidate, target, true)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(at(&e)),
-        }
-    }
-    Err(format!(
-        "the document path `{path}`: it and 998 numbered names after it are taken"
-    ))
 }
 
 #[cfg(test)]
