@@ -445,10 +445,17 @@ pub fn prefill_evidence(
             let lower = line.to_lowercase();
             words.iter().filter(|w| lower.contains(w.as_str())).count()
         };
-        let mut scored: Vec<(usize, Span)> = (body..lines.len())
+        // Among lines holding as many of the words, a comment first: its words are offered as
+        // the item's fact (`offered_item`), and a repeated fact on it can be mended
+        // (`drop_repeated`). On code, the 1.5B planner gave three offered items one fact, and
+        // the code item, left out, left too few.
+        let mut scored: Vec<((usize, bool), Span)> = (body..lines.len())
             .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
             .filter_map(|i| fitting(&lines, i, lines.len()))
-            .map(|span| (holds(&span.2), span))
+            .map(|span| {
+                let comment = fact_of_comment(path, &span.2).is_some();
+                ((holds(&span.2), comment), span)
+            })
             .collect();
         // Stable: among equals the earlier line, so lines no word is in come in file order
         // after those that hold one.
@@ -579,14 +586,22 @@ fn offered_item(fact: &str, path: &str, (start, end, excerpt): (usize, usize, St
 /// holds it with room to spare (`OFFERED_CHARS`).
 const FACT_CHARS: usize = 100;
 
-/// `path: <the words>` when every line of `excerpt` is a comment or a heading that says at least
-/// three words; `None` for code, so no fact is made up from it.
+/// `path: <the words>` when `excerpt` opens with comment or heading lines that say at least three
+/// words; `None` for code, so no fact is made up from it. Code after the opening comment is the
+/// thing it documents (`/// Runs a session…` above `pub fn run(`), so the comment still speaks
+/// for the excerpt; a Rust attribute (`#[…]`) is code, not a heading.
 fn fact_of_comment(path: &str, excerpt: &str) -> Option<String> {
     const MARKS: &[&str] = &["//!", "///", "//", "#", "--", "/*", "*", "<!--"];
     let mut words: Vec<&str> = Vec::new();
     for line in excerpt.lines() {
         let line = line.trim();
-        let mark = MARKS.iter().find(|m| line.starts_with(**m))?;
+        let mark = MARKS
+            .iter()
+            .find(|m| line.starts_with(**m))
+            .filter(|_| !line.starts_with("#[") && !line.starts_with("#!["));
+        let Some(mark) = mark else {
+            break;
+        };
         let text = line
             .trim_start_matches(*mark)
             .trim_start_matches(['#', '!', '/'])
@@ -1089,6 +1104,27 @@ mod tests {
             .iter()
             .all(|e| evidence(&project, e).is_ok()));
         assert_eq!(expected["primary"], json!(["…"]), "only evidence is filled");
+        // Lines holding as many of the words: the comment first, with its words as the fact.
+        std::fs::write(
+            dir.path().join("src/tie.rs"),
+            "fn run() {}\n\n// runs the one session here\nfn x() {}\n",
+        )
+        .unwrap();
+        let mut expected = shape();
+        let tie = ["src/tie.rs".to_string()];
+        assert!(prefill_evidence(
+            &checks,
+            &project,
+            &tie,
+            &words,
+            &mut expected
+        ));
+        assert_eq!(expected["evidence"][0]["start"], 3, "{expected}");
+        assert_eq!(
+            expected["evidence"][0]["fact"],
+            "src/tie.rs: runs the one session here"
+        );
+        assert_eq!(expected["evidence"][1]["start"], 1, "{expected}");
         // Nothing found, or nothing readable: the shape stays as it is.
         let mut expected = shape();
         assert!(!prefill_evidence(
@@ -1142,8 +1178,8 @@ mod tests {
             json!([
                 {"fact": "lib declares cli", "path": "src/lib.rs", "start": 1, "end": 1,
                  "excerpt": "pub mod cli;"},
-                {"fact": "…", "path": "src/cli/run.rs", "start": 2, "end": 3,
-                 "excerpt": "//! `run`: one session.\nuse x;"},
+                {"fact": "src/cli/run.rs: `run`: one session.", "path": "src/cli/run.rs",
+                 "start": 2, "end": 3, "excerpt": "//! `run`: one session.\nuse x;"},
                 {"fact": "…", "path": "src/cli/run.rs", "start": 5, "end": 6,
                  "excerpt": "fn run() {}\nfn quiet() {}"}
             ])
@@ -1223,6 +1259,24 @@ mod tests {
             fact_of_comment("a.rs", "fn main() { run(); }"),
             None,
             "code is no fact"
+        );
+        assert_eq!(
+            fact_of_comment("a.rs", "/// Runs one session to its end.\npub fn run() {"),
+            Some("a.rs: Runs one session to its end.".into()),
+            "the comment speaks for the code it documents"
+        );
+        assert_eq!(
+            fact_of_comment(
+                "a.rs",
+                "fn run() {} // runs one session\n// and more words here"
+            ),
+            None,
+            "a comment after code is no opening comment"
+        );
+        assert_eq!(
+            fact_of_comment("a.rs", "#[error(\"the path is outside the root\")]\nPath,"),
+            None,
+            "an attribute is code"
         );
         let long = fact_of_comment("a.rs", &format!("//! {}", "word ".repeat(40))).unwrap();
         assert!(
