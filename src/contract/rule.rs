@@ -101,6 +101,8 @@ rules! {
     ExcerptTooLong => "excerpt/too-long",
     /// An Excerpt that is not a contiguous run of the cited lines.
     ExcerptMismatch => "excerpt/mismatch",
+    /// An Excerpt made only of another document's Evidence/Excerpt labels: a quoted citation.
+    ExcerptCitation => "excerpt/citation",
     /// A signal item (`#### Decision:` …) without its own Evidence.
     SignalMissingEvidence => "contract/signal-missing-evidence",
     /// A signal item whose Evidence cites only the source's YAML frontmatter (its metadata).
@@ -161,6 +163,7 @@ impl Rule {
                 | Rule::FileUnreadable
                 | Rule::RangePastEnd
                 | Rule::ExcerptMismatch
+                | Rule::ExcerptCitation
                 | Rule::SignalFrontmatterOnly
                 | Rule::SignalStatedElsewhere
                 | Rule::JsonConflict

@@ -35,6 +35,7 @@ const DROPPABLE: &[Rule] = &[
     Rule::ExcerptEmpty,
     Rule::ExcerptTooLong,
     Rule::ExcerptMismatch,
+    Rule::ExcerptCitation,
     Rule::SignalMissingEvidence,
     Rule::SignalStatedElsewhere,
 ];

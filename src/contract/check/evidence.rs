@@ -12,6 +12,41 @@ use crate::problem::Problem;
 use crate::project::PathError;
 use std::sync::Arc;
 
+/// `Some` when every line of an excerpt that says anything is the scaffolding of an Evidence
+/// item (`- **Evidence**: `path:N-M``, `- **Excerpt**:`, a fence), with the first reference it
+/// holds, if any. Qwen2.5-Coder-1.5B as codebase-analyzer, sent a plan, quoted the plan's own
+/// Evidence lines as three findings; each excerpt was the plan's text at its lines, so all three
+/// verified, and the report built on them cited no line of the code they pointed to.
+fn quoted_citation(lines: &[&str]) -> Option<Option<String>> {
+    let mut first = None;
+    let mut any = false;
+    for line in lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
+        let bare = ["- ", "* ", "+ "]
+            .iter()
+            .find_map(|m| line.strip_prefix(m))
+            .unwrap_or(line)
+            .trim_start();
+        // A label, then nothing but code spans (the references): words beside it are content.
+        let label = ["**Evidence**:", "**Excerpt**:"]
+            .iter()
+            .filter_map(|l| bare.strip_prefix(l))
+            .any(|rest| rest.split('`').step_by(2).all(|out| out.trim().is_empty()));
+        let fence = bare.starts_with("```") || bare.starts_with("~~~");
+        if !label && !fence {
+            return None;
+        }
+        any |= label;
+        if first.is_none() && bare.starts_with("**Evidence**") {
+            first = bare
+                .split('`')
+                .nth(1)
+                .filter(|r| !r.is_empty())
+                .map(str::to_string);
+        }
+    }
+    any.then_some(first)
+}
+
 pub(super) fn check_evidence(
     env: &Envelope,
     contract: &Contract,
@@ -69,6 +104,22 @@ pub(super) fn check_evidence(
                 Rule::ExcerptEmpty
                     .problem(block.span.clone(), "the excerpt is empty")
                     .with_help("copy the cited lines into the block"),
+            );
+            continue;
+        }
+        if let Some(cited) = quoted_citation(&lines) {
+            // Matching or not, it is no evidence of anything: checked before the comparison.
+            out.push(
+                Rule::ExcerptCitation
+                    .problem(
+                        block.span.clone(),
+                        "the excerpt is only another document's Evidence/Excerpt labels: it \
+                         quotes a citation, not what the cited lines say",
+                    )
+                    .with_help(match cited {
+                        Some(r) => format!("cite `{r}` itself and quote its lines"),
+                        None => "cite and quote the lines that carry the point".to_string(),
+                    }),
             );
             continue;
         }
@@ -572,6 +623,43 @@ mod tests {
                 None
             );
         });
+    }
+
+    /// A plan's own Evidence lines quoted as evidence: they are the plan's text at those lines,
+    /// and still no evidence of what they cite, so the item is refused and not counted.
+    #[test]
+    fn an_excerpt_that_quotes_another_document_s_citation_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan =
+            "# Plan\n- **Evidence**: `src/retry.rs:4-5`\n- **Excerpt**:\n```\nlet n = 3;\n```\n";
+        std::fs::write(dir.path().join("plan.md"), plan).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        let text = answer(
+            "plan.md:2-3",
+            &["- **Evidence**: `src/retry.rs:4-5`", "- **Excerpt**:"],
+        );
+        let problems = check(&text, &Contract::envelope(), &ctx).violations;
+        let codes: Vec<&str> = problems.iter().map(|p| p.code.as_ref()).collect();
+        assert_eq!(codes, ["excerpt/citation"], "{problems:?}");
+        assert_eq!(
+            problems[0].help.as_deref(),
+            Some("cite `src/retry.rs:4-5` itself and quote its lines")
+        );
+        assert!(crate::contract::verified_items(&text, &ctx).is_empty());
+        // The plan's quoted line itself is content: quoting it is evidence.
+        let content = answer("plan.md:5-5", &["let n = 3;"]);
+        assert!(check(&content, &Contract::envelope(), &ctx).is_conformant());
+        // A label with words of its own beside it is not scaffolding alone.
+        assert_eq!(
+            super::quoted_citation(&["**Evidence**: `a.rs:1` holds the retry limit"]),
+            None
+        );
+        assert_eq!(
+            super::quoted_citation(&["```", "- **Excerpt**:"]),
+            Some(None)
+        );
     }
 
     #[test]
