@@ -7,6 +7,7 @@
 //! answer template's `<placeholders>` left unfilled.
 
 mod evidence;
+pub(crate) use evidence::quoted_citation;
 mod fields;
 mod paths;
 mod placeholders;

@@ -33,12 +33,12 @@ pub mod schema;
 pub mod spec;
 pub mod trim;
 
-pub(crate) use check::similar_files;
 pub use check::{
     assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, tally_evidence,
     verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
     VerifiedItem,
 };
+pub(crate) use check::{quoted_citation, similar_files};
 pub(crate) use envelope::named_path;
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// holds, if any. Qwen2.5-Coder-1.5B as codebase-analyzer, sent a plan, quoted the plan's own
 /// Evidence lines as three findings; each excerpt was the plan's text at its lines, so all three
 /// verified, and the report built on them cited no line of the code they pointed to.
-fn quoted_citation(lines: &[&str]) -> Option<Option<String>> {
+pub(crate) fn quoted_citation(lines: &[&str]) -> Option<Option<String>> {
     let mut first = None;
     let mut any = false;
     for line in lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {

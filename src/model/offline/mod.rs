@@ -224,6 +224,17 @@ impl<'a> History<'a> {
         !self.step(step).is_empty()
     }
 
+    /// Whether `text` stands in the task or in any tool result so far: what the session was
+    /// told exists.
+    pub fn seen(&self, text: &str) -> bool {
+        self.task.contains(text)
+            || self
+                .exchanges
+                .iter()
+                .filter_map(|e| e.result)
+                .any(|r| r.content.contains(text))
+    }
+
     /// The answer of `agent` that the runtime folded into the task (`delegate_first:`), when
     /// it answered rather than failed.
     pub fn delegated_first(&self, agent: &str) -> Option<&'a str> {

@@ -223,7 +223,13 @@ pub fn recalled(history: &History) -> Vec<String> {
 }
 
 fn write_call(wf: &Workflow, question: &str, history: &History) -> crate::model::ToolCall {
-    let path = format!("{}{}-{}.md", wf.report_dir, wf.today, slug(question));
+    // A report this session found (an earlier session's on the same question, that day) is a
+    // source it cites, not a draft to write over: the next name nothing mentioned.
+    let stem = format!("{}{}-{}", wf.report_dir, wf.today, slug(question));
+    let path = std::iter::once(format!("{stem}.md"))
+        .chain((2..100).map(|n| format!("{stem}-{n}.md")))
+        .find(|p| !history.seen(p))
+        .unwrap_or_else(|| format!("{stem}-100.md"));
     call(
         "write",
         0,
