@@ -93,9 +93,17 @@ fn locate(project: &Project, agent: &switchboard::agent::Agent, question: &str) 
         }
         messages.push(Message::assistant("", response.tool_calls.clone()));
         for call in &response.tool_calls {
-            let out = tools::invoke(ToolContext { project, agent }, &call.name, &call.arguments)
-                .map(|o| o.text)
-                .unwrap_or_else(|e| e.to_string());
+            let out = tools::invoke(
+                ToolContext {
+                    project,
+                    agent,
+                    known: &[],
+                },
+                &call.name,
+                &call.arguments,
+            )
+            .map(|o| o.text)
+            .unwrap_or_else(|e| e.to_string());
             messages.push(Message::tool(call.id.clone(), out, false));
         }
     }

@@ -105,6 +105,7 @@ fn benches(c: &mut Criterion) {
                     let ctx = ToolContext {
                         project: &project,
                         agent: &agent,
+                        known: &[],
                     };
                     let (out, _) = web
                         .invoke(ctx, "webfetch", &json!({"url": url(&n), "format": format}))

@@ -271,6 +271,7 @@ pub(crate) fn run_hop_on(
             found_by: Vec::new(),
             seen_calls: Default::default(),
             read_ahead: Vec::new(),
+            read_files: Vec::new(),
             refused_turns: 0,
             observed_again: false,
             asked_user: None,
@@ -367,6 +368,9 @@ struct HopState {
     /// What `read_first` showed in the task message: a `read` of those lines is answered
     /// with where they are (until a write may have changed them).
     read_ahead: Vec<super::read_first::Shown>,
+    /// Project-relative files this hop's `read` calls returned: with the session's written
+    /// files, the existing files its `write` may replace (`ToolContext::known`).
+    read_files: Vec<String>,
     /// The agent's retrieval gate (`gate:`), and the plan it accepted so far.
     plan_gate: Option<PlanGate>,
     /// The checkpoint of this hop's earlier PARTIAL attempt, when `resume` runs it again.

@@ -21,12 +21,14 @@ pub(crate) struct Done {
     pub refused: Option<String>,
 }
 
-/// Runs a built-in tool (`read`, `grep`, `write`, ...) for `agent`.
-pub(crate) fn builtin(shared: &Shared, agent: &Agent, call: &ToolCall) -> Done {
+/// Runs a built-in tool (`read`, `grep`, `write`, ...) for `agent`; `known` are the files the
+/// hop read and the session wrote (`ToolContext::known`).
+pub(crate) fn builtin(shared: &Shared, agent: &Agent, call: &ToolCall, known: &[String]) -> Done {
     let tool = crate::agent::grants::canonical_tool_name(&call.name);
     let ctx = ToolContext {
         project: &shared.project,
         agent,
+        known,
     };
     match tools::invoke(ctx, &tool, &call.arguments) {
         Ok(out) => Done {
@@ -56,6 +58,7 @@ pub(crate) async fn web(
     let ctx = ToolContext {
         project: &shared.project,
         agent,
+        known: &[],
     };
     let (result, record) = match shared.web() {
         Ok(web) => web.invoke(ctx, tool, &call.arguments).await,

@@ -69,6 +69,9 @@ pub enum ToolError {
 pub struct ToolContext<'a> {
     pub project: &'a Project,
     pub agent: &'a Agent,
+    /// Project-relative files the calling hop read or its session wrote: the only existing
+    /// files `write` replaces in place (see `write::run`). Empty outside a session.
+    pub known: &'a [String],
 }
 
 /// JSON schema descriptions of every built-in tool, in the order of `BUILTIN_TOOLS`.

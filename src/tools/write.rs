@@ -29,25 +29,73 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     if path.is_dir() {
         return Err(refused("it is a directory".into()));
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| refused(e.to_string()))?;
-    }
-    // Re-check after creating folders: a racing symlink must not carry the write out.
-    let checked = resolve_new(ctx, "write", &rel)?;
-    write_replacing(&checked, content).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => {
-            refused("a symlink appeared at this path while writing".into())
-        }
-        std::io::ErrorKind::IsADirectory => refused("it is a directory".into()),
-        _ => ToolError::Failed {
+    // A file already there that this hop has not read, nor its session written, is someone
+    // else's (a decision record, another session's report): it is kept, and the content goes
+    // to the next free name, which the result names. Replacing it needs a `read` first, as
+    // the hosted runtimes ask before an overwrite; a small model does not lose a turn to it.
+    // The session's own file under a numbered name (a write before this one was moved aside)
+    // is the one replaced, not numbered again.
+    let exists = std::fs::symlink_metadata(&path).is_ok();
+    let known = ctx.known.contains(&rel);
+    let own = match known {
+        true => Some(rel.as_str()),
+        false => ctx
+            .known
+            .iter()
+            .rev()
+            .find(|k| numbered_from(&rel, k))
+            .map(String::as_str),
+    };
+    if exists && !known && !allowed(ctx, &numbered(&rel, 2)) {
+        return Err(ToolError::Failed {
             tool: "write".into(),
-            message: format!("{rel}: {e}"),
-        },
-    })?;
+            message: format!(
+                "`{rel}` exists and this session has not read it; `read` it first to replace \
+                 it, or write to a new name"
+            ),
+        });
+    }
+    let taken =
+        write_new(ctx.project, &rel, content, own).map_err(|message| ToolError::Failed {
+            tool: "write".into(),
+            message,
+        })?;
+    let text = if taken == rel {
+        format!("wrote {} bytes to {rel}", content.len())
+    } else {
+        format!(
+            "`{rel}` already exists and was not read in this session, so it is kept; wrote {} \
+             bytes to `{taken}` instead: name that path",
+            content.len()
+        )
+    };
     Ok(ToolOutput {
-        text: format!("wrote {} bytes to {rel}", content.len()),
-        written: Some(rel),
+        text,
+        written: Some(taken),
     })
+}
+
+/// `NAME-N.EXT` for `NAME.EXT`: the names [`write_new`] tries after the first.
+fn numbered(path: &str, n: u32) -> String {
+    let (stem, ext) = split_ext(path);
+    format!("{stem}-{n}{ext}")
+}
+
+/// Whether `name` is `path` numbered (`NAME-N.EXT`).
+fn numbered_from(path: &str, name: &str) -> bool {
+    let (stem, ext) = split_ext(path);
+    name.strip_prefix(stem)
+        .and_then(|rest| rest.strip_suffix(ext))
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `(NAME, ".EXT")`, or `(path, "")` when the last part has no extension.
+fn split_ext(path: &str) -> (&str, &str) {
+    match path.rfind('.') {
+        Some(i) if !path[i..].contains('/') && !path[..i].ends_with('/') => path.split_at(i),
+        _ => (path, ""),
+    }
 }
 
 fn allowed(ctx: ToolContext<'_>, rel: &str) -> bool {
@@ -82,17 +130,11 @@ pub(crate) fn write_new(
     content: &str,
     earlier: Option<&str>,
 ) -> Result<String, String> {
-    let (stem, ext) = match path.rsplit_once('.') {
-        Some((stem, ext)) if !ext.contains('/') && !stem.ends_with('/') => {
-            (stem, format!(".{ext}"))
-        }
-        _ => (path, String::new()),
-    };
     for n in 1..1000 {
         let candidate = if n == 1 {
             path.to_string()
         } else {
-            format!("{stem}-{n}{ext}")
+            numbered(path, n)
         };
         let at = |e: &dyn std::fmt::Display| format!("`{candidate}`: {e}");
         let target = project.resolve_new(&candidate).map_err(|e| at(&e))?;

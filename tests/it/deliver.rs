@@ -132,6 +132,56 @@ async fn a_written_document_that_holds_up_leaves_only_the_answer() {
     assert_eq!(checks(&events), [("met".to_string(), 1)]);
 }
 
+/// Another session's report at the name the agent writes is kept: the write goes to the next
+/// free name, which the tool result and the session's written files name. After a `read` of it,
+/// the same write replaces it, as does a write of the session's own file.
+#[tokio::test]
+async fn a_write_over_a_file_the_hop_has_not_read_keeps_it() {
+    let (dir, project) = project();
+    let old = dir.path().join("thoughts/reports/a.md");
+    std::fs::write(&old, "another session's report\n").expect("write");
+    let mock = Mock::start().await;
+    let write = |id: &str, content: &str| {
+        call(
+            id,
+            "write",
+            json!({"path": "thoughts/reports/a.md", "content": content}),
+        )
+    };
+    // Drafts whose excerpt does not verify, so the tools stay offered until the third write.
+    let (draft, second) = (
+        REPORT.replace("  hello\n", "  hullo\n"),
+        REPORT.replace("  hello\n", "  hellp\n"),
+    );
+    let read = call("r1", "read", json!({"path": "thoughts/reports/a.md"}));
+    mock.push(answer("", vec![write("w1", &draft)]))
+        .push(answer("", vec![write("w2", &second)]))
+        .push(answer("", vec![read]))
+        .push(answer("", vec![write("w3", REPORT)]))
+        .push(answer("Done.", vec![]));
+    let (_outcome, events) = session(&project, &mock).await;
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { tool, output, .. } if tool == "write" => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[0].contains("`thoughts/reports/a-2.md`"),
+        "{results:?}"
+    );
+    // The session's own file is replaced in place, not numbered again.
+    assert!(results[1].contains("wrote"), "{results:?}");
+    assert!(!dir.path().join("thoughts/reports/a-3.md").exists());
+    let on_disk = |name: &str| std::fs::read_to_string(dir.path().join(name)).expect("read");
+    assert_eq!(on_disk("thoughts/reports/a-2.md"), second);
+    // Read first, the other report is the agent's to replace.
+    assert!(results[2].starts_with("wrote"), "{results:?}");
+    assert_eq!(on_disk("thoughts/reports/a.md"), REPORT);
+}
+
 /// Qwen2.5-Coder-1.5B as the researcher: `## Findings` with its analyzer's verified item, after
 /// a `task(…)` line written as text, and no frontmatter. The sections are saved under the
 /// frontmatter the runtime knows, and the session completes with that report.

@@ -16,6 +16,7 @@ fn grep(project: &Project, args: serde_json::Value) -> String {
     let ctx = ToolContext {
         project,
         agent: &agent,
+        known: &[],
     };
     tools::invoke(ctx, "grep", &args)
         .map(|o| o.text)
@@ -125,6 +126,7 @@ fn a_glob_written_as_the_path_searches_its_folder() {
         ToolContext {
             project: &project,
             agent: &agent,
+            known: &[],
         },
         "grep",
         &args,

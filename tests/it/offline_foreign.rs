@@ -81,6 +81,7 @@ fn run(f: &Foreign, name: &str, prompt: &str) -> Run {
                 let ctx = ToolContext {
                     project: &f.project,
                     agent,
+                    known: &[],
                 };
                 tools::invoke(ctx, &call.name, &call.arguments)
                     .map(|o| o.text)

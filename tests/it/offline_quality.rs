@@ -129,6 +129,7 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
             let ctx = ToolContext {
                 project: &f.project,
                 agent,
+                known: &[],
             };
             match tools::invoke(ctx, &call.name, &call.arguments) {
                 Ok(out) => messages.push(Message::tool(call.id.clone(), out.text, false)),

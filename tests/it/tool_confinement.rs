@@ -88,6 +88,7 @@ fn call(
     let ctx = ToolContext {
         project: &f.project,
         agent,
+        known: &[],
     };
     tools::invoke(ctx, tool, &args)
 }
@@ -229,18 +230,28 @@ fn links_that_stay_inside_work() {
     .unwrap()
     .text;
     assert!(grep.contains("thoughts/doc-link.md:1:inside doc"), "{grep}");
-    let out = call(
-        &f,
-        &a,
-        "write",
-        json!({"path": "thoughts/alias.md", "content": "new notes\n"}),
-    )
-    .unwrap();
-    assert_eq!(out.written.as_deref(), Some("thoughts/notes.md"));
-    assert_eq!(
-        std::fs::read_to_string(f.project.root().join("thoughts/notes.md")).unwrap(),
-        "new notes\n"
+    // A file the hop has not read is kept: the content goes to the next free name.
+    let args = json!({"path": "thoughts/alias.md", "content": "new notes\n"});
+    let out = call(&f, &a, "write", args.clone()).unwrap();
+    assert_eq!(out.written.as_deref(), Some("thoughts/notes-2.md"));
+    assert!(
+        out.text.contains("`thoughts/notes.md` already exists"),
+        "{}",
+        out.text
     );
+    let notes = |name: &str| std::fs::read_to_string(f.project.root().join(name)).unwrap();
+    assert_eq!(notes("thoughts/notes.md"), "old notes\n");
+    assert_eq!(notes("thoughts/notes-2.md"), "new notes\n");
+    // Once read (or written by the session), the link's target is replaced in place.
+    let known = ["thoughts/notes.md".to_string()];
+    let ctx = ToolContext {
+        project: &f.project,
+        agent: &a,
+        known: &known,
+    };
+    let out = tools::invoke(ctx, "write", &args).unwrap();
+    assert_eq!(out.written.as_deref(), Some("thoughts/notes.md"));
+    assert_eq!(notes("thoughts/notes.md"), "new notes\n");
     // An ordinary new file still works, folders included.
     call(
         &f,

@@ -155,7 +155,11 @@ async fn fetch(
     agent: &Agent,
     args: Value,
 ) -> (Result<ToolOutput, ToolError>, Option<FetchRecord>) {
-    let ctx = ToolContext { project, agent };
+    let ctx = ToolContext {
+        project,
+        agent,
+        known: &[],
+    };
     web.invoke(ctx, "webfetch", &args).await
 }
 
@@ -480,6 +484,7 @@ async fn websearch_needs_a_configured_endpoint() {
     let ctx = ToolContext {
         project: &project,
         agent: &agent,
+        known: &[],
     };
     let none = web(WebfetchSection::default());
     assert!(!none.has_search());

@@ -380,7 +380,9 @@ impl HopState {
             // a file twice.
             let work = {
                 let (shared, agent, call) = (shared.clone(), self.agent.clone(), call.clone());
-                async move { builtin(&shared, &agent, &call) }
+                let mut known = self.read_files.clone();
+                known.extend(shared.written());
+                async move { builtin(&shared, &agent, &call, &known) }
             };
             let mut done = match self
                 .ctx
@@ -400,6 +402,14 @@ impl HopState {
             }
             if let Some(reason) = done.refused {
                 shared.refuse_path(&self.ctx.hop_id, reason);
+            }
+            if tool == "read" && !done.message.is_error {
+                let read = crate::tools::str_arg("read", &call.arguments, "path")
+                    .ok()
+                    .and_then(|name| shared.project.resolve(name).ok());
+                if let Some(path) = read {
+                    self.read_files.push(shared.project.relative(&path));
+                }
             }
             pending.push(Pending::Done(done.message, done.written));
         }
