@@ -128,16 +128,26 @@ const FILLER: &[&str] = &[
 /// 1.5B researcher's delegation "… the YAML parser, and why? Read
 /// `thoughts/shared/decisions/…-yaml-parser-serde-saphyr.md`" searched for `thoughts`, which
 /// that file's name lacks, so the runtime did not add the file and asked for it instead.
+/// Alone, a path's words are those of its file's own name, not its folders': handed "Read
+/// `thoughts/shared/decisions/2026-11-08-prompt-templates-minijinja.md` and
+/// `src/model/local/template.rs`", the 1.5B thoughts-locator was shown the files matching
+/// `thought`, `shared`, `src`, `model` and `local` (nearly every document) and then ran seven
+/// `grep`s of those words over 17 minutes.
 pub fn words(task: &str) -> Vec<String> {
-    let prose: String = task
-        .split_whitespace()
-        .filter(|w| !w.contains('/'))
-        .collect::<Vec<_>>()
-        .join(" ");
-    match words_of(&prose) {
-        none if none.is_empty() => words_of(task),
-        some => some,
-    }
+    let (paths, prose): (Vec<&str>, Vec<&str>) =
+        task.split_whitespace().partition(|w| w.contains('/'));
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.trim_matches(|c: char| !c.is_alphanumeric()))
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .map(|name| name.rsplit_once('.').map_or(name, |(stem, _)| stem))
+        .map(|name| name.replace(['-', '_'], " "))
+        .collect();
+    [prose.join(" "), names.join(" "), task.to_string()]
+        .iter()
+        .map(|text| words_of(text))
+        .find(|words| !words.is_empty())
+        .unwrap_or_default()
 }
 
 fn words_of(task: &str) -> Vec<String> {
@@ -685,7 +695,14 @@ mod tests {
         );
         assert_eq!(
             words("Read `thoughts/shared/d/yaml-parser.md`."),
-            vec!["thought", "shared", "yaml-parser"]
+            vec!["yaml", "parser"]
+        );
+        assert_eq!(
+            words(
+                "Read `thoughts/shared/decisions/2026-11-08-prompt-templates-minijinja.md` and \
+                 `src/model/local/template.rs`. Correlation: 01a222da-5b9f"
+            ),
+            vec!["prompt", "templat", "minijinja"]
         );
         assert_eq!(
             words("Plan adding a --quiet flag to the run command."),
