@@ -37,6 +37,9 @@ const DROPPABLE: &[Rule] = &[
     Rule::ExcerptMismatch,
     Rule::ExcerptCitation,
     Rule::SignalMissingEvidence,
+    // An item citing only a record's frontmatter (Qwen2.5-Coder-1.5B's codebase-analyzer, its
+    // "Finding: The runtime has read …" cited lines 1-4 through two repairs).
+    Rule::SignalFrontmatterOnly,
     Rule::SignalStatedElsewhere,
 ];
 
@@ -282,6 +285,19 @@ mod tests {
         let mut other = Rule::MessageIdMismatch.problem(0..0, "m");
         other.span = Some(answer.find("####").expect("heading")..answer.len());
         assert_eq!(drop_items(&answer, &[other]), None);
+    }
+
+    /// An item whose evidence is only a record's frontmatter goes like one that does not verify.
+    #[test]
+    fn an_item_citing_only_frontmatter_goes() {
+        let good = item("Decision: serde-saphyr", "d.md:6-6", "We use serde-saphyr.");
+        let meta = item("Finding: The runtime has read d.md", "d.md:1-3", "---");
+        let answer = format!("<answer>\n{good}{meta}</answer>\n");
+        let at = answer.find("#### Finding").expect("heading");
+        let problem = Rule::SignalFrontmatterOnly.problem(at..at + 12, "frontmatter only");
+        let (kept, n) = drop_items(&answer, &[problem]).expect("trimmed");
+        assert_eq!(n, 1);
+        assert!(kept.contains(&good) && !kept.contains("has read"), "{kept}");
     }
 
     #[test]
