@@ -537,18 +537,13 @@ pub async fn run_suite(
             };
             let seconds = started.elapsed().as_secs_f64();
             let events = read_log(&outcome.events).unwrap_or_default();
+            let usage = session_usage(&outcome.usage, &events);
             if let Some(e) = &outcome.error {
                 report
                     .errors
                     .push(format!("{} (run {run}): {e}", task.agent));
             }
-            report.add_session(
-                &ctx.project,
-                task,
-                &events,
-                (outcome.usage.input_tokens, outcome.usage.output_tokens),
-                seconds,
-            );
+            report.add_session(&ctx.project, task, &events, usage, seconds);
             let primary = ctx
                 .agents
                 .get(&task.agent)
@@ -566,7 +561,7 @@ pub async fn run_suite(
                         status: &status,
                         gated: agent.gate.is_some(),
                         owes: agent.deliver.is_some(),
-                        tokens: outcome.usage.input_tokens + outcome.usage.output_tokens,
+                        tokens: usage.0 + usage.1,
                         seconds,
                     },
                     &events,
@@ -593,6 +588,24 @@ pub async fn run_suite(
     report
 }
 
+/// A session's (input, output) tokens: the session's count, or the sum of every model response
+/// its log records when that is more. A hop's tokens reach the session's count when the hop
+/// ends, so a session that timed out or was interrupted left out the hops cut short (a
+/// researcher stopped at its wall limit counted its own 10,208 tokens and not its
+/// codebase-locator's first turn).
+fn session_usage(counted: &crate::model::Usage, events: &[Event]) -> (u64, u64) {
+    let logged = events.iter().fold((0, 0), |(i, o), e| match &e.kind {
+        EventKind::ModelResponse { usage, .. } => (i + usage.input_tokens, o + usage.output_tokens),
+        _ => (i, o),
+    });
+    let counted = (counted.input_tokens, counted.output_tokens);
+    if logged.0 + logged.1 > counted.0 + counted.1 {
+        logged
+    } else {
+        counted
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,6 +620,37 @@ mod tests {
             agent: Some(agent.into()),
             kind,
         }
+    }
+
+    /// A session cut short counts the responses its log holds, not only the hops that ended.
+    #[test]
+    fn a_session_cut_short_counts_every_logged_response() {
+        let response = |input, output| {
+            event(
+                "locator",
+                EventKind::ModelResponse {
+                    step: 1,
+                    usage: crate::model::Usage {
+                        input_tokens: input,
+                        output_tokens: output,
+                    },
+                    tool_calls: 0,
+                    elapsed_us: 0,
+                },
+            )
+        };
+        let events = [response(100, 10), response(1154, 45)];
+        let ended_hops = crate::model::Usage {
+            input_tokens: 100,
+            output_tokens: 10,
+        };
+        assert_eq!(session_usage(&ended_hops, &events), (1254, 55));
+        // A session whose count is the larger keeps it.
+        let counted = crate::model::Usage {
+            input_tokens: 5000,
+            output_tokens: 10,
+        };
+        assert_eq!(session_usage(&counted, &events), (5000, 10));
     }
 
     fn outcome(agent: &str, outcome: &str, repairs: u32) -> Event {
