@@ -134,7 +134,10 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
                 .lines()
                 .map(|l| l.trim_end().to_string())
                 .collect();
-            if quoted.is_empty() || quoted.len() > 6 || quoted.iter().all(|l| l.trim().is_empty()) {
+            if quoted.is_empty()
+                || quoted.len() as u64 > MAX_CITED_LINES
+                || quoted.iter().all(|l| l.trim().is_empty())
+            {
                 continue;
             }
             let Some(text) = text_inside(project, &path) else {
@@ -186,6 +189,9 @@ pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) ->
                 let at = Seen::at(&item);
                 let fact = item["fact"].as_str().unwrap_or("").to_string();
                 let place = format!("evidence `{}:{}-{}`", at.0, at.1, at.2);
+                let left_out = |notes: &mut Vec<String>| {
+                    notes.push(format!("{place}: it repeats an item before it; left out"));
+                };
                 match seen.repeat(&at, &fact) {
                     None => seen.record(at, &fact),
                     Some(Repeat::Fact) => {
@@ -194,7 +200,7 @@ pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) ->
                             .and_then(|excerpt| fact_of_comment(&at.0, &excerpt))
                             .filter(|own| seen.repeat(&at, own).is_none());
                         let Some(own) = own else {
-                            notes.push(format!("{place}: it repeats an item before it; left out"));
+                            left_out(&mut notes);
                             continue;
                         };
                         notes.push(format!(
@@ -205,7 +211,7 @@ pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) ->
                         item["fact"] = Value::from(own);
                     }
                     Some(Repeat::Lines) => {
-                        notes.push(format!("{place}: it repeats an item before it; left out"));
+                        left_out(&mut notes);
                         continue;
                     }
                 }
@@ -220,10 +226,7 @@ pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) ->
 /// The lines `item` cites, as the file has them (trailing blanks aside), when its range is
 /// one the check accepts; `None` otherwise.
 fn quoted_text(project: &Project, item: &Value) -> Option<String> {
-    let (start, end) = (item["start"].as_u64()?, item["end"].as_u64()?);
-    if start == 0 || end < start || end - start >= 6 {
-        return None;
-    }
+    let (start, end) = cited_range(item).ok()??;
     let text = text_inside(project, item["path"].as_str()?)?;
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     Some(lines.get(start as usize - 1..end as usize)?.join("\n"))
@@ -349,10 +352,8 @@ pub fn offer_evidence(
                 continue;
             };
             let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
-            let span = match (item["start"].as_u64(), item["end"].as_u64()) {
-                (Some(s), Some(e)) if s >= 1 && e >= s && e - s < 6 => {
-                    quoted_lines(&lines, s as usize, e as usize)
-                }
+            let span = match cited_range(item) {
+                Ok(Some((s, e))) => quoted_lines(&lines, s as usize, e as usize),
                 _ => None,
             }
             .or_else(|| first_lines(&lines));
@@ -820,20 +821,37 @@ fn fact_key(fact: &str) -> String {
         .to_lowercase()
 }
 
+/// Most lines one evidence item may cite.
+const MAX_CITED_LINES: u64 = 6;
+
+/// The `(start, end)` lines `item` cites: `None` when it names no `start`/`end`, an error
+/// `(start, end)` when they are no range the check accepts (1-based, `end ≥ start`, at most
+/// [`MAX_CITED_LINES`] lines). One rule for the check, the offer and the correction.
+fn cited_range(item: &Value) -> Result<Option<(u64, u64)>, (u64, u64)> {
+    let (Some(start), Some(end)) = (item["start"].as_u64(), item["end"].as_u64()) else {
+        return Ok(None);
+    };
+    if start == 0 || end < start || end - start >= MAX_CITED_LINES {
+        return Err((start, end));
+    }
+    Ok(Some((start, end)))
+}
+
 /// One evidence item: the excerpt is exactly the cited lines (trailing blanks aside).
 fn evidence(project: &Project, item: &Value) -> Result<(), EvidenceError> {
     let path = item["path"].as_str().unwrap_or("");
-    let (Some(start), Some(end)) = (item["start"].as_u64(), item["end"].as_u64()) else {
-        return Err(EvidenceError::NoLines(path.to_string()));
+    let (start, end) = match cited_range(item) {
+        Ok(Some(range)) => range,
+        Ok(None) => return Err(EvidenceError::NoLines(path.to_string())),
+        Err((start, end)) => {
+            return Err(EvidenceError::Range {
+                path: path.to_string(),
+                start,
+                end,
+            })
+        }
     };
     let excerpt = item["excerpt"].as_str().unwrap_or("");
-    if start == 0 || end < start || end - start >= 6 {
-        return Err(EvidenceError::Range {
-            path: path.to_string(),
-            start,
-            end,
-        });
-    }
     let file = file_inside(project, path)?;
     let text = std::fs::read_to_string(&file).map_err(|source| EvidenceError::Read {
         path: path.to_string(),
