@@ -50,6 +50,16 @@ pub fn schema() -> Value {
     })
 }
 
+/// How [`request`]'s message ends its first sentence's instruction: what [`is_request`] knows it by.
+const REQUEST_MARK: &str =
+    "Do not call any tool. Reply with only a JSON object recording where you are";
+
+/// Whether `message` is [`request`]'s: the local engine answers it with the checkpoint's
+/// grammar, not the agent's contract.
+pub fn is_request(message: &str) -> bool {
+    message.starts_with("Stop here: ") && message.contains(REQUEST_MARK)
+}
+
 /// The message that asks an agent for its checkpoint.
 pub fn request(why: &str) -> String {
     format!(

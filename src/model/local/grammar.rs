@@ -209,6 +209,19 @@ fn write_request<'a>(
 ) -> Result<Option<Writer<'a>>, GrammarError> {
     let mut g = Writer::new(limits);
     g.cited = cited;
+    // The turn that asks for a checkpoint (a budget at its threshold) is answered with the
+    // checkpoint's JSON, whatever the contract: held to the pipeline planner's `{"events": …}`,
+    // the 1.5B model put the request's own example strings ("what you have finished") in as
+    // task titles, and the checkpoint was lost.
+    let asks_checkpoint = request
+        .messages
+        .last()
+        .is_some_and(|m| crate::runtime::checkpoint::is_request(&m.content));
+    if asks_checkpoint {
+        let root = json_rules(&mut g, &crate::runtime::checkpoint::schema())?;
+        g.rule("root", root);
+        return Ok(Some(g));
+    }
     let call = calls_rules(&mut g, &request.tools);
     let required = request.tool_choice == ToolChoice::Required;
     let Some(contract) = &request.response_contract else {
@@ -1409,6 +1422,24 @@ mod tests {
             g.rule(name, body);
         }
         g.max_chars("root")
+    }
+
+    /// The turn asking for a checkpoint is held to the checkpoint's schema, not the contract's.
+    #[test]
+    fn a_checkpoint_request_is_answered_with_the_checkpoint_s_json() {
+        let (contract, schema) = shipped_contract("pipeline/planner");
+        let mut request = request_for(Some(rc(contract)));
+        let before = for_request(&request, schema.as_ref(), LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(before.contains("events"), "{before}");
+        let ask = crate::runtime::checkpoint::request("token budget at 60 %");
+        request.messages.push(crate::model::Message::user(ask));
+        let g = for_request(&request, schema.as_ref(), LOOSE, &Cited::default())
+            .unwrap()
+            .unwrap();
+        assert!(g.contains("next_steps") && !g.contains("events"), "{g}");
+        assert!(undefined(&g).is_empty(), "{g}");
     }
 
     #[test]
