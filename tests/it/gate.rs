@@ -504,3 +504,66 @@ async fn an_accepted_plan_sent_again_unchanged_is_not_run_again() {
     );
     assert_eq!(plans(&events).len(), 2, "judged twice, not three times");
 }
+
+/// A task for a source's finder that names a file to read goes to the source's reader, and the
+/// caller is told so beside the reader's answer (the 1.5B researcher sent "Read `…`" to a
+/// locator, which searched for 17 minutes and read nothing). A task naming no file stays.
+#[tokio::test]
+async fn a_finder_handed_a_file_to_read_gives_the_task_to_its_reader() {
+    let (dir, project) = project();
+    let lead = LEAD
+        .replace(
+            "doc: [thoughts-locator, read]",
+            "doc: [finder, reader, read]",
+        )
+        .replace(
+            r#""thoughts-*": allow"#,
+            r#""finder": allow, "reader": allow"#,
+        );
+    std::fs::write(dir.path().join("agent/lead.md"), lead).unwrap();
+    let sub = "---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {read: true}\n---\nS.\n";
+    std::fs::write(dir.path().join("agent/finder.md"), sub).unwrap();
+    std::fs::write(dir.path().join("agent/reader.md"), sub).unwrap();
+    let project = Project::open(project.root()).unwrap();
+    let doc = "thoughts/shared/decisions/2026-01-10-event-log.md";
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n  reader:\n    - turns:\n        - content: \"the record says JSON lines\"\n  finder:\n    - turns:\n        - content: \"found nothing\"\n",
+        call("plan", DOC_PLAN),
+        call(
+            "task",
+            &format!("{{subagent_type: finder, description: read, prompt: \"Read `{doc}`.\"}}")
+        ),
+        call("task", "{subagent_type: finder, description: find, prompt: \"find the log decision\"}"),
+    );
+    let (status, events) = run(&project, &script, "lead", "What did we decide?").await;
+    assert_eq!(status, SessionStatus::Completed);
+    let started: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopStarted { prompt, .. } if e.agent.as_deref() != Some("lead") => {
+                Some((e.agent.clone().unwrap_or_default(), prompt.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            ("reader".to_string(), format!("Read `{doc}`.")),
+            ("finder".to_string(), "find the log decision".to_string()),
+        ]
+    );
+    let results = lead_results(&events);
+    assert!(
+        results[1].2.starts_with(&format!(
+            "[runtime] `finder` finds files; this task names `{doc}` to read, so `reader` read it."
+        )) && results[1].2.contains("the record says JSON lines"),
+        "{}",
+        results[1].2
+    );
+    let steered = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "task_to_reader"))
+        .count();
+    assert_eq!(steered, 1);
+}

@@ -85,6 +85,9 @@ impl HopState {
             Done(Message, Option<String>),
             Child(Child),
         }
+        // What the caller is told beside a task's answer when the runtime gave the task to
+        // another subagent (`HopState::reader_for`), by call id.
+        let mut redirect_notes: std::collections::HashMap<String, String> = Default::default();
         let shared = self.ctx.shared.clone();
         let found = self.found_paths.clone();
         let caller = Caller {
@@ -219,6 +222,22 @@ impl HopState {
             self.seen_calls
                 .entry(key)
                 .or_insert_with(|| SeenCall::pending(self.steps));
+            let redirected;
+            // The model's own tasks only: the runtime's `delegate_first` searches are meant.
+            let reader = (by == super::By::Agent)
+                .then(|| self.reader_for(&tool, call))
+                .flatten();
+            let call = match reader {
+                Some((arguments, note)) => {
+                    redirect_notes.insert(call.id.clone(), note);
+                    redirected = ToolCall {
+                        arguments,
+                        ..call.clone()
+                    };
+                    &redirected
+                }
+                None => call,
+            };
             if let Some(gate) = self.plan_gate.as_mut() {
                 let target = (tool == "task")
                     .then(|| super::super::dispatch::TaskCall::parse(&call.arguments).ok())
@@ -459,6 +478,9 @@ impl HopState {
                         }
                     };
                     let mut message = result.to_tool_message(&call.id);
+                    if let Some(note) = redirect_notes.remove(&call.id) {
+                        message.content = format!("{note}\n\n{}", message.content);
+                    }
                     if let Some(note) = self.offer_plan(&result) {
                         message.content.push_str(&note);
                     } else if result.status == HopStatus::Completed {
@@ -627,6 +649,44 @@ fn plan_text(arguments: &serde_json::Value) -> String {
         _ => arguments,
     };
     serde_json::to_string_pretty(plan).unwrap_or_default()
+}
+
+impl HopState {
+    /// A `task` for a source's finder (a locator) whose prompt names project files goes to the
+    /// subagent that reads them (`PlanGate::reader_for`): the new arguments, and the note for
+    /// the caller. `None` for any other call, an ungated agent, or a task naming no file.
+    fn reader_for(&self, tool: &str, call: &ToolCall) -> Option<(serde_json::Value, String)> {
+        if tool != "task" {
+            return None;
+        }
+        let gate = self.plan_gate.as_ref()?;
+        let task = super::super::dispatch::TaskCall::parse(&call.arguments).ok()?;
+        let project = &self.ctx.shared.project;
+        let files = super::super::read_first::named_files(&task.prompt, project, 6);
+        if files.is_empty() {
+            return None;
+        }
+        let skip: std::collections::BTreeSet<String> = self.blocked.iter().cloned().collect();
+        let reader = gate.reader_for(&task.subagent_type, &skip)?;
+        self.ctx.emit(EventKind::HopSteered {
+            why: "task_to_reader".into(),
+            count: 1,
+        });
+        let mut arguments = call.arguments.clone();
+        arguments["subagent_type"] = serde_json::Value::from(reader.as_str());
+        let named = files
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let note = format!(
+            "[runtime] `{}` finds files; this task names {named} to read, so `{reader}` read \
+             {}. Its answer:",
+            task.subagent_type,
+            if files.len() == 1 { "it" } else { "them" }
+        );
+        Some((arguments, note))
+    }
 }
 
 fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) -> EventKind {
