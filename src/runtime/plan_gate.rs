@@ -425,34 +425,31 @@ impl PlanGate {
             .collect()
     }
 
-    /// The subagent that reads what `finder` finds, for a task that only names files to read:
-    /// in the first source the plan chose whose first subagent is `finder`, the next one that
-    /// may be delegated to now and is not in `skip`. `None` when `finder` finds for no chosen
-    /// source, or its source has no such reader.
+    /// For each source the plan chose, in its order: its finder (its first subagent) and its
+    /// reader (the next one that may be delegated to now and is not in `skip`), when it has
+    /// both. The gate lists a source's subagents in the order of the work.
     ///
     /// Why: the 1.5B researcher handed "Read `thoughts/shared/decisions/…md` and
     /// `src/model/local/template.rs`" to the thoughts-locator, which searched for 17 minutes
     /// and read nothing (t4, stop 55); it sent a path to a locator where an analyzer was owed
-    /// in another session too (t1).
-    pub fn reader_for(
-        &self,
-        finder: &str,
-        skip: &std::collections::BTreeSet<String>,
-    ) -> Option<String> {
-        let accepted = self.accepted.as_ref()?;
+    /// in other sessions too (t1, t3). The runtime gives such a task to a reader
+    /// (`HopState::reader_for`).
+    pub fn readers(&self, skip: &std::collections::BTreeSet<String>) -> Vec<(String, String)> {
+        let Some(accepted) = self.accepted.as_ref() else {
+            return Vec::new();
+        };
         let is_agent =
             |n: &str| !crate::agent::grants::BUILTIN_TOOLS.contains(&n) && !self.is_plan_agent(n);
         self.chosen_lists(accepted)
             .into_iter()
-            .find_map(|(_, list)| {
+            .filter_map(|(_, list)| {
                 let mut agents = list.iter().map(|n| n.name.as_str()).filter(|n| is_agent(n));
-                if agents.next() != Some(finder) {
-                    return None;
-                }
-                agents
-                    .find(|n| accepted.allowed.contains(*n) && !skip.contains(*n))
-                    .map(str::to_string)
+                let finder = agents.next()?;
+                let reader =
+                    agents.find(|n| accepted.allowed.contains(*n) && !skip.contains(*n))?;
+                Some((finder.to_string(), reader.to_string()))
             })
+            .collect()
     }
 
     /// The first subagent of `list` that may be delegated to now and is not in `skip`.
@@ -758,7 +755,7 @@ mod tests {
 
     /// A task for a source's finder goes to the source's next subagent, unless it is done with.
     #[test]
-    fn a_finder_s_reader_is_the_next_subagent_of_its_source() {
+    fn a_source_s_reader_is_the_subagent_after_its_finder() {
         let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
         let lead = LEAD.replace("doc: [finder, read]", "doc: [finder, read, reader]");
         let (_d, project, set) = set(&[
@@ -771,13 +768,13 @@ mod tests {
             .unwrap()
             .unwrap();
         let none = std::collections::BTreeSet::new();
-        assert_eq!(g.reader_for("finder", &none), None, "no plan yet");
+        assert!(g.readers(&none).is_empty(), "no plan yet");
         g.submit(r#"{"sources": ["doc"]}"#, &project).unwrap();
-        assert_eq!(g.reader_for("finder", &none).as_deref(), Some("reader"));
-        // Only a source's first subagent finds; the reader has no reader.
-        assert_eq!(g.reader_for("reader", &none), None);
+        let pair = ("finder".to_string(), "reader".to_string());
+        assert_eq!(g.readers(&none), [pair]);
+        // A reader done with leaves its finder none.
         let blocked = std::collections::BTreeSet::from(["reader".to_string()]);
-        assert_eq!(g.reader_for("finder", &blocked), None);
+        assert!(g.readers(&blocked).is_empty());
     }
 
     /// A gate over `doc` (finder, then reader) and `code` (seeker, then studier) whose plan

@@ -567,3 +567,71 @@ async fn a_finder_handed_a_file_to_read_gives_the_task_to_its_reader() {
         .count();
     assert_eq!(steered, 1);
 }
+
+/// A document handed to the finder of another source goes to the reader of the source whose
+/// finder searches its folder (`search_first:`); the same task sent to that reader before is a
+/// repeat, not run again.
+#[tokio::test]
+async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
+    let (dir, project) = project();
+    let lead = LEAD
+        .replace(
+            "doc: [thoughts-locator, read]\n    code: [grep]",
+            "doc: [finder, reader]\n    code: [seeker, studier]",
+        )
+        .replace(
+            r#""thoughts-*": allow"#,
+            r#""finder": allow, "reader": allow, "seeker": allow, "studier": allow"#,
+        );
+    let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
+    std::fs::write(dir.path().join("agent/lead.md"), lead).unwrap();
+    let sub = |search: &str| {
+        format!("---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {{read: true, grep: true}}\n{search}---\nS.\n")
+    };
+    std::fs::write(
+        dir.path().join("agent/finder.md"),
+        sub("search_first: thoughts\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agent/seeker.md"),
+        sub("search_first: src\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("agent/reader.md"), sub("")).unwrap();
+    std::fs::write(dir.path().join("agent/studier.md"), sub("")).unwrap();
+    let project = Project::open(project.root()).unwrap();
+    let doc = "thoughts/shared/decisions/2026-01-10-event-log.md";
+    let task = |to: &str| {
+        call(
+            "task",
+            &format!("{{subagent_type: {to}, description: read, prompt: \"Read `{doc}`.\"}}"),
+        )
+    };
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n  reader:\n    - turns:\n        - content: \"the record says JSON lines\"\n",
+        call("plan", &doc_and_code),
+        task("seeker"),
+        task("reader"),
+    );
+    let (status, events) = run(&project, &script, "lead", "What did we decide?").await;
+    assert_eq!(status, SessionStatus::Completed);
+    let started: Vec<String> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::HopStarted { .. }))
+        .filter_map(|e| e.agent.clone())
+        .filter(|a| a != "lead")
+        .collect();
+    assert_eq!(started, ["reader"]);
+    let results = lead_results(&events);
+    assert!(
+        results[1].2.contains("so `reader` read it") && !results[1].1,
+        "{}",
+        results[1].2
+    );
+    assert!(
+        results[2].1 && results[2].2.contains("already"),
+        "{}",
+        results[2].2
+    );
+}

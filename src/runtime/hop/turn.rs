@@ -88,6 +88,8 @@ impl HopState {
         // What the caller is told beside a task's answer when the runtime gave the task to
         // another subagent (`HopState::reader_for`), by call id.
         let mut redirect_notes: std::collections::HashMap<String, String> = Default::default();
+        // Those tasks as they ran (for the memory of calls made), by call id.
+        let mut redirected_calls: std::collections::HashMap<String, ToolCall> = Default::default();
         let shared = self.ctx.shared.clone();
         let found = self.found_paths.clone();
         let caller = Caller {
@@ -115,6 +117,25 @@ impl HopState {
                 arguments: call.arguments.clone(),
             });
             let tool = crate::agent::grants::canonical_tool_name(&call.name);
+            // A task for a finder that names files goes to their reader, before the repeat
+            // check: the same task sent to that reader before is a repeat. The model's own tasks
+            // only: the runtime's `delegate_first` searches are meant.
+            let redirected;
+            let reader = (by == super::By::Agent)
+                .then(|| self.reader_for(&tool, call))
+                .flatten();
+            let call = match reader {
+                Some((arguments, note)) => {
+                    redirect_notes.insert(call.id.clone(), note);
+                    redirected = ToolCall {
+                        arguments,
+                        ..call.clone()
+                    };
+                    redirected_calls.insert(call.id.clone(), redirected.clone());
+                    &redirected
+                }
+                None => call,
+            };
             let key = self.call_key(&tool, call);
             // A `read` of lines `read_first` put in the task message is answered with where
             // they are, whatever its `limit`; one that runs on past them reads only the lines
@@ -222,22 +243,6 @@ impl HopState {
             self.seen_calls
                 .entry(key)
                 .or_insert_with(|| SeenCall::pending(self.steps));
-            let redirected;
-            // The model's own tasks only: the runtime's `delegate_first` searches are meant.
-            let reader = (by == super::By::Agent)
-                .then(|| self.reader_for(&tool, call))
-                .flatten();
-            let call = match reader {
-                Some((arguments, note)) => {
-                    redirect_notes.insert(call.id.clone(), note);
-                    redirected = ToolCall {
-                        arguments,
-                        ..call.clone()
-                    };
-                    &redirected
-                }
-                None => call,
-            };
             if let Some(gate) = self.plan_gate.as_mut() {
                 let target = (tool == "task")
                     .then(|| super::super::dispatch::TaskCall::parse(&call.arguments).ok())
@@ -458,6 +463,7 @@ impl HopState {
         }
         let mut out = Vec::with_capacity(calls.len());
         for (call, p) in calls.iter().zip(pending) {
+            let call = redirected_calls.get(&call.id).unwrap_or(call);
             let (message, written, child, remember) = match p {
                 Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None, false),
                 Pending::Child(child) => {
@@ -652,22 +658,44 @@ fn plan_text(arguments: &serde_json::Value) -> String {
 }
 
 impl HopState {
-    /// A `task` for a source's finder (a locator) whose prompt names project files goes to the
-    /// subagent that reads them (`PlanGate::reader_for`): the new arguments, and the note for
-    /// the caller. `None` for any other call, an ungated agent, or a task naming no file.
+    /// A `task` for a source's finder (a locator) whose prompt names project files goes to a
+    /// reader (`PlanGate::readers`): the reader of the source whose finder searches the folder
+    /// holding every named file (its `search_first:`), else the called finder's own. Returns
+    /// the new arguments and the note for the caller; `None` for any other call, an ungated
+    /// agent, or a task naming no file. The 1.5B researcher sent a decision record to the
+    /// codebase-locator: the thoughts-analyzer reads records, the codebase-analyzer had read
+    /// that one already.
     fn reader_for(&self, tool: &str, call: &ToolCall) -> Option<(serde_json::Value, String)> {
         if tool != "task" {
             return None;
         }
         let gate = self.plan_gate.as_ref()?;
         let task = super::super::dispatch::TaskCall::parse(&call.arguments).ok()?;
-        let project = &self.ctx.shared.project;
-        let files = super::super::read_first::named_files(&task.prompt, project, 6);
+        let shared = &self.ctx.shared;
+        let files = super::super::read_first::named_files(&task.prompt, &shared.project, 6);
         if files.is_empty() {
             return None;
         }
         let skip: std::collections::BTreeSet<String> = self.blocked.iter().cloned().collect();
-        let reader = gate.reader_for(&task.subagent_type, &skip)?;
+        let readers = gate.readers(&skip);
+        readers
+            .iter()
+            .find(|(finder, _)| *finder == task.subagent_type)?;
+        let searches_all = |finder: &str| {
+            let folder = shared
+                .agents
+                .get(finder)
+                .and_then(|a| a.search_first.clone());
+            folder.is_some_and(|folder| {
+                let folder = format!("{}/", folder.trim_end_matches('/'));
+                files.iter().all(|f| f.starts_with(&folder))
+            })
+        };
+        let (_, reader) = readers
+            .iter()
+            .find(|(finder, _)| searches_all(finder))
+            .or_else(|| readers.iter().find(|(f, _)| *f == task.subagent_type))?;
+        let reader = reader.clone();
         self.ctx.emit(EventKind::HopSteered {
             why: "task_to_reader".into(),
             count: 1,
