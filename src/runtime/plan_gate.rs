@@ -715,19 +715,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_next_delegation_passes_over_subagents_done_with_and_names_what_was_found() {
+    /// [`gate`] with subagents `finder` and `reader`, its `doc` source listed as `doc`.
+    fn finder_reader_gate(doc: &str) -> (tempfile::TempDir, Project, PlanGate) {
         let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
-        let lead = LEAD.replace("doc: [finder, read]", "doc: [finder, reader, read]");
-        let (_d, project, set) = set(&[
+        let lead = LEAD.replace("doc: [finder, read]", doc);
+        let (d, project, set) = set(&[
             ("planner", PLANNER),
             ("lead", &lead),
             ("finder", sub),
             ("reader", sub),
         ]);
-        let mut g = PlanGate::new(set.get("lead").unwrap(), &set)
+        let g = PlanGate::new(set.get("lead").unwrap(), &set)
             .unwrap()
             .unwrap();
+        (d, project, g)
+    }
+
+    #[test]
+    fn the_next_delegation_passes_over_subagents_done_with_and_names_what_was_found() {
+        let (_d, project, mut g) = finder_reader_gate("doc: [finder, reader, read]");
         let mut blocked = std::collections::BTreeSet::new();
         assert_eq!(
             g.next_delegation("q", "c", &blocked, &[]),
@@ -756,17 +762,7 @@ mod tests {
     /// A task for a source's finder goes to the source's next subagent, unless it is done with.
     #[test]
     fn a_source_s_reader_is_the_subagent_after_its_finder() {
-        let sub = "---\ndescription: d\nmode: subagent\n---\nS.\n";
-        let lead = LEAD.replace("doc: [finder, read]", "doc: [finder, read, reader]");
-        let (_d, project, set) = set(&[
-            ("planner", PLANNER),
-            ("lead", &lead),
-            ("finder", sub),
-            ("reader", sub),
-        ]);
-        let mut g = PlanGate::new(set.get("lead").unwrap(), &set)
-            .unwrap()
-            .unwrap();
+        let (_d, project, mut g) = finder_reader_gate("doc: [finder, read, reader]");
         let none = std::collections::BTreeSet::new();
         assert!(g.readers(&none).is_empty(), "no plan yet");
         g.submit(r#"{"sources": ["doc"]}"#, &project).unwrap();

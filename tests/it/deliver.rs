@@ -51,6 +51,15 @@ fn last_user(mock: &Mock, i: usize) -> String {
         .unwrap_or_default()
 }
 
+/// A `write` of `content` to `thoughts/reports/a.md`, call `id`.
+fn write(id: &str, content: &str) -> support::mock::Call {
+    call(
+        id,
+        "write",
+        json!({"path": "thoughts/reports/a.md", "content": content}),
+    )
+}
+
 const REPORT: &str = "# a.md\n\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n  ```\n  hello\n  ```\n";
 
 #[tokio::test]
@@ -91,13 +100,6 @@ async fn an_answer_without_the_document_is_repaired_then_partial_never_completed
 async fn a_written_document_that_holds_up_leaves_only_the_answer() {
     let (_dir, project) = project();
     let mock = Mock::start().await;
-    let write = |id: &str, content: &str| {
-        call(
-            id,
-            "write",
-            json!({"path": "thoughts/reports/a.md", "content": content}),
-        )
-    };
     let unverified = REPORT.replace("  hello\n", "  hullo\n");
     mock.push(answer("", vec![write("w1", &unverified)]))
         .push(answer("", vec![write("w2", REPORT)]))
@@ -141,13 +143,6 @@ async fn a_write_over_a_file_the_hop_has_not_read_keeps_it() {
     let old = dir.path().join("thoughts/reports/a.md");
     std::fs::write(&old, "another session's report\n").expect("write");
     let mock = Mock::start().await;
-    let write = |id: &str, content: &str| {
-        call(
-            id,
-            "write",
-            json!({"path": "thoughts/reports/a.md", "content": content}),
-        )
-    };
     // Drafts whose excerpt does not verify, so the tools stay offered until the third write.
     let (draft, second) = (
         REPORT.replace("  hello\n", "  hullo\n"),

@@ -85,11 +85,11 @@ impl HopState {
             Done(Message, Option<String>),
             Child(Child),
         }
-        // What the caller is told beside a task's answer when the runtime gave the task to
-        // another subagent (`HopState::reader_for`), by call id.
-        let mut redirect_notes: std::collections::HashMap<String, String> = Default::default();
-        // Those tasks as they ran (for the memory of calls made), by call id.
-        let mut redirected_calls: std::collections::HashMap<String, ToolCall> = Default::default();
+        // Tasks the runtime gave to another subagent (`HopState::reader_for`), by call id: the
+        // call as it ran (for the memory of calls made) and what the caller is told beside the
+        // answer.
+        let mut redirects: std::collections::HashMap<String, (ToolCall, String)> =
+            Default::default();
         let shared = self.ctx.shared.clone();
         let found = self.found_paths.clone();
         let caller = Caller {
@@ -126,12 +126,11 @@ impl HopState {
                 .flatten();
             let call = match reader {
                 Some((arguments, note)) => {
-                    redirect_notes.insert(call.id.clone(), note);
                     redirected = ToolCall {
                         arguments,
                         ..call.clone()
                     };
-                    redirected_calls.insert(call.id.clone(), redirected.clone());
+                    redirects.insert(call.id.clone(), (redirected.clone(), note));
                     &redirected
                 }
                 None => call,
@@ -463,7 +462,8 @@ impl HopState {
         }
         let mut out = Vec::with_capacity(calls.len());
         for (call, p) in calls.iter().zip(pending) {
-            let call = redirected_calls.get(&call.id).unwrap_or(call);
+            let redirect = redirects.remove(&call.id);
+            let call = redirect.as_ref().map_or(call, |(ran, _)| ran);
             let (message, written, child, remember) = match p {
                 Pending::Done(m, w) => (m, w.into_iter().collect::<Vec<_>>(), None, false),
                 Pending::Child(child) => {
@@ -484,7 +484,7 @@ impl HopState {
                         }
                     };
                     let mut message = result.to_tool_message(&call.id);
-                    if let Some(note) = redirect_notes.remove(&call.id) {
+                    if let Some((_, note)) = &redirect {
                         message.content = format!("{note}\n\n{}", message.content);
                     }
                     if let Some(note) = self.offer_plan(&result) {
