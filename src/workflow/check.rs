@@ -164,10 +164,10 @@ pub fn relocate(checks: &[Check], project: &Project, result: &mut Value) -> Vec<
 
 /// Takes out of `result` each evidence item (of the `evidence` checks' own arrays) that cites
 /// the lines of an item before it or states its fact word for word: the items the check
-/// refuses as repeats. An item that repeats only a fact, on lines that are a comment saying
-/// something else, keeps its lines with the comment's words as its fact (`fact_of_comment`,
-/// marked `path:` as the file's own), unless that too was stated before. One note per item
-/// taken out or given the comment's words; none when nothing repeats. The caller keeps the
+/// refuses as repeats. An item that repeats only a fact, on lines that say something of their
+/// own (a comment's words, or what they declare: `own_fact`, marked `path:` as the file's own),
+/// keeps its lines with that as its fact, unless that too was stated before. One note per item
+/// taken out or given its lines' own words; none when nothing repeats. The caller keeps the
 /// corrected result only when it then passes the whole step, so a result left with too few
 /// items is still refused as it was.
 ///
@@ -197,15 +197,15 @@ pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) ->
                     Some(Repeat::Fact) => {
                         // The comment as the file has it at those lines, not as the item quotes it.
                         let own = quoted_text(project, &item)
-                            .and_then(|excerpt| fact_of_comment(&at.0, &excerpt))
+                            .and_then(|excerpt| own_fact(&at.0, &excerpt))
                             .filter(|own| seen.repeat(&at, own).is_none());
                         let Some(own) = own else {
                             left_out(&mut notes);
                             continue;
                         };
                         notes.push(format!(
-                            "{place}: its fact repeats an item before it; the comment at its \
-                             lines is its fact"
+                            "{place}: its fact repeats an item before it; what its lines say \
+                             of themselves (a comment, a declaration) is its fact"
                         ));
                         seen.record(at, &own);
                         item["fact"] = Value::from(own);
@@ -357,6 +357,19 @@ pub fn offer_evidence(
                 _ => None,
             }
             .or_else(|| first_lines(&lines));
+            // Lines with nothing of their own to say, and no fact written for them: the
+            // nearest lines of the file that have (a comment, a declaration) instead.
+            let span = match span {
+                Some(l) if fact == super::shape::PLACEHOLDER && own_fact(path, &l.2).is_none() => {
+                    let taken = taken_in(&offered, path);
+                    let stated = |own: &str| {
+                        let key = fact_key(own);
+                        facts.contains(&key) || offered.iter().any(|o| o["fact"] == own)
+                    };
+                    nearest_own(&lines, path, l.0 - 1, &taken, stated).or(Some(l))
+                }
+                other => other,
+            };
             if let Some(item) = span.map(|l| offered_item(fact, path, l)) {
                 push(&mut offered, item);
             }
@@ -413,6 +426,34 @@ pub fn offer_evidence(
     filled
 }
 
+/// The lines (1-based, inclusive) of `path` that `offered` already quotes.
+fn taken_in(offered: &[Value], path: &str) -> Vec<(usize, usize)> {
+    offered
+        .iter()
+        .filter(|o| o["path"] == path)
+        .filter_map(|o| Some((o["start"].as_u64()? as usize, o["end"].as_u64()? as usize)))
+        .collect()
+}
+
+/// The offerable lines of a file nearest line `near` (0-based) that say something of their own
+/// (`own_fact`) not yet `stated`, overlapping none of `taken`; the earlier line on a tie.
+fn nearest_own(
+    lines: &[&str],
+    path: &str,
+    near: usize,
+    taken: &[(usize, usize)],
+    stated: impl Fn(&str) -> bool,
+) -> Option<Span> {
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| (i.abs_diff(near), i));
+    order
+        .into_iter()
+        .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
+        .filter_map(|i| fitting(lines, i, lines.len()))
+        .filter(|span| !taken.iter().any(|t| span.0 <= t.1 && t.0 <= span.1))
+        .find(|span| own_fact(path, &span.2).is_some_and(|own| !stated(&own)))
+}
+
 /// Lines of a file offered as one evidence item: (first line, last line, excerpt), 1-based.
 type Span = (usize, usize, String);
 
@@ -446,16 +487,19 @@ pub fn prefill_evidence(
             let lower = line.to_lowercase();
             words.iter().filter(|w| lower.contains(w.as_str())).count()
         };
-        // Among lines holding as many of the words, a comment first: its words are offered as
-        // the item's fact (`offered_item`), and a repeated fact on it can be mended
-        // (`drop_repeated`). On code, the 1.5B planner gave three offered items one fact, and
-        // the code item, left out, left too few.
-        let mut scored: Vec<((usize, bool), Span)> = (body..lines.len())
+        // Lines that say something of their own (a comment, a declaration: `own_fact`) first,
+        // then those holding more of the words, a comment before a declaration: their words are
+        // offered as the item's fact (`offered_item`), and a repeated fact on them can be mended
+        // (`drop_repeated`). Offered one comment and two other code lines, the 1.5B planner
+        // gave all three the comment's words, and the code items, left out, left too few
+        // (`--since DATE` and lint, binary AD).
+        let mut scored: Vec<((bool, usize, bool), Span)> = (body..lines.len())
             .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
             .filter_map(|i| fitting(&lines, i, lines.len()))
             .map(|span| {
-                let comment = fact_of_comment(path, &span.2).is_some();
-                ((holds(&span.2), comment), span)
+                let own = own_fact(path, &span.2).is_some();
+                let comment = own && fact_of_comment(path, &span.2).is_some();
+                ((own, holds(&span.2), comment), span)
             })
             .collect();
         // Stable: among equals the earlier line, so lines no word is in come in file order
@@ -577,7 +621,7 @@ fn cited(lines: &[&str], from: usize, mut to: usize) -> Option<(usize, usize, St
 /// reply: it copies what it is shown and writes little of its own.
 fn offered_item(fact: &str, path: &str, (start, end, excerpt): (usize, usize, String)) -> Value {
     let own = (fact == super::shape::PLACEHOLDER)
-        .then(|| fact_of_comment(path, &excerpt))
+        .then(|| own_fact(path, &excerpt))
         .flatten();
     let fact = own.as_deref().unwrap_or(fact);
     serde_json::json!({"fact": fact, "path": path, "start": start, "end": end, "excerpt": excerpt})
@@ -622,6 +666,48 @@ fn fact_of_comment(path: &str, excerpt: &str) -> Option<String> {
         fact.push_str(word);
     }
     Some(fact)
+}
+
+/// `path: declares `fn run`` when `excerpt` opens (attributes aside) on a declaration: a Rust
+/// item (`fn`, `struct`, `enum`, `trait`, `mod`, `type`, `const`, `static`, `impl`, after any
+/// `pub`/`async`/`unsafe`), or a Python `def`/`class`. `None` for any other line.
+///
+/// Why: the 1.5B planner, offered one comment's words as a fact and two code items with the fact
+/// still to write, gave every item the comment's words (`--since DATE`, lint, binary AD); the
+/// repeats were refused and the items left out left too few. What a line declares is a fact the
+/// runtime can state of it without making anything up.
+fn fact_of_declaration(path: &str, excerpt: &str) -> Option<String> {
+    const SKIP: &[&str] = &[
+        "pub",
+        "pub(crate)",
+        "pub(super)",
+        "async",
+        "unsafe",
+        "extern",
+    ];
+    const KINDS: &[&str] = &[
+        "fn", "struct", "enum", "trait", "mod", "type", "const", "static", "impl", "def", "class",
+    ];
+    let line = excerpt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.starts_with("#[") && !l.starts_with("@"))?;
+    let mut words = line.split_whitespace().skip_while(|w| SKIP.contains(w));
+    let kind = words.next().filter(|k| KINDS.contains(k))?;
+    let name: String = words
+        .next()?
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    if name.is_empty() {
+        return None;
+    }
+    Some(format!("{path}: declares `{kind} {name}`"))
+}
+
+/// What the file itself says of `excerpt`: its opening comment's words, else what it declares.
+fn own_fact(path: &str, excerpt: &str) -> Option<String> {
+    fact_of_comment(path, excerpt).or_else(|| fact_of_declaration(path, excerpt))
 }
 
 /// What the checks work on: the project, the result being checked, accepted results by step.
@@ -949,7 +1035,8 @@ mod tests {
     }
 
     /// One fact given to other lines is refused, however it is spaced or capitalised, and the
-    /// INVALID reply's offer leaves that item's fact to write.
+    /// INVALID reply's offer gives that item what its lines say of themselves (here, what they
+    /// declare) instead.
     #[test]
     fn evidence_stating_the_fact_of_an_item_before_it_is_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -991,7 +1078,7 @@ mod tests {
             [
                 "The flag is not used.",
                 "b is defined.",
-                super::super::shape::PLACEHOLDER
+                "a.rs: declares `fn c`"
             ]
         );
         // Three facts of their own pass.
@@ -1005,14 +1092,15 @@ mod tests {
     }
 
     /// The correction before a refusal: a fact repeated on a comment's lines becomes the
-    /// comment's words as the file has them (not as the item quotes them); one repeated on
-    /// code, or whose comment was stated already, is left out, as are repeated lines.
+    /// comment's words as the file has them (not as the item quotes them), one on a
+    /// declaration what it declares; one repeated on other code, or whose own words were stated
+    /// already, is left out, as are repeated lines.
     #[test]
-    fn a_repeated_fact_on_a_comment_becomes_the_comment_s_words_and_on_code_is_left_out() {
+    fn a_repeated_fact_takes_what_its_lines_say_of_themselves_or_is_left_out() {
         let dir = tempfile::tempdir().unwrap();
         let file =
             "/// Reads the flags of the run command.\nfn a() {}\n/// The hop timeout's default.\n\
-                    fn b() {}\n// Reads the flags of the run command.\n";
+                    fn b() {}\n// Reads the flags of the run command.\n    let x = 1;\n";
         std::fs::write(dir.path().join("a.rs"), file).unwrap();
         let project = Project::open(dir.path()).unwrap();
         let lines: Vec<&str> = file.lines().collect();
@@ -1026,6 +1114,7 @@ mod tests {
             item(3, &format!("  {}", no_flag.to_uppercase())),
             item(3, "Another fact."),
             item(5, no_flag),
+            item(6, no_flag),
         ]});
         // The item at line 3 quotes other words than the file has: the file's are taken.
         result["evidence"][3]["excerpt"] = json!("/// Something else.");
@@ -1034,11 +1123,13 @@ mod tests {
         assert_eq!(
             notes,
             [
-                "evidence `a.rs:4-4`: it repeats an item before it; left out",
-                "evidence `a.rs:3-3`: its fact repeats an item before it; the comment at its lines \
-                 is its fact",
+                "evidence `a.rs:4-4`: its fact repeats an item before it; what its lines say of \
+                 themselves (a comment, a declaration) is its fact",
+                "evidence `a.rs:3-3`: its fact repeats an item before it; what its lines say of \
+                 themselves (a comment, a declaration) is its fact",
                 "evidence `a.rs:3-3`: it repeats an item before it; left out",
                 "evidence `a.rs:5-5`: it repeats an item before it; left out",
+                "evidence `a.rs:6-6`: it repeats an item before it; left out",
             ]
         );
         let facts: Vec<(u64, &str)> = result["evidence"]
@@ -1052,6 +1143,7 @@ mod tests {
             [
                 (1, flags),
                 (2, no_flag),
+                (4, "a.rs: declares `fn b`"),
                 (3, "a.rs: The hop timeout's default.")
             ]
         );
@@ -1143,6 +1235,28 @@ mod tests {
             "src/tie.rs: runs the one session here"
         );
         assert_eq!(expected["evidence"][1]["start"], 1, "{expected}");
+        // Lines that say something of their own come before code holding more of the words.
+        std::fs::write(
+            dir.path().join("src/own.rs"),
+            "    let run = quiet;\n\n/// Holds the flags.\npub struct Flags;\n",
+        )
+        .unwrap();
+        let mut expected = shape();
+        let own = ["src/own.rs".to_string()];
+        assert!(prefill_evidence(
+            &checks,
+            &project,
+            &own,
+            &words,
+            &mut expected
+        ));
+        let facts: Vec<&str> = expected["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["fact"].as_str().unwrap())
+            .collect();
+        assert_eq!(facts, ["src/own.rs: Holds the flags.", "…"], "{expected}");
         // Nothing found, or nothing readable: the shape stays as it is.
         let mut expected = shape();
         assert!(!prefill_evidence(
@@ -1198,8 +1312,8 @@ mod tests {
                  "excerpt": "pub mod cli;"},
                 {"fact": "src/cli/run.rs: `run`: one session.", "path": "src/cli/run.rs",
                  "start": 2, "end": 3, "excerpt": "//! `run`: one session.\nuse x;"},
-                {"fact": "…", "path": "src/cli/run.rs", "start": 5, "end": 6,
-                 "excerpt": "fn run() {}\nfn quiet() {}"}
+                {"fact": "src/cli/run.rs: declares `fn run`", "path": "src/cli/run.rs",
+                 "start": 5, "end": 6, "excerpt": "fn run() {}\nfn quiet() {}"}
             ])
         );
         // One file named and cited: its next lines make the second item, not the same ones.
@@ -1295,6 +1409,50 @@ mod tests {
             fact_of_comment("a.rs", "#[error(\"the path is outside the root\")]\nPath,"),
             None,
             "an attribute is code"
+        );
+        for (line, fact) in [
+            (
+                "pub fn run(args: Args) -> Result<()> {",
+                Some("a.rs: declares `fn run`"),
+            ),
+            (
+                "#[derive(Debug)]\npub(crate) struct Args {",
+                Some("a.rs: declares `struct Args`"),
+            ),
+            ("pub async fn fetch<T>(", Some("a.rs: declares `fn fetch`")),
+            ("def main():", Some("a.rs: declares `def main`")),
+            ("impl<T> From<T> for X {", None),
+            ("let run = fn_of(x);", None),
+            ("pub fn", None),
+        ] {
+            assert_eq!(fact_of_declaration("a.rs", line).as_deref(), fact, "{line}");
+        }
+        // An item with a fact still to write on lines that say nothing of their own: the
+        // nearest lines of its file that do, unless their words were stated already.
+        std::fs::write(
+            dir.path().join("src/near.rs"),
+            "//! Near: the module.\nuse a;\nuse b;\n\n/// Builds the thing.\nfn build() {\n    let x = 1;\n}\n",
+        )
+        .unwrap();
+        let result = json!({"evidence": [
+            {"fact": "src/near.rs: Near: the module.", "path": "src/near.rs", "start": 7, "end": 7},
+            {"fact": "src/near.rs: Near: the module.", "path": "src/near.rs", "start": 2, "end": 2},
+        ]});
+        let mut expected = shape();
+        assert!(offer_evidence(&checks, &project, &result, &mut expected));
+        let at: Vec<(u64, &str)> = expected["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["start"].as_u64().unwrap(), e["fact"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                (7, "src/near.rs: Near: the module."),
+                (5, "src/near.rs: Builds the thing."),
+            ],
+            "{expected}"
         );
         let long = fact_of_comment("a.rs", &format!("//! {}", "word ".repeat(40))).unwrap();
         assert!(

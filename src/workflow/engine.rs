@@ -590,9 +590,11 @@ mod tests {
                     properties:\n        evidence: {type: array, minItems: 2}\n    checks:\n      \
                     - evidence: /evidence/*\noutput: {path: o.md, template: x}\n";
         let (dir, p, wf, mut s) = setup_with(text);
-        std::fs::write(dir.path().join("a.rs"), "fn a() {}\nfn b() {}\nfn c() {}\n").unwrap();
+        // Lines that say nothing of themselves (no comment, no declaration), so a repeated
+        // fact on them has no words of the file's to take instead.
+        std::fs::write(dir.path().join("a.rs"), "a();\nb();\nc();\n").unwrap();
         let item = |n: u64, fact: &str| {
-            let excerpt = ["fn a() {}", "fn b() {}", "fn c() {}"][n as usize - 1];
+            let excerpt = ["a();", "b();", "c();"][n as usize - 1];
             json!({"fact": fact, "path": "a.rs", "start": n, "end": n, "excerpt": excerpt})
         };
         let three = json!({"evidence": [item(1, "a is here"), item(2, "b is here"), item(3, "A is  here")]});

@@ -609,10 +609,14 @@ async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
         )
     };
     let script = format!(
-        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n  reader:\n    - turns:\n        - content: \"the record says JSON lines\"\n",
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n  reader:\n    - turns:\n        - content: \"the record says JSON lines\"\n    - turns:\n        - content: \"it decides JSON lines\"\n",
         call("plan", &doc_and_code),
         task("seeker"),
         task("reader"),
+        call(
+            "task",
+            &format!("{{subagent_type: studier, description: ask, prompt: \"What does `{doc}` decide?\"}}"),
+        ),
     );
     let (status, events) = run(&project, &script, "lead", "What did we decide?").await;
     assert_eq!(status, SessionStatus::Completed);
@@ -622,8 +626,14 @@ async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
         .filter_map(|e| e.agent.clone())
         .filter(|a| a != "lead")
         .collect();
-    assert_eq!(started, ["reader"]);
+    // The record sent to the code source's reader goes to the reader of its own source.
+    assert_eq!(started, ["reader", "reader"]);
     let results = lead_results(&events);
+    assert!(
+        results[3].2.contains("so `reader` read it, not `studier`") && !results[3].1,
+        "{}",
+        results[3].2
+    );
     assert!(
         results[1].2.contains("so `reader` read it") && !results[1].1,
         "{}",

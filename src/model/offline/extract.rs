@@ -388,14 +388,14 @@ fn push(
 ) {
     let known = (start..=end).all(|n| doc.line(n).is_some());
     let blank = (start..=end).all(|n| doc.line(n).is_none_or(|l| l.trim().is_empty()));
+    let overlaps = items.iter().any(|i| i.start <= end && start <= i.end);
+    if start == 0 || !known || blank || overlaps || items.len() >= MAX_ITEMS {
+        return;
+    }
     // Another document's Evidence labels (a report's own citations) are no signal of this one:
     // the contract refuses them as an excerpt (`excerpt/citation`).
     let lines: Vec<&str> = (start..=end).filter_map(|n| doc.line(n)).collect();
     if crate::contract::quoted_citation(&lines).is_some() {
-        return;
-    }
-    let overlaps = items.iter().any(|i| i.start <= end && start <= i.end);
-    if start == 0 || !known || blank || overlaps || items.len() >= MAX_ITEMS {
         return;
     }
     items.push(Item {

@@ -660,11 +660,13 @@ fn plan_text(arguments: &serde_json::Value) -> String {
 impl HopState {
     /// A `task` for a source's finder (a locator) whose prompt names project files goes to a
     /// reader (`PlanGate::readers`): the reader of the source whose finder searches the folder
-    /// holding every named file (its `search_first:`), else the called finder's own. Returns
-    /// the new arguments and the note for the caller; `None` for any other call, an ungated
-    /// agent, or a task naming no file. The 1.5B researcher sent a decision record to the
-    /// codebase-locator: the thoughts-analyzer reads records, the codebase-analyzer had read
-    /// that one already.
+    /// holding every named file (its `search_first:`), else the called finder's own. A task for
+    /// a source's reader goes to another source's reader only when that source's folder holds
+    /// every named file. Returns the new arguments and the note for the caller; `None` for any
+    /// other call, an ungated agent, a task naming no file, or one already with its reader.
+    /// The 1.5B researcher sent a decision record to the codebase-locator, and (stop 55, and
+    /// again in the twenty-third session) straight to the codebase-analyzer: the
+    /// thoughts-analyzer reads records.
     fn reader_for(&self, tool: &str, call: &ToolCall) -> Option<(serde_json::Value, String)> {
         if tool != "task" {
             return None;
@@ -678,9 +680,11 @@ impl HopState {
         }
         let skip: std::collections::BTreeSet<String> = self.blocked.iter().cloned().collect();
         let readers = gate.readers(&skip);
-        readers
-            .iter()
-            .find(|(finder, _)| *finder == task.subagent_type)?;
+        let to_finder = readers.iter().any(|(f, _)| *f == task.subagent_type);
+        let to_reader = readers.iter().any(|(_, r)| *r == task.subagent_type);
+        if !to_finder && !to_reader {
+            return None;
+        }
         let searches_all = |finder: &str| {
             let folder = shared
                 .agents
@@ -691,10 +695,15 @@ impl HopState {
                 files.iter().all(|f| f.starts_with(&folder))
             })
         };
-        let (_, reader) = readers
-            .iter()
-            .find(|(finder, _)| searches_all(finder))
-            .or_else(|| readers.iter().find(|(f, _)| *f == task.subagent_type))?;
+        let home = readers.iter().find(|(finder, _)| searches_all(finder));
+        let (finder, reader) = match home {
+            Some(pair) => pair,
+            None if to_finder => readers.iter().find(|(f, _)| *f == task.subagent_type)?,
+            None => return None,
+        };
+        if *reader == task.subagent_type {
+            return None;
+        }
         let reader = reader.clone();
         self.ctx.emit(EventKind::HopSteered {
             why: "task_to_reader".into(),
@@ -707,12 +716,20 @@ impl HopState {
             .map(|f| format!("`{f}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let note = format!(
-            "[runtime] `{}` finds files; this task names {named} to read, so `{reader}` read \
-             {}. Its answer:",
-            task.subagent_type,
-            if files.len() == 1 { "it" } else { "them" }
-        );
+        let them = if files.len() == 1 { "it" } else { "them" };
+        let note = if to_finder {
+            format!(
+                "[runtime] `{}` finds files; this task names {named} to read, so `{reader}` \
+                 read {them}. Its answer:",
+                task.subagent_type
+            )
+        } else {
+            format!(
+                "[runtime] this task names {named}, files of the source `{finder}` searches, \
+                 so `{reader}` read {them}, not `{}`. Its answer:",
+                task.subagent_type
+            )
+        };
         Some((arguments, note))
     }
 }
