@@ -223,6 +223,45 @@ pub fn drop_repeated(checks: &[Check], project: &Project, result: &mut Value) ->
     notes
 }
 
+/// Gives each evidence item (of the `evidence` checks' own arrays) whose `fact` is written as
+/// its file's own words (`path: …`, the form `own_fact` makes) the words its own lines say of
+/// themselves, when they say something and it is not that. One note per item changed.
+///
+/// Why: the 1.5B planner, offered three items each with its lines' own words, kept the facts
+/// and shifted the lines under them (`--since DATE`, binary AG): "declares `struct Args`" stood
+/// on `pub fn run(`. A fact marked as what the file says must be what the file says there.
+pub fn own_words(checks: &[Check], project: &Project, result: &mut Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    for array in checks.iter().filter_map(evidence_array) {
+        for item in select_mut(result, &format!("{array}/*")) {
+            let Some(path) = item["path"].as_str().map(str::to_string) else {
+                continue;
+            };
+            let Some(fact) = item["fact"].as_str() else {
+                continue;
+            };
+            let marked = [path.as_str(), normal(&path).as_str()]
+                .iter()
+                .any(|p| fact.starts_with(&format!("{p}:")));
+            if !marked {
+                continue;
+            }
+            let own = quoted_text(project, item).and_then(|lines| own_fact(&normal(&path), &lines));
+            let Some(own) = own.filter(|own| fact_key(own) != fact_key(fact)) else {
+                continue;
+            };
+            let (_, start, end) = Seen::at(item);
+            notes.push(format!(
+                "evidence `{}:{start}-{end}`: its fact is written as the file's own words, which \
+                 at its lines are \"{own}\"; taken",
+                normal(&path)
+            ));
+            item["fact"] = Value::from(own);
+        }
+    }
+    notes
+}
+
 /// The lines `item` cites, as the file has them (trailing blanks aside), when its range is
 /// one the check accepts; `None` otherwise.
 fn quoted_text(project: &Project, item: &Value) -> Option<String> {
@@ -1089,6 +1128,47 @@ mod tests {
             accepted: &BTreeMap::new(),
         };
         assert!(run(&checks, &subject).0.is_empty());
+    }
+
+    /// A fact written as the file's own words stands on the lines that say it: the words its
+    /// lines say of themselves replace it; a fact of the model's own, or lines saying nothing
+    /// of themselves, are left as they are.
+    #[test]
+    fn a_fact_given_as_the_file_s_own_words_is_what_its_lines_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = "//! Sessions, newest first.\npub struct Args;\npub fn run() {}\n    x();\n";
+        std::fs::write(dir.path().join("a.rs"), file).unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let lines: Vec<&str> = file.lines().collect();
+        let item = |n: u64, fact: &str| json!({"fact": fact, "path": "./a.rs", "start": n, "end": n, "excerpt": lines[n as usize - 1]});
+        let mut result = json!({"evidence": [
+            item(1, "a.rs: Sessions, newest first."),
+            item(3, "a.rs: declares `struct Args`"),
+            item(2, "The arguments of the command."),
+            item(4, "a.rs: declares `fn run`"),
+        ]});
+        let checks = [Check::Evidence("/evidence/*".into())];
+        let notes = own_words(&checks, &project, &mut result);
+        assert_eq!(
+            notes,
+            ["evidence `a.rs:3-3`: its fact is written as the file's own words, which at its \
+              lines are \"a.rs: declares `fn run`\"; taken"]
+        );
+        let facts: Vec<&str> = result["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["fact"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            facts,
+            [
+                "a.rs: Sessions, newest first.",
+                "a.rs: declares `fn run`",
+                "The arguments of the command.",
+                "a.rs: declares `fn run`"
+            ]
+        );
     }
 
     /// The correction before a refusal: a fact repeated on a comment's lines becomes the

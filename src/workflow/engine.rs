@@ -155,7 +155,9 @@ pub fn submit(
     let schema_refused = !errors.is_empty();
     let mut computed = serde_json::Map::new();
     let mut corrected = if errors.is_empty() {
-        check::relocate(&step.checks, project, &mut filled)
+        let mut notes = check::relocate(&step.checks, project, &mut filled);
+        notes.extend(check::own_words(&step.checks, project, &mut filled));
+        notes
     } else {
         Vec::new()
     };
