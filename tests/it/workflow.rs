@@ -371,8 +371,8 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     assert!(r["errors"].to_string().contains("does not match"), "{r}");
     // One item of the three the step asks for, and that one misquoted: the reply offers the
     // lines cited as the file has them, the fact kept, then the first lines of the other file
-    // named, then the next lines of a file offered (a lone `}` passed over), three items;
-    // copied back, they pass the check.
+    // named (the fact what they declare), then the next lines of a file offered (a lone `}`
+    // passed over), three items; copied back, they pass the check.
     result["evidence"] = json!([result["evidence"][0].clone()]);
     let r = run.step("scope", result);
     assert!(r["errors"].to_string().contains("less than 3 items"), "{r}");
@@ -381,8 +381,8 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
         json!([
             {"fact": "Backoff doubles per attempt", "path": "src/retry.rs", "start": 2, "end": 3,
              "excerpt": "pub fn backoff(attempt: u32) -> u64 {\n    100 * 2u64.pow(attempt)"},
-            {"fact": "…", "path": "tests/retry.rs", "start": 1, "end": 2,
-             "excerpt": "#[test]\nfn backoff_doubles() {"},
+            {"fact": "tests/retry.rs: declares `fn backoff_doubles`", "path": "tests/retry.rs",
+             "start": 1, "end": 2, "excerpt": "#[test]\nfn backoff_doubles() {"},
             {"fact": "…", "path": "tests/retry.rs", "start": 3, "end": 4,
              "excerpt": "    assert_eq!(demo::retry::backoff(1), 200);\n}"}
         ]),
@@ -402,12 +402,10 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     assert_eq!(
         about_fact,
         [
-            &json!("/evidence/1/fact: still the placeholder \"…\" of the expected shape; write the value itself"),
             &json!("/evidence/2/fact: still the placeholder \"…\" of the expected shape; write the value itself")
         ],
         "only the unwritten facts are left, each said once: {again}"
     );
-    unfilled["evidence"][1]["fact"] = json!("A test checks the doubling");
     unfilled["evidence"][2]["fact"] = json!("The second attempt waits 200 ms");
     let copied = run.step("scope", unfilled);
     assert_eq!(copied["action"], "PROCEED", "{copied}");
@@ -889,8 +887,8 @@ fn the_scope_call_is_offered_with_evidence_from_the_files_found() {
         ],
         "{r}"
     );
-    // A comment opening the lines gives the fact (the doc comment above `backoff`); the rest
-    // are left to write.
+    // A comment opening the lines gives the fact (the doc comment above `backoff`), a
+    // declaration what it declares; the rest are left to write.
     let facts: Vec<&str> = evidence
         .as_array()
         .unwrap()
@@ -901,7 +899,7 @@ fn the_scope_call_is_offered_with_evidence_from_the_files_found() {
         facts,
         [
             "src/retry.rs: Retry with backoff for the HTTP client.",
-            "…",
+            "tests/retry.rs: declares `fn backoff_doubles`",
             "…"
         ]
     );
