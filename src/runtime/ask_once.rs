@@ -14,8 +14,10 @@ use crate::project::Project;
 pub enum Test {
     /// `evidence_goal:`: hold more verified Evidence items than the first answer's.
     Richer { verified: usize },
-    /// `search_first:`: name this file.
-    Names { file: String },
+    /// `search_first:`: name this file. `added` is the answer that goes up instead when the
+    /// second answer does not: the first with the file added by the runtime, when the file
+    /// holds a word of the task that sets files apart (see [`Asked::kept`]).
+    Names { file: String, added: Option<String> },
 }
 
 /// An ask made after an accepted answer, with that answer kept until the next one is judged.
@@ -49,7 +51,23 @@ impl Asked {
             Test::Richer { verified } => {
                 super::evidence_goal::verified(answer, project) > *verified
             }
-            Test::Names { file } => super::search_first::names_file(answer, file),
+            Test::Names { file, .. } => super::search_first::names_file(answer, file),
+        }
+    }
+
+    /// The answer that stands when the second answer did not win: the first, or for
+    /// `search_first:` the first with the file added when that file holds a word of the task
+    /// that sets files apart. Why: asked to add `src/lint/mod.rs` (ranked first for "Plan a
+    /// lint warning for agents whose description is longer than 300 characters"), the 1.5B
+    /// codebase-locator kept its answer naming only `src/agent/permission.rs`, found by
+    /// `longer`, and the planner planned a change to permissions. The entry says the runtime
+    /// added it; the caller checks that the contract still holds.
+    pub fn kept(&self) -> (&str, bool) {
+        match &self.test {
+            Test::Names {
+                added: Some(added), ..
+            } => (added, true),
+            _ => (&self.answer, false),
         }
     }
 
@@ -128,7 +146,16 @@ impl Pending {
                     return Some(Next::Added(added));
                 }
             }
-            let test = Test::Names { file };
+            let added = sets_apart
+                .then(|| {
+                    let entry = match &title {
+                        Some(t) => format!("{t} {}", super::search_first::ADDED_AFTER_ASK),
+                        None => super::search_first::ADDED_AFTER_ASK.to_string(),
+                    };
+                    super::search_first::with_file(answer, &file, Some(&entry))
+                })
+                .flatten();
+            let test = Test::Names { file, added };
             return Some(Next::Ask(Asked::new(test, answer, conformant), note));
         }
         None
@@ -206,10 +233,27 @@ mod tests {
         ));
         let mut pending = ranked_first(false, true);
         let other = "<answer>\nSuggested for analysis: `thoughts/b.md`.\n</answer>";
-        assert!(matches!(
-            pending.next(other, Some(true), &project),
-            Some(Next::Ask(..))
-        ));
+        let Some(Next::Ask(asked, _)) = pending.next(other, Some(true), &project) else {
+            panic!("asked")
+        };
+        // Asked and left out again, the file is added after all: it holds a word that sets
+        // files apart.
+        let (kept, added) = asked.kept();
+        assert!(added);
+        let entry = format!(
+            "- `thoughts/a.md` — About A {}",
+            crate::runtime::search_first::ADDED_AFTER_ASK
+        );
+        assert!(
+            kept.contains("analysis: `thoughts/a.md`, `thoughts/b.md`") && kept.contains(&entry),
+            "{kept}"
+        );
+        // One holding no such word is not: the first answer stands as it was.
+        let mut pending = ranked_first(false, false);
+        let Some(Next::Ask(asked, _)) = pending.next(other, Some(true), &project) else {
+            panic!("asked")
+        };
+        assert_eq!(asked.kept(), (other, false));
         // Without a block, it is asked.
         let mut pending = ranked_first(true, true);
         assert!(matches!(

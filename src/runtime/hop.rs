@@ -378,6 +378,32 @@ struct HopState {
 }
 
 impl HopState {
+    /// Whether `added` (the answer with a file `search_first:` ranked first, added by the
+    /// runtime) meets the agent's contract as well as `answer` did: the runtime's edit must not
+    /// break what the answer met. Logs `hop.steered` `search_first_added` or `_not_added`.
+    fn holds_with(&self, added: &str, answer: &str) -> bool {
+        let shared = &self.ctx.shared;
+        let holds = self.agent.contract.as_ref().is_none_or(|c| {
+            super::check::holds_as_well(
+                added,
+                answer,
+                c,
+                &shared.project,
+                (&shared.correlation_id, &self.message_id),
+            )
+        });
+        let why = if holds {
+            "search_first_added"
+        } else {
+            "search_first_not_added"
+        };
+        self.ctx.emit(EventKind::HopSteered {
+            why: why.into(),
+            count: 1,
+        });
+        holds
+    }
+
     async fn run(&mut self) -> Ending {
         let shared = self.ctx.shared.clone();
         let context = PromptContext {
@@ -897,8 +923,14 @@ impl HopState {
                         count: first.count(),
                     });
                     if !won {
-                        (answer, conformant) = (first.answer, first.conformant);
+                        (answer, conformant) = (first.answer.clone(), first.conformant);
                         (status, error, violations) = (HopStatus::Completed, None, Vec::new());
+                        // The file asked for, added by the runtime after all (`Asked::kept`).
+                        if let (added, true) = first.kept() {
+                            if self.holds_with(added, &answer) {
+                                answer = added.to_string();
+                            }
+                        }
                     }
                 }
                 // Then the next ask not yet made, if the answer that stands calls for it.
@@ -915,32 +947,12 @@ impl HopState {
                             self.messages.push(Message::user(note));
                             continue;
                         }
-                        Some(super::ask_once::Next::Added(added)) => {
-                            // Checked again: the runtime's edit must not break the contract
-                            // the answer met.
-                            let holds = self.agent.contract.as_ref().is_none_or(|c| {
-                                super::check::holds_as_well(
-                                    &added,
-                                    &answer,
-                                    c,
-                                    &shared.project,
-                                    (&shared.correlation_id, &self.message_id),
-                                )
-                            });
-                            let why = if holds {
-                                "search_first_added"
-                            } else {
-                                "search_first_not_added"
-                            };
-                            self.ctx.emit(EventKind::HopSteered {
-                                why: why.into(),
-                                count: 1,
-                            });
-                            if holds {
-                                answer = added;
-                            }
+                        Some(super::ask_once::Next::Added(added))
+                            if self.holds_with(&added, &answer) =>
+                        {
+                            answer = added;
                         }
-                        None => {}
+                        Some(super::ask_once::Next::Added(_)) | None => {}
                     }
                 }
                 // What the agent owes besides its answer (`deliver:`): repair, then PARTIAL.

@@ -623,6 +623,10 @@ pub fn with_file(answer: &str, file: &str, title: Option<&str>) -> Option<String
 pub const ADDED: &str = "(added by the runtime: its search ranked this file first, and the \
                          file's name holds the words of the task that set files apart)";
 
+/// What an entry the runtime added says after its title when the agent, asked, left it out.
+pub const ADDED_AFTER_ASK: &str = "(added by the runtime: its search ranked this file first, \
+                                   and the answer left it out when asked)";
+
 /// What an entry the runtime added to an answer that named no file says after its title.
 pub const ADDED_TO_NONE: &str = "(added by the runtime: its search ranked this file first, and \
                                  the answer named no file)";

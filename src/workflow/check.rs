@@ -1151,8 +1151,10 @@ mod tests {
         let notes = own_words(&checks, &project, &mut result);
         assert_eq!(
             notes,
-            ["evidence `a.rs:3-3`: its fact is written as the file's own words, which at its \
-              lines are \"a.rs: declares `fn run`\"; taken"]
+            [
+                "evidence `a.rs:3-3`: its fact is written as the file's own words, which at its \
+              lines are \"a.rs: declares `fn run`\"; taken"
+            ]
         );
         let facts: Vec<&str> = result["evidence"]
             .as_array()

@@ -393,7 +393,8 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
         "{ask}"
     );
     assert!(ask.ends_with(&format!("{copy}\n```")), "{ask}");
-    // A second answer that still leaves it out: the first one stands, and no second ask.
+    // A second answer that still leaves it out: the first one stands, with the file added by
+    // the runtime (it holds `yaml`, which sets files apart), and no second ask.
     let (asks, answered, mock) = locator_left_out(
         doc,
         &[
@@ -402,8 +403,22 @@ async fn an_answer_that_leaves_out_the_searchs_first_file_is_asked_once() {
         ],
     )
     .await;
-    assert_eq!(asks, ["search_first_left_out", "search_first_kept"]);
+    assert_eq!(
+        asks,
+        [
+            "search_first_left_out",
+            "search_first_kept",
+            "search_first_added"
+        ]
+    );
     assert!(answered.contains(notes), "{answered}");
+    assert!(
+        answered.contains(&format!(
+            "- `{doc}` — YAML parser {}",
+            switchboard::runtime::search_first::ADDED_AFTER_ASK
+        )),
+        "{answered}"
+    );
     assert_eq!(mock.requests().len(), 2);
     // An answer that names it is not asked.
     let (asks, _, mock) = locator_left_out(doc, &[crate::fixed_copy::locator_answer(doc)]).await;
