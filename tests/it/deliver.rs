@@ -1332,3 +1332,55 @@ async fn a_report_that_verifies_on_its_own_gets_no_owed_analysis() {
         .any(|e| matches!(&e.kind, EventKind::DeliverChecked { outcome, .. } if outcome == "met"));
     assert!(met, "{kinds:?}");
 }
+
+/// Several processes running the offline researcher on one question at once, in one project:
+/// each report takes a name of its own (`write_new`'s `create_new`), none is written over, and
+/// each answer names the file its own session wrote.
+#[test]
+fn parallel_researcher_processes_each_keep_their_report() {
+    use crate::support::fs::{copy_tree, sb, success_json};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_tree(&repo.join("agent"), &dir.path().join("agent"));
+    copy_tree(
+        &repo.join("tests/fixtures/runtime/project/thoughts"),
+        &dir.path().join("thoughts"),
+    );
+    let research = dir.path().join("thoughts/shared/research");
+    let before: Vec<_> = std::fs::read_dir(&research)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let question = "What did we decide about the event log?";
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            sb(dir.path())
+                .args(["run", "researcher", question, "--json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let mut written: Vec<String> = Vec::new();
+    for child in children {
+        let v = success_json(&child.wait_with_output().expect("wait"));
+        assert_eq!(v["outcome"], "COMPLETED", "{v}");
+        let own = v["written"][0]
+            .as_str()
+            .expect("one file written")
+            .to_string();
+        let answer = v["answer"].as_str().unwrap_or_default();
+        assert!(
+            answer.starts_with(&format!("Report written to `{own}`.")),
+            "{own}: {answer}"
+        );
+        let text = std::fs::read_to_string(dir.path().join(&own)).expect("report");
+        assert!(text.contains("## Summary"), "{own}: {text}");
+        written.push(own);
+    }
+    written.sort();
+    written.dedup();
+    assert_eq!(written.len(), 4, "{written:?}");
+    let after = std::fs::read_dir(&research).expect("research").count();
+    assert_eq!(after, before.len() + 4, "{written:?}");
+}

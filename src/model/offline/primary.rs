@@ -238,6 +238,15 @@ fn write_call(wf: &Workflow, question: &str, history: &History) -> crate::model:
     )
 }
 
+/// The path a `write` result says the content went to when that is not the path asked for
+/// (`… wrote N bytes to `NAME-2.md` instead …`: the asked one was another session's file).
+/// Why: four offline researchers run at once on one question each answered "Report written to
+/// `…-event-log.md`", where three had been written to `-2`, `-3` and `-4`.
+fn written_to(result: &str) -> Option<&str> {
+    let (_, rest) = result.split_once(" bytes to `")?;
+    rest.split_once('`').map(|(path, _)| path)
+}
+
 fn final_answer(history: &History) -> String {
     let Some(w) = history.step("write").into_iter().next() else {
         return "No report was written.".into();
@@ -265,7 +274,10 @@ fn final_answer(history: &History) -> String {
             }
         });
     match w.ok() {
-        Some(_) => format!("Report written to `{path}`.\n\n{summary}\n"),
+        Some(result) => {
+            let path = written_to(result).unwrap_or(path);
+            format!("Report written to `{path}`.\n\n{summary}\n")
+        }
         None => {
             let why = w.result.map_or("no result", |m| first_line(&m.content));
             let fence = fence_for(content.lines());
