@@ -491,6 +491,9 @@ impl HopState {
                 .iter()
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
             let listing = super::search_first::listing(&task, &searches, &results);
+            if let Some(first) = &listing.first {
+                shared.note_ranked_first(first);
+            }
             search_first_file = listing
                 .first
                 .map(|f| (f, listing.named_for_task, listing.sets_apart));

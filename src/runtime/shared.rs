@@ -78,6 +78,9 @@ pub(crate) struct Shared {
     /// `transcripts.jsonl`, appended once per hop.
     transcripts: Mutex<Option<std::fs::File>>,
     written: Mutex<Vec<String>>,
+    /// The files the runtime's own searches (`search_first:`) ranked first, one per hop that
+    /// searched: a caller keeps them first among the paths that hop's answer names.
+    ranked_first: Mutex<Vec<String>>,
     /// Tokens of every hop of the session.
     usage: Mutex<Usage>,
     occurrences: Mutex<HashMap<(String, String, String), u32>>,
@@ -134,6 +137,7 @@ impl Shared {
             semaphore,
             transcripts: Mutex::new(transcripts),
             written: Mutex::new(Vec::new()),
+            ranked_first: Mutex::new(Vec::new()),
             usage: Mutex::new(Usage::default()),
             occurrences: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
@@ -152,6 +156,22 @@ impl Shared {
     /// Project-relative paths of the files written so far, in order.
     pub fn written(&self) -> Vec<String> {
         self.written.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    /// Notes `path` as a file a runtime search of this session ranked first.
+    pub fn note_ranked_first(&self, path: &str) {
+        if let Ok(mut r) = self.ranked_first.lock() {
+            if !r.iter().any(|p| p == path) {
+                r.push(path.to_string());
+            }
+        }
+    }
+
+    /// Whether a runtime search of this session ranked `path` first.
+    pub fn ranked_first(&self, path: &str) -> bool {
+        self.ranked_first
+            .lock()
+            .is_ok_and(|r| r.iter().any(|p| p == path))
     }
 
     /// Takes every in-flight hop out of the set, as (hop, (parent, agent)) (Ctrl-C).

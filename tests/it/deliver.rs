@@ -300,10 +300,25 @@ async fn planner_session_with(
     replies: Vec<support::mock::Reply>,
     delegate_first: bool,
 ) -> (tempfile::TempDir, SessionOutcome, Vec<Event>) {
+    planner_session_in(replies, delegate_first, &[]).await
+}
+
+/// [`planner_session_with`] in a project that also holds `files` (path, text); the session's
+/// correlation id is `corr-1`, so a scripted subagent answer can carry it.
+async fn planner_session_in(
+    replies: Vec<support::mock::Reply>,
+    delegate_first: bool,
+    files: &[(&str, &str)],
+) -> (tempfile::TempDir, SessionOutcome, Vec<Event>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     support::fs::copy_tree(&repo.join("agent"), &dir.path().join("agent"));
     support::fs::copy_tree(&repo.join("workflow"), &dir.path().join("workflow"));
+    for (path, text) in files {
+        let at = dir.path().join(path);
+        std::fs::create_dir_all(at.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(at, text).expect("write");
+    }
     if !delegate_first {
         let planner = dir.path().join("agent/planner.md");
         let text = std::fs::read_to_string(&planner).expect("planner.md");
@@ -316,11 +331,15 @@ async fn planner_session_with(
     for reply in replies {
         mock.push(reply);
     }
-    let (outcome, events) = support::wire::session(
+    let (outcome, events) = support::wire::session_with(
         &project,
         &mock,
         "planner",
         "Plan adding a --quiet flag to the run command.",
+        switchboard::runtime::RunOptions {
+            correlation_id: Some("corr-1".into()),
+            ..Default::default()
+        },
     )
     .await;
     (dir, outcome, events)
@@ -573,6 +592,57 @@ async fn a_step_written_as_a_tool_named_after_it_is_that_step() {
             ("clarify".to_string(), "PROCEED".to_string())
         ]
     );
+}
+
+/// The file the locator's runtime search ranked first leads the files the planner's scope is
+/// offered, wherever the locator's answer lists it: the 1.5B locator listed `src/cli/mod.rs`
+/// first and `src/cli/run.rs` second, and the plan cited `mod.rs` only.
+#[tokio::test]
+async fn the_file_the_search_ranked_first_leads_the_offered_scope() {
+    let files = [
+        (
+            "src/cli/run.rs",
+            "//! `switchboard run`: runs one session of an agent.\n/// The flags of the run command.\npub struct Args {\n    pub verbose: bool,\n}\n",
+        ),
+        (
+            "src/cli/mod.rs",
+            "//! The command line, one module per command.\npub mod run;\n/// Runs the command the user named.\npub fn dispatch() {}\n",
+        ),
+    ];
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let located = format!(
+        "---\nmessage_id: locator-{today}-001\ncorrelation_id: corr-1\ntimestamp: {today}T10:00:00Z\nmessage_type: LOCATOR_RESPONSE\n---\n\n<thinking>\nCounted hits.\n</thinking>\n\n<answer>\n## Files\n\n- `src/cli/mod.rs` — most hits\n- `src/cli/run.rs` — the run command\n</answer>\n"
+    );
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let clarify = json!({"name": "clarify", "result": {"action": "PROCEED", "assumptions": ["The flag goes on `run`."], "questions": []}});
+    let mut replies = vec![
+        answer(&located, vec![]),
+        answer("", vec![call("c1", "step", intent)]),
+        answer("", vec![call("c2", "step", clarify)]),
+    ];
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_dir, _outcome, events) = planner_session_in(replies, true, &files).await;
+    let results = step_results(&events);
+    let clarified: serde_json::Value = results
+        .iter()
+        .find_map(|(_, out)| {
+            serde_json::from_str::<serde_json::Value>(out)
+                .ok()
+                .filter(|v| v["step"] == "clarify")
+        })
+        .unwrap_or_else(|| panic!("the clarify step's reply: {results:?}"));
+    let offered: Vec<&str> = clarified["next_call"]["result"]["evidence"]
+        .as_array()
+        .unwrap_or_else(|| panic!("evidence offered: {clarified}"))
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert_eq!(
+        offered.first(),
+        Some(&"src/cli/run.rs"),
+        "{offered:?}: {clarified}"
+    );
+    assert!(offered.contains(&"src/cli/mod.rs"), "{offered:?}");
 }
 
 /// The PROCEED reply sent back as the answer with its `next_call` filled in (the 1.5B planner,

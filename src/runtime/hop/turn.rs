@@ -566,10 +566,17 @@ impl HopState {
     /// for the next delegation's prompt and a workflow step's offered evidence: those in
     /// backticks, or, when the answer has none, the bare words of its `<answer>` block that
     /// are project files (Qwen2.5-Coder-1.5B's locator: "Start with: src/runtime/search_first.rs").
-    /// A few per subagent: two locators answering in one turn each get their paths kept.
+    /// A few per subagent: two locators answering in one turn each get their paths kept. A
+    /// file the subagent's own runtime search ranked first (`search_first:`) is kept first
+    /// among them: the 1.5B codebase-locator, asked to plan a `--quiet` flag for the run
+    /// command, listed `src/cli/mod.rs` (48 hits) before `src/cli/run.rs`, which the search
+    /// ranked first, and the planner's scope then cited `mod.rs` only.
     fn note_found_paths(&mut self, agent: &str, answer: &str) {
         const KEEP: usize = 3;
-        let (named, bare) = answered_paths(answer);
+        let (mut named, bare) = answered_paths(answer);
+        let shared = self.ctx.shared.clone();
+        // Stable: the rest keep the answer's order.
+        named.sort_by_key(|p| !shared.ranked_first(p));
         for path in named {
             if self.found_by.iter().filter(|by| *by == agent).count() >= KEEP {
                 break;
