@@ -98,6 +98,7 @@ fn locate(project: &Project, agent: &switchboard::agent::Agent, question: &str) 
                     project,
                     agent,
                     known: &[],
+                    written: &[],
                 },
                 &call.name,
                 &call.arguments,

@@ -106,6 +106,7 @@ fn benches(c: &mut Criterion) {
                         project: &project,
                         agent: &agent,
                         known: &[],
+                        written: &[],
                     };
                     let (out, _) = web
                         .invoke(ctx, "webfetch", &json!({"url": url(&n), "format": format}))

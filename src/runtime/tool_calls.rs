@@ -21,14 +21,18 @@ pub(crate) struct Done {
     pub refused: Option<String>,
 }
 
-/// Runs a built-in tool (`read`, `grep`, `write`, ...) for `agent`; `known` are the files the
-/// hop read and the session wrote (`ToolContext::known`).
-pub(crate) fn builtin(shared: &Shared, agent: &Agent, call: &ToolCall, known: &[String]) -> Done {
+/// Runs a built-in tool (`read`, `grep`, `write`, ...) for `agent`; `read` are the files the
+/// hop read (with the session's written ones, `ToolContext::known`).
+pub(crate) fn builtin(shared: &Shared, agent: &Agent, call: &ToolCall, read: &[String]) -> Done {
     let tool = crate::agent::grants::canonical_tool_name(&call.name);
+    let written = shared.written();
+    let mut known = read.to_vec();
+    known.extend(written.iter().cloned());
     let ctx = ToolContext {
         project: &shared.project,
         agent,
-        known,
+        known: &known,
+        written: &written,
     };
     match tools::invoke(ctx, &tool, &call.arguments) {
         Ok(out) => Done {
@@ -59,6 +63,7 @@ pub(crate) async fn web(
         project: &shared.project,
         agent,
         known: &[],
+        written: &[],
     };
     let (result, record) = match shared.web() {
         Ok(web) => web.invoke(ctx, tool, &call.arguments).await,

@@ -72,6 +72,10 @@ pub struct ToolContext<'a> {
     /// Project-relative files the calling hop read or its session wrote: the only existing
     /// files `write` replaces in place (see `write::run`). Empty outside a session.
     pub known: &'a [String],
+    /// Those of `known` the session wrote: a numbered copy `write` made of a name is replaced
+    /// by the next write to that name only when it is one of these, not a file the hop only
+    /// read (another session's `NAME-2.md`).
+    pub written: &'a [String],
 }
 
 /// JSON schema descriptions of every built-in tool, in the order of `BUILTIN_TOOLS`.

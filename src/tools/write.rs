@@ -40,7 +40,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
     let own = match known {
         true => Some(rel.as_str()),
         false => ctx
-            .known
+            .written
             .iter()
             .rev()
             .find(|k| numbered_from(&rel, k))

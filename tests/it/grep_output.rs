@@ -17,6 +17,7 @@ fn grep(project: &Project, args: serde_json::Value) -> String {
         project,
         agent: &agent,
         known: &[],
+        written: &[],
     };
     tools::invoke(ctx, "grep", &args)
         .map(|o| o.text)
@@ -127,6 +128,7 @@ fn a_glob_written_as_the_path_searches_its_folder() {
             project: &project,
             agent: &agent,
             known: &[],
+            written: &[],
         },
         "grep",
         &args,

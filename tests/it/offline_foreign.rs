@@ -82,6 +82,7 @@ fn run(f: &Foreign, name: &str, prompt: &str) -> Run {
                     project: &f.project,
                     agent,
                     known: &[],
+                    written: &[],
                 };
                 tools::invoke(ctx, &call.name, &call.arguments)
                     .map(|o| o.text)

@@ -130,6 +130,7 @@ fn run_agent(f: &Fixture, agent: &Agent, prompt: &str, n: usize) -> (String, Str
                 project: &f.project,
                 agent,
                 known: &[],
+                written: &[],
             };
             match tools::invoke(ctx, &call.name, &call.arguments) {
                 Ok(out) => messages.push(Message::tool(call.id.clone(), out.text, false)),

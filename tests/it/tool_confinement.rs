@@ -89,6 +89,7 @@ fn call(
         project: &f.project,
         agent,
         known: &[],
+        written: &[],
     };
     tools::invoke(ctx, tool, &args)
 }
@@ -248,10 +249,39 @@ fn links_that_stay_inside_work() {
         project: &f.project,
         agent: &a,
         known: &known,
+        written: &[],
     };
     let out = tools::invoke(ctx, "write", &args).unwrap();
     assert_eq!(out.written.as_deref(), Some("thoughts/notes.md"));
     assert_eq!(notes("thoughts/notes.md"), "new notes\n");
+    // A numbered copy the hop only read (another session's) is not taken for the session's own:
+    // a write to the unread base name goes past it.
+    std::fs::write(f.project.root().join("thoughts/plan.md"), "base\n").unwrap();
+    std::fs::write(f.project.root().join("thoughts/plan-2.md"), "theirs\n").unwrap();
+    let read_only = ["thoughts/plan-2.md".to_string()];
+    let plan = json!({"path": "thoughts/plan.md", "content": "mine\n"});
+    let as_read = ToolContext {
+        project: &f.project,
+        agent: &a,
+        known: &read_only,
+        written: &[],
+    };
+    let out = tools::invoke(as_read, "write", &plan).unwrap();
+    assert_eq!(out.written.as_deref(), Some("thoughts/plan-3.md"));
+    assert_eq!(notes("thoughts/plan-2.md"), "theirs\n");
+    // The session's own numbered copy is the one a later write to that name replaces.
+    let own = ["thoughts/plan-3.md".to_string()];
+    let as_written = ToolContext {
+        project: &f.project,
+        agent: &a,
+        known: &own,
+        written: &own,
+    };
+    let plan = json!({"path": "thoughts/plan.md", "content": "mine again\n"});
+    let out = tools::invoke(as_written, "write", &plan).unwrap();
+    assert_eq!(out.written.as_deref(), Some("thoughts/plan-3.md"));
+    assert_eq!(notes("thoughts/plan-3.md"), "mine again\n");
+    assert_eq!(notes("thoughts/plan.md"), "base\n");
     // An ordinary new file still works, folders included.
     call(
         &f,

@@ -159,6 +159,7 @@ async fn fetch(
         project,
         agent,
         known: &[],
+        written: &[],
     };
     web.invoke(ctx, "webfetch", &args).await
 }
@@ -485,6 +486,7 @@ async fn websearch_needs_a_configured_endpoint() {
         project: &project,
         agent: &agent,
         known: &[],
+        written: &[],
     };
     let none = web(WebfetchSection::default());
     assert!(!none.has_search());

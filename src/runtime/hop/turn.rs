@@ -403,9 +403,8 @@ impl HopState {
             // a file twice.
             let work = {
                 let (shared, agent, call) = (shared.clone(), self.agent.clone(), call.clone());
-                let mut known = self.read_files.clone();
-                known.extend(shared.written());
-                async move { builtin(&shared, &agent, &call, &known) }
+                let read = self.read_files.clone();
+                async move { builtin(&shared, &agent, &call, &read) }
             };
             let mut done = match self
                 .ctx
