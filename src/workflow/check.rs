@@ -731,8 +731,22 @@ fn fact_of_declaration(path: &str, excerpt: &str) -> Option<String> {
         .lines()
         .map(str::trim)
         .find(|l| !l.starts_with("#[") && !l.starts_with("@"))?;
-    let mut words = line.split_whitespace().skip_while(|w| SKIP.contains(w));
-    let kind = words.next().filter(|k| KINDS.contains(k))?;
+    let mut words = line
+        .split_whitespace()
+        .skip_while(|w| SKIP.contains(w))
+        .peekable();
+    let mut kind = words.next().filter(|k| KINDS.contains(k))?;
+    // `const fn` and `const unsafe fn` are functions.
+    while kind == "const"
+        && words
+            .peek()
+            .is_some_and(|w| ["fn", "unsafe", "async"].contains(w))
+    {
+        kind = words.next()?;
+    }
+    if ["unsafe", "async"].contains(&kind) {
+        kind = words.next().filter(|k| *k == "fn")?;
+    }
     let name: String = words
         .next()?
         .chars()
@@ -1502,6 +1516,15 @@ mod tests {
                 Some("a.rs: declares `struct Args`"),
             ),
             ("pub async fn fetch<T>(", Some("a.rs: declares `fn fetch`")),
+            (
+                "pub const fn new() -> Self {",
+                Some("a.rs: declares `fn new`"),
+            ),
+            ("const unsafe fn raw() {", Some("a.rs: declares `fn raw`")),
+            (
+                "pub const MAX: usize = 3;",
+                Some("a.rs: declares `const MAX`"),
+            ),
             ("def main():", Some("a.rs: declares `def main`")),
             ("impl<T> From<T> for X {", None),
             ("let run = fn_of(x);", None),
