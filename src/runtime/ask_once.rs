@@ -137,23 +137,19 @@ impl Pending {
             } else {
                 None
             };
-            if let Some(why) = why {
+            // The answer with the file added, its entry the file's title and then `why`.
+            let with_file = |why: &str| {
                 let entry = match &title {
                     Some(t) => format!("{t} {why}"),
                     None => why.to_string(),
                 };
-                if let Some(added) = super::search_first::with_file(answer, &file, Some(&entry)) {
-                    return Some(Next::Added(added));
-                }
+                super::search_first::with_file(answer, &file, Some(&entry))
+            };
+            if let Some(added) = why.and_then(with_file) {
+                return Some(Next::Added(added));
             }
             let added = sets_apart
-                .then(|| {
-                    let entry = match &title {
-                        Some(t) => format!("{t} {}", super::search_first::ADDED_AFTER_ASK),
-                        None => super::search_first::ADDED_AFTER_ASK.to_string(),
-                    };
-                    super::search_first::with_file(answer, &file, Some(&entry))
-                })
+                .then(|| with_file(super::search_first::ADDED_AFTER_ASK))
                 .flatten();
             let test = Test::Names { file, added };
             return Some(Next::Ask(Asked::new(test, answer, conformant), note));
