@@ -492,7 +492,7 @@ impl HopState {
                 .any(|r| !r.is_error && !r.content.starts_with("no "));
             let listing = super::search_first::listing(&task, &searches, &results);
             if let Some(first) = &listing.first {
-                shared.note_ranked_first(first);
+                shared.note_ranked_first(&self.ctx.hop_id, first);
             }
             search_first_file = listing
                 .first

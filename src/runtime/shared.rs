@@ -78,9 +78,10 @@ pub(crate) struct Shared {
     /// `transcripts.jsonl`, appended once per hop.
     transcripts: Mutex<Option<std::fs::File>>,
     written: Mutex<Vec<String>>,
-    /// The files the runtime's own searches (`search_first:`) ranked first, one per hop that
-    /// searched: a caller keeps them first among the paths that hop's answer names.
-    ranked_first: Mutex<Vec<String>>,
+    /// Hop id → the file the runtime's own search (`search_first:`) ranked first for that hop:
+    /// its caller keeps it first among the paths that hop's answer names. By hop, because the
+    /// researcher runs two locators at once and each one's file leads only its own answer.
+    ranked_first: Mutex<HashMap<String, String>>,
     /// Tokens of every hop of the session.
     usage: Mutex<Usage>,
     occurrences: Mutex<HashMap<(String, String, String), u32>>,
@@ -137,7 +138,7 @@ impl Shared {
             semaphore,
             transcripts: Mutex::new(transcripts),
             written: Mutex::new(Vec::new()),
-            ranked_first: Mutex::new(Vec::new()),
+            ranked_first: Mutex::new(HashMap::new()),
             usage: Mutex::new(Usage::default()),
             occurrences: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
@@ -158,20 +159,19 @@ impl Shared {
         self.written.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
-    /// Notes `path` as a file a runtime search of this session ranked first.
-    pub fn note_ranked_first(&self, path: &str) {
+    /// Notes `path` as the file the runtime's search for hop `hop_id` ranked first.
+    pub fn note_ranked_first(&self, hop_id: &str, path: &str) {
         if let Ok(mut r) = self.ranked_first.lock() {
-            if !r.iter().any(|p| p == path) {
-                r.push(path.to_string());
-            }
+            r.insert(hop_id.to_string(), path.to_string());
         }
     }
 
-    /// Whether a runtime search of this session ranked `path` first.
-    pub fn ranked_first(&self, path: &str) -> bool {
+    /// The file the runtime's search for hop `hop_id` ranked first, if it searched.
+    pub fn ranked_first(&self, hop_id: &str) -> Option<String> {
         self.ranked_first
             .lock()
-            .is_ok_and(|r| r.iter().any(|p| p == path))
+            .ok()
+            .and_then(|r| r.get(hop_id).cloned())
     }
 
     /// Takes every in-flight hop out of the set, as (hop, (parent, agent)) (Ctrl-C).

@@ -1180,7 +1180,7 @@ async fn a_task_given_again_after_the_note_leaves_only_the_report() {
         .iter()
         .filter(|e| {
             matches!(&e.kind, EventKind::ToolResult { output, is_error: true, .. }
-            if output.starts_with("not run: you gave this exact task"))
+            if output.starts_with("not run: you gave this same prompt"))
         })
         .count();
     assert_eq!(refused, 1, "{kinds:?}");

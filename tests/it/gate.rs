@@ -645,3 +645,79 @@ async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
         results[2].2
     );
 }
+
+/// Two finders run at once, each after its own runtime search (`search_first:`): the file one
+/// search ranked first leads only that finder's answer. Before, the ranked-first files were one
+/// session-wide set, so a code file the other finder's search ranked first jumped ahead in the
+/// thoughts finder's list and was handed to the thoughts reader. Run a few times: the two hops
+/// race, and the answer must not depend on which search ends first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_finders_each_lead_with_their_own_searchs_first_file() {
+    for round in 0..4 {
+        let (dir, _) = project();
+        let lead = LEAD
+            .replace(
+                "doc: [thoughts-locator, read]\n    code: [grep]",
+                "doc: [finder, reader]\n    code: [seeker, studier]",
+            )
+            .replace(
+                r#""thoughts-*": allow"#,
+                r#""finder": allow, "reader": allow, "seeker": allow, "studier": allow"#,
+            );
+        std::fs::write(dir.path().join("agent/lead.md"), lead).unwrap();
+        let sub = |search: &str| {
+            format!("---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {{read: true, grep: true}}\n{search}---\nS.\n")
+        };
+        for (name, search) in [
+            ("finder", "search_first: thoughts\n"),
+            ("seeker", "search_first: src\n"),
+            ("reader", ""),
+            ("studier", ""),
+        ] {
+            std::fs::write(dir.path().join(format!("agent/{name}.md")), sub(search)).unwrap();
+        }
+        let note = "thoughts/shared/notes/zebra.md";
+        let code = "src/zebra.rs";
+        let other = "thoughts/shared/research/2026-03-15-parallelism.md";
+        for (path, text) in [
+            (note, "# Zebra\n\nThe zebra crossing is decided.\n"),
+            (code, "//! Zebra crossings.\npub fn zebra() {}\n"),
+        ] {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let project = Project::open(dir.path()).unwrap();
+        let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
+        let task = |to: &str| {
+            call(
+                "task",
+                &format!("{{subagent_type: {to}, description: find, prompt: \"Find zebra.\"}}"),
+            )
+        };
+        // The thoughts finder lists the code file before its own search's file.
+        let script = format!(
+            "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}{}        - content: \"done\"\n        - content: \"done\"\n        - content: \"done\"\n  finder:\n    - turns:\n        - content: \"- `{other}`\\n- `{code}`\\n- `{note}`\"\n  seeker:\n    - turns:\n        - content: \"- `{code}`\"\n  reader:\n    - turns:\n        - content: \"it decides the crossing\"\n  studier:\n    - turns:\n        - content: \"it declares zebra\"\n",
+            call("plan", &doc_and_code),
+            task("finder"),
+            task("seeker"),
+        );
+        let (status, events) = run(&project, &script, "lead", "What about zebra?").await;
+        assert_eq!(status, SessionStatus::Completed, "round {round}");
+        // The note after each answer names the next delegation: the thoughts reader is given
+        // the thoughts finder's own first file, never the code file the other search ranked
+        // first.
+        let notes: Vec<String> = lead_results(&events)
+            .into_iter()
+            .filter(|(tool, _, _)| tool == "task")
+            .map(|(_, _, output)| output)
+            .collect();
+        assert_eq!(notes.len(), 2, "round {round}: {notes:?}");
+        for n in &notes {
+            assert!(
+                n.contains(&format!("Read `{note}`")) && !n.contains(&format!("Read `{code}`")),
+                "round {round}: {n}"
+            );
+        }
+    }
+}

@@ -244,20 +244,25 @@ fn boss_and_helper(boss_extra: &str) -> (tempfile::TempDir, Project) {
     (dir, project)
 }
 
-/// A `task` whose subagent completed, asked again word for word (the 1.5B planner copied the
-/// runtime's `delegate_first` call), is not a second hop: the model is pointed at the answer it
-/// has. The same subagent with another prompt still runs.
+/// A `task` whose subagent completed, asked again with the same prompt (the 1.5B planner copied
+/// the runtime's `delegate_first` call; the 1.5B researcher changed only the description), is
+/// not a second hop: the model is pointed at the answer it has. The same subagent with another
+/// prompt still runs.
 #[tokio::test]
 async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
     let (_dir, project) = boss_and_helper("");
-    let ask = |p: &str| {
-        format!("{{name: task, arguments: {{subagent_type: helper, description: d, prompt: {p}}}}}")
+    let ask = |d: &str, p: &str| {
+        format!(
+            "{{name: task, arguments: {{subagent_type: helper, description: {d}, prompt: \"{p}\"}}}}"
+        )
     };
+    // The second call is the first's prompt under another description, spaced differently:
+    // the 1.5B researcher sent one "Read …" prompt again that way.
     let script = format!(
         "agents:\n  boss:\n    - turns:\n        - tool_calls: [{}]\n        - tool_calls: [{}]\n        - tool_calls: [{}]\n        - content: done\n  helper:\n    - turns: [{{content: first answer}}]\n    - turns: [{{content: second answer}}]\n",
-        ask("p1"),
-        ask("p1"),
-        ask("p2")
+        ask("d", "read p1"),
+        ask("another label", " read  p1 "),
+        ask("d", "read p2")
     );
     let (outcome, events) = crate::support::scripted::run_agent(
         &project,
@@ -295,7 +300,7 @@ async fn a_completed_task_asked_again_unchanged_is_not_a_second_hop() {
         results[1].0
             && results[1]
                 .1
-                .contains("gave this exact task to this subagent already"),
+                .contains("gave this same prompt to this subagent already"),
         "{results:?}"
     );
     assert!(results[2].1.contains("second answer"), "{results:?}");
@@ -354,7 +359,7 @@ async fn a_workflow_agents_refused_repeat_names_the_step_it_owes() {
         .next()
         .expect("the refused repeat");
     assert!(
-        refused.contains("gave this exact task to this subagent already")
+        refused.contains("gave this same prompt to this subagent already")
             && refused.contains("Your workflow's next step is `ask`")
             && refused.contains(r#""name":"ask""#),
         "{refused}"

@@ -75,7 +75,25 @@ pub(super) async fn complete(
 }
 
 /// How the refusal of a `task` its subagent already answered begins.
-const TASK_ANSWERED: &str = "not run: you gave this exact task to this subagent already";
+const TASK_ANSWERED: &str = "not run: you gave this same prompt to this subagent already";
+
+/// What makes two `task` calls the same task: the subagent and the prompt, its whitespace
+/// evened out. The description is only a label: in t4 the 1.5B researcher sent the decision
+/// record's "Read …" prompt again under another description, it was not taken for a repeat,
+/// and the record was read a second time (about three minutes). `None` for other tools and for
+/// a task whose arguments do not parse (its refusal is remembered by its arguments as sent).
+fn task_key(tool: &str, arguments: &serde_json::Value) -> Option<String> {
+    if tool != "task" {
+        return None;
+    }
+    let task = super::super::dispatch::TaskCall::parse(arguments).ok()?;
+    let prompt: Vec<&str> = task.prompt.split_whitespace().collect();
+    Some(format!(
+        "{}\u{0}{}",
+        task.subagent_type.trim(),
+        prompt.join(" ")
+    ))
+}
 
 impl HopState {
     /// Runs one turn's tool calls, made `by` the agent or the runtime: built-ins inline, `task`
@@ -491,7 +509,7 @@ impl HopState {
                     } else if result.status == HopStatus::Completed {
                         // What a subagent found goes into the gate's next delegation and a
                         // workflow step's offered evidence (`workflow::tool::Call::found`).
-                        self.note_found_paths(&result.agent, &result.answer);
+                        self.note_found_paths(&result.agent, &result.hop_id, &result.answer);
                         if self.plan_gate.is_some() {
                             self.answered.insert(result.agent.clone());
                             // The runtime's own delegations (`delegate_first`) get one note
@@ -570,19 +588,18 @@ impl HopState {
     /// among them: the 1.5B codebase-locator, asked to plan a `--quiet` flag for the run
     /// command, listed `src/cli/mod.rs` (48 hits) before `src/cli/run.rs`, which the search
     /// ranked first, and the planner's scope then cited `mod.rs` only.
-    fn note_found_paths(&mut self, agent: &str, answer: &str) {
+    fn note_found_paths(&mut self, agent: &str, hop_id: &str, answer: &str) {
         const KEEP: usize = 3;
         let (mut named, bare) = answered_paths(answer);
         let shared = self.ctx.shared.clone();
+        let first = shared.ranked_first(hop_id);
         // Stable: the rest keep the answer's order.
-        named.sort_by_key(|p| !shared.ranked_first(p));
+        named.sort_by_key(|p| first.as_ref() != Some(p));
         for path in named {
             if self.found_by.iter().filter(|by| *by == agent).count() >= KEEP {
                 break;
             }
-            let found = self
-                .ctx
-                .shared
+            let found = shared
                 .project
                 .resolve_visible(&path)
                 .is_ok_and(|p| !bare || p.is_file());
@@ -609,7 +626,10 @@ impl HopState {
         } else {
             String::new()
         };
-        format!("{tool}\u{0}{}\u{0}{gate}\u{0}{workflow}", call.arguments)
+        format!(
+            "{tool}\u{0}{}\u{0}{gate}\u{0}{workflow}",
+            task_key(tool, &call.arguments).unwrap_or_else(|| call.arguments.to_string())
+        )
     }
 
     /// Offers a planning agent's answer to the gate as the plan; the note tells the calling
