@@ -536,8 +536,8 @@ pub fn prefill_evidence(
             .filter(|&i| lines[i].chars().any(char::is_alphanumeric))
             .filter_map(|i| fitting(&lines, i, lines.len()))
             .map(|span| {
-                let own = own_fact(path, &span.2).is_some();
-                let comment = own && fact_of_comment(path, &span.2).is_some();
+                let comment = fact_of_comment(path, &span.2).is_some();
+                let own = comment || fact_of_declaration(path, &span.2).is_some();
                 ((own, holds(&span.2), comment), span)
             })
             .collect();
