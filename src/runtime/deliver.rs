@@ -337,6 +337,40 @@ pub fn verified_findings<'a>(
     out
 }
 
+/// The file an item of [`verified_findings`] cites first (`path` of its `path:N-M`).
+fn finding_file(finding: &str) -> Option<&str> {
+    let cite = finding.split_once("**Evidence**: `")?.1.split('`').next()?;
+    cite.rsplit_once(':').map(|(path, _)| path)
+}
+
+/// The `findings` (from [`verified_findings`]) of files `report` cites nowhere: each a file
+/// whose analysis verified and that the report leaves out. Qwen2.5-Coder-1.5B, as the
+/// researcher on "What did we decide about the YAML parser, and why?", was offered six verified
+/// items, three of the decision record and three of `src/agent/parse.rs`, and its report kept
+/// the last three only: the record, the one document that answers the question, was not cited.
+pub fn left_out<'f>(report: &str, findings: &'f [String]) -> Vec<&'f str> {
+    findings
+        .iter()
+        .filter(|f| finding_file(f).is_some_and(|p| !report.contains(&format!("`{p}:"))))
+        .map(String::as_str)
+        .collect()
+}
+
+/// The heading of the section [`with_left_out`] adds to a report.
+pub const LEFT_OUT_HEADING: &str = "## Also found by the subagents";
+
+/// `report` with the `left` findings appended under [`LEFT_OUT_HEADING`], marked as added by the
+/// runtime: the findings are the subagents' own items, verified against their lines; the
+/// report's own text says nothing of them.
+pub fn with_left_out(report: &str, left: &[&str]) -> String {
+    format!(
+        "{}\n\n{LEFT_OUT_HEADING}\n\n_Added by the runtime: verified Evidence from files the \
+         subagents analyzed that the report above does not cite._\n\n{}\n",
+        report.trim_end(),
+        left.join("\n\n")
+    )
+}
+
 /// The note after a subagent's answer when the hop's subagents have given verified Evidence
 /// (`findings`, from [`verified_findings`]) and the agent's final answer is its document: write
 /// it now, copying them. It names no further call and no delegation: a small model copies a
@@ -525,6 +559,29 @@ mod tests {
 
     fn item(lines: &str, excerpt: &str) -> String {
         format!("- **Evidence**: `src.txt:{lines}`\n- **Excerpt**:\n  ```\n  {excerpt}\n  ```\n\n")
+    }
+
+    /// A finding of a file the report cites is not left out, whatever lines it cites; one of a
+    /// file it cites nowhere is, and goes under its own heading, the report kept as it was.
+    #[test]
+    fn findings_of_files_the_report_does_not_cite_are_left_out() {
+        let record = "### Decision: serde-saphyr\n- **Evidence**: `thoughts/d.md:8-8`\n- **Excerpt**:\n```\n# Decision\n```".to_string();
+        let code = "### Finding: parse\n- **Evidence**: `src/parse.rs:1`\n- **Excerpt**:\n```\n//! Parses.\n```".to_string();
+        let other_lines = "### Finding: more\n- **Evidence**: `src/parse.rs:9-10`\n- **Excerpt**:\n```\nfn a()\n```".to_string();
+        let findings = vec![record.clone(), code.clone(), other_lines];
+        let report = "# Q\n\n## Findings\n\n### Finding: parse\n- **Evidence**: `src/parse.rs:1`\n- **Excerpt**:\n```\n//! Parses.\n```\n";
+        assert_eq!(left_out(report, &findings), [record.as_str()]);
+        let added = with_left_out(report, &left_out(report, &findings));
+        assert!(added.starts_with(report.trim_end()), "{added}");
+        assert!(
+            added.contains(&format!("{LEFT_OUT_HEADING}\n\n_Added by the runtime")),
+            "{added}"
+        );
+        assert!(added.ends_with(&format!("{record}\n")), "{added}");
+        // Every file cited: nothing is left out.
+        assert!(left_out(&added, &findings).is_empty());
+        // A path alone in prose is no citation of its lines.
+        assert_eq!(left_out("see `thoughts/d.md`", &findings[..1]).len(), 1);
     }
 
     #[test]

@@ -148,7 +148,9 @@ pub enum EventKind {
         repair: u32,
     },
     /// A final answer that is the document itself, saved by the runtime at `path` for
-    /// `deliver.from_answer` (before `deliver.checked` judges it); `error` when it could not be.
+    /// `deliver.from_answer` (before `deliver.checked` judges it), or that document saved again
+    /// with the subagents' verified findings it left out added (`report_findings_added`);
+    /// `error` when it could not be.
     #[serde(rename = "deliver.saved")]
     DeliverSaved {
         path: String,

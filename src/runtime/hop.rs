@@ -1190,6 +1190,17 @@ impl HopState {
                 found = deliver::check(owed, &self.written, &shared.project);
             }
         }
+        // A report that holds up but leaves out a file its subagents' verified Evidence cites
+        // gets those items added (`deliver::left_out`).
+        if let (true, Ok((path, _))) = (owed.from_answer, &found) {
+            if let Some(n) = self.add_left_out(path) {
+                self.ctx.emit(EventKind::HopSteered {
+                    why: "report_findings_added".into(),
+                    count: n,
+                });
+                found = deliver::check(owed, &self.written, &shared.project);
+            }
+        }
         let (path, verified) = match &found {
             Ok((path, verified)) => (Some(path.clone()), *verified),
             Err(deliver::Missing::Evidence { path, verified, .. }) => {
@@ -1507,6 +1518,28 @@ impl HopState {
             &self.done_with(),
             &self.found(),
         )
+    }
+
+    /// Appends to the report at `path` the verified findings of this hop's subagents whose files
+    /// it cites nowhere (`deliver::left_out`), replacing the file in place; how many were added,
+    /// or `None` when none were left out (or the file could not be read or written).
+    fn add_left_out(&mut self, path: &str) -> Option<u32> {
+        let shared = self.ctx.shared.clone();
+        let file = shared.project.resolve(path).ok()?;
+        let text = std::fs::read_to_string(file).ok()?;
+        let findings = deliver::verified_findings(self.task_answers(), &shared.project);
+        let left = deliver::left_out(&text, &findings);
+        if left.is_empty() {
+            return None;
+        }
+        let added = deliver::with_left_out(&text, &left);
+        let saved = deliver::save(&shared.project, path, &added, Some(path));
+        self.ctx.emit(EventKind::DeliverSaved {
+            path: path.to_string(),
+            bytes: added.len() as u64,
+            error: saved.as_ref().err().cloned(),
+        });
+        saved.ok().map(|_| left.len() as u32)
     }
 
     /// Saves an answer that is the document (`deliver.from_answer`) under the deliver glob and

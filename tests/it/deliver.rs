@@ -1454,3 +1454,73 @@ fn parallel_researcher_processes_each_keep_their_report() {
     let after = std::fs::read_dir(&research).expect("research").count();
     assert_eq!(after, before.len() + 4, "{written:?}");
 }
+
+/// A report that holds up but cites none of a file whose Evidence a subagent verified gets that
+/// file's items added under their own heading, marked as the runtime's: the 1.5B researcher,
+/// offered three verified items of the decision record and three of `src/agent/parse.rs`, kept
+/// the last three only, and its report did not cite the record it was asked about.
+#[tokio::test]
+async fn verified_findings_of_a_file_the_report_leaves_out_are_added_to_it() {
+    let (dir, project) = project();
+    std::fs::write(dir.path().join("b.md"), "why\nbecause\n").expect("write");
+    std::fs::write(
+        dir.path().join("agent/lead.md"),
+        LEAD.replace("evidence: 1}", "evidence: 1, from_answer: true}")
+            .replace(
+                "tools: {read: true, write: true}",
+                "tools: {read: true, write: true, task: true}\npermission: {task: {\"*\": deny, helper: allow}}",
+            ),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("agent/helper.md"),
+        "---\nname: helper\ndescription: \"Reads files.\"\nmode: subagent\ntools: {read: true}\n---\nYou read.\n",
+    )
+    .expect("write");
+    let project = Project::open(project.root()).expect("project");
+    let item = |path: &str, text: &str| {
+        format!("- **Evidence**: `{path}:1`\n- **Excerpt**:\n  ```\n  {text}\n  ```\n")
+    };
+    let mock = Mock::start().await;
+    mock.push(answer(
+        "",
+        vec![call(
+            "c1",
+            "task",
+            json!({"subagent_type": "helper", "description": "Read", "prompt": "Read a.md and b.md."}),
+        )],
+    ));
+    mock.push(answer(
+        &format!(
+            "### a.md greets\n{}\n### b.md says why\n{}",
+            item("a.md", "hello"),
+            item("b.md", "why")
+        ),
+        vec![],
+    ));
+    let report = format!(
+        "---\ntitle: a.md\n---\n\n# a.md\n\n## Findings\n\n### a.md greets\n{}",
+        item("a.md", "hello")
+    );
+    mock.push(answer(&report, vec![]));
+    let (outcome, events) = session(&project, &mock).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let added: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, count } if why == "report_findings_added" => Some(*count),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(added, [1]);
+    assert_eq!(checks(&events), [("met".to_string(), 2)]);
+    let saved = saved_report(dir.path(), &events);
+    let (own, extra) = saved
+        .split_once(switchboard::runtime::deliver::LEFT_OUT_HEADING)
+        .unwrap_or_else(|| panic!("no added section: {saved}"));
+    assert!(own.contains("`a.md:1`") && !own.contains("b.md"), "{saved}");
+    assert!(
+        extra.contains("### b.md says why\n- **Evidence**: `b.md:1`") && !extra.contains("a.md"),
+        "{saved}"
+    );
+}
