@@ -568,12 +568,11 @@ async fn a_finder_handed_a_file_to_read_gives_the_task_to_its_reader() {
     assert_eq!(steered, 1);
 }
 
-/// A document handed to the finder of another source goes to the reader of the source whose
-/// finder searches its folder (`search_first:`); the same task sent to that reader before is a
-/// repeat, not run again.
-#[tokio::test]
-async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
-    let (dir, project) = project();
+/// The gate tests' project with a lead whose `doc` source is `finder` then `reader` and whose
+/// `code` source is `seeker` then `studier`; the finders search `thoughts` and `src` first
+/// (`search_first:`).
+fn two_source_project() -> tempfile::TempDir {
+    let (dir, _) = project();
     let lead = LEAD
         .replace(
             "doc: [thoughts-locator, read]\n    code: [grep]",
@@ -583,24 +582,30 @@ async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
             r#""thoughts-*": allow"#,
             r#""finder": allow, "reader": allow, "seeker": allow, "studier": allow"#,
         );
-    let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
     std::fs::write(dir.path().join("agent/lead.md"), lead).unwrap();
-    let sub = |search: &str| {
-        format!("---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {{read: true, grep: true}}\n{search}---\nS.\n")
-    };
-    std::fs::write(
-        dir.path().join("agent/finder.md"),
-        sub("search_first: thoughts\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("agent/seeker.md"),
-        sub("search_first: src\n"),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("agent/reader.md"), sub("")).unwrap();
-    std::fs::write(dir.path().join("agent/studier.md"), sub("")).unwrap();
-    let project = Project::open(project.root()).unwrap();
+    for (name, search) in [
+        ("finder", "search_first: thoughts\n"),
+        ("seeker", "search_first: src\n"),
+        ("reader", ""),
+        ("studier", ""),
+    ] {
+        std::fs::write(
+            dir.path().join(format!("agent/{name}.md")),
+            format!("---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {{read: true, grep: true}}\n{search}---\nS.\n"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// A document handed to the finder of another source goes to the reader of the source whose
+/// finder searches its folder (`search_first:`); the same task sent to that reader before is a
+/// repeat, not run again.
+#[tokio::test]
+async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
+    let dir = two_source_project();
+    let project = Project::open(dir.path()).unwrap();
+    let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
     let doc = "thoughts/shared/decisions/2026-01-10-event-log.md";
     let task = |to: &str| {
         call(
@@ -654,28 +659,7 @@ async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_finders_each_lead_with_their_own_searchs_first_file() {
     for round in 0..4 {
-        let (dir, _) = project();
-        let lead = LEAD
-            .replace(
-                "doc: [thoughts-locator, read]\n    code: [grep]",
-                "doc: [finder, reader]\n    code: [seeker, studier]",
-            )
-            .replace(
-                r#""thoughts-*": allow"#,
-                r#""finder": allow, "reader": allow, "seeker": allow, "studier": allow"#,
-            );
-        std::fs::write(dir.path().join("agent/lead.md"), lead).unwrap();
-        let sub = |search: &str| {
-            format!("---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {{read: true, grep: true}}\n{search}---\nS.\n")
-        };
-        for (name, search) in [
-            ("finder", "search_first: thoughts\n"),
-            ("seeker", "search_first: src\n"),
-            ("reader", ""),
-            ("studier", ""),
-        ] {
-            std::fs::write(dir.path().join(format!("agent/{name}.md")), sub(search)).unwrap();
-        }
+        let dir = two_source_project();
         let note = "thoughts/shared/notes/zebra.md";
         let code = "src/zebra.rs";
         let other = "thoughts/shared/research/2026-03-15-parallelism.md";
