@@ -705,3 +705,94 @@ async fn parallel_finders_each_lead_with_their_own_searchs_first_file() {
         }
     }
 }
+
+/// When the reader of a source ended BLOCKED, a task naming that source's files is refused,
+/// whichever finder or reader it was sent to: no other source's reader gets them. A task naming
+/// a file of the other source still goes to that source's reader. The 1.5B researcher's
+/// decision record, rejected by the thoughts-analyzer's validator, went to the codebase-analyzer
+/// instead, which was still reading it when the session hit its wall-clock limit (t1, stop 58).
+#[tokio::test]
+async fn files_whose_reader_ended_blocked_go_to_no_other_reader() {
+    let dir = two_source_project();
+    std::fs::write(
+        dir.path().join("agent/reader.md"),
+        "---\ndescription: \"A subagent of the gate tests.\"\nmode: subagent\ntools: {read: true}\ncontract:\n  extends: envelope\n  message_types: [READER_RESPONSE]\n  message_id_prefix: reader\n  on_violation: fail\n  max_repairs: 1\n---\nS.\n",
+    )
+    .unwrap();
+    let code = "src/zebra.rs";
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join(code),
+        "//! Zebra crossings.\npub fn zebra() {}\n",
+    )
+    .unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
+    let doc = "thoughts/shared/decisions/2026-01-10-event-log.md";
+    let task = |to: &str, prompt: &str| {
+        call(
+            "task",
+            &format!("{{subagent_type: {to}, description: read, prompt: \"{prompt}\"}}"),
+        )
+    };
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n  reader:\n    - turns:\n        - content: \"not an envelope\"\n        - content: \"still not one\"\n  studier:\n    - turns:\n        - content: \"it declares zebra\"\n",
+        call("plan", &doc_and_code),
+        task("reader", &format!("Read `{doc}`.")),
+        task("seeker", &format!("Read `{doc}` and say what it decides.")),
+        task("studier", &format!("What does `{doc}` decide?")),
+        task("seeker", &format!("Read `{code}`.")),
+    );
+    // Not `run`: the reader's hop ends BLOCKED, which logs `hop.failed` too.
+    let (outcome, events) = scripted::run_agent(
+        &project,
+        Config::default(),
+        &script,
+        "lead",
+        "What did we decide?",
+    )
+    .await;
+    assert_eq!(outcome.status, SessionStatus::Completed);
+    let started: Vec<String> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::HopStarted { .. }))
+        .filter_map(|e| e.agent.clone())
+        .filter(|a| a != "lead")
+        .collect();
+    assert_eq!(started, ["reader", "studier"]);
+    let results = lead_results(&events);
+    assert!(
+        results[1].1 && results[1].2.contains("BLOCKED"),
+        "{}",
+        results[1].2
+    );
+    for r in &results[2..4] {
+        assert!(
+            r.1 && r.2.starts_with("not run:")
+                && r.2.contains(&format!("`{doc}`"))
+                && r.2.contains("`reader`, which reads them, ended BLOCKED"),
+            "{}",
+            r.2
+        );
+    }
+    assert!(
+        !results[4].1 && results[4].2.contains("so `studier` read it"),
+        "{}",
+        results[4].2
+    );
+    let steered: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, .. } if why.starts_with("task_") => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steered,
+        [
+            "task_reader_blocked",
+            "task_reader_blocked",
+            "task_to_reader"
+        ]
+    );
+}

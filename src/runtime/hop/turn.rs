@@ -143,7 +143,14 @@ impl HopState {
                 .then(|| self.reader_for(&tool, call))
                 .flatten();
             let call = match reader {
-                Some((arguments, note)) => {
+                // Nothing new can come of it, as of a task answered before.
+                Some(ReaderFor::Refuse(msg)) => {
+                    pending.push(Pending::Done(Message::tool(&call.id, msg, true), None));
+                    refused += 1;
+                    answered_again += 1;
+                    continue;
+                }
+                Some(ReaderFor::Reader(arguments, note)) => {
                     redirected = ToolCall {
                         arguments,
                         ..call.clone()
@@ -693,7 +700,13 @@ impl HopState {
     /// The 1.5B researcher sent a decision record to the codebase-locator, and (stop 55, and
     /// again in the twenty-third session) straight to the codebase-analyzer: the
     /// thoughts-analyzer reads records.
-    fn reader_for(&self, tool: &str, call: &ToolCall) -> Option<(serde_json::Value, String)> {
+    ///
+    /// When the source whose folder holds the files has no reader left (each ended BLOCKED),
+    /// the task is refused: [`ReaderFor::Refuse`]. Handing the files to another source's reader
+    /// instead is what sent a decision record to the codebase-analyzer after the
+    /// thoughts-analyzer's validator rejected it (t1, stop 58): it was still reading the record
+    /// when the session hit its 3000 s limit, and the code file the plan needed was never read.
+    fn reader_for(&self, tool: &str, call: &ToolCall) -> Option<ReaderFor> {
         if tool != "task" {
             return None;
         }
@@ -721,9 +734,29 @@ impl HopState {
                 files.iter().all(|f| f.starts_with(&folder))
             })
         };
-        let home = readers.iter().find(|(finder, _)| searches_all(finder));
+        // The home source is looked for among all readers, BLOCKED ones too: one whose
+        // readers all ended BLOCKED has none left in `readers`.
+        let home = gate
+            .readers(&Default::default())
+            .into_iter()
+            .find(|(finder, _)| searches_all(finder));
         let (finder, reader) = match home {
-            Some(pair) => pair,
+            Some((home, home_reader)) => match readers.iter().find(|(f, _)| *f == home) {
+                Some(pair) => pair,
+                None => {
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: "task_reader_blocked".into(),
+                        count: 1,
+                    });
+                    return Some(ReaderFor::Refuse(format!(
+                        "not run: this task names {}, files of the source `{home}` searches, \
+                         and `{home_reader}`, which reads them, ended BLOCKED in this session; \
+                         no other subagent reads them. Delegate about a file of another \
+                         source, or answer from the evidence you have.",
+                        quoted(&files)
+                    )));
+                }
+            },
             None if to_finder => readers.iter().find(|(f, _)| *f == task.subagent_type)?,
             None => return None,
         };
@@ -737,11 +770,7 @@ impl HopState {
         });
         let mut arguments = call.arguments.clone();
         arguments["subagent_type"] = serde_json::Value::from(reader.as_str());
-        let named = files
-            .iter()
-            .map(|f| format!("`{f}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let named = quoted(&files);
         let them = if files.len() == 1 { "it" } else { "them" };
         let note = if to_finder {
             format!(
@@ -756,8 +785,25 @@ impl HopState {
                 task.subagent_type
             )
         };
-        Some((arguments, note))
+        Some(ReaderFor::Reader(arguments, note))
     }
+}
+
+/// `files` as inline code, joined by commas.
+fn quoted(files: &[String]) -> String {
+    files
+        .iter()
+        .map(|f| format!("`{f}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What [`HopState::reader_for`] does with a `task` that names files to read.
+enum ReaderFor {
+    /// Give it to another subagent: the call's new arguments, and the note for the caller.
+    Reader(serde_json::Value, String),
+    /// Refuse it, with this message: the reader of those files ended BLOCKED.
+    Refuse(String),
 }
 
 fn gate_plan_event(accepted: &plan_gate::Accepted, via: &str, fallback: bool) -> EventKind {
