@@ -279,6 +279,10 @@ pub enum EventKind {
     /// saved as the deliverable with the frontmatter the runtime knows put above its sections
     /// (`deliver::document_from_sections`); `report_frontmatter_closed` one whose frontmatter
     /// was left open, saved with its `---` put after its fields (`contract::fix::close_frontmatter`).
+    /// `task_to_reader` is a `task` that names files given to their source's reader, and
+    /// `task_reader_blocked` one refused because that reader ended BLOCKED (docs/gate.md).
+    /// `reject_revised` is a validator's `reject` of an answer whose every Evidence item
+    /// verifies, sent back to the worker as a revision (docs/outcomes.md).
     #[serde(rename = "hop.steered")]
     HopSteered { why: String, count: u32 },
     #[serde(rename = "hop.completed")]

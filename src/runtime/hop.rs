@@ -1610,7 +1610,9 @@ impl HopState {
         if self.req.depth > 0 {
             self.permit = shared.semaphore.clone().acquire_owned().await.ok();
         }
-        let (review, verdict) = validator::judge(&result, &shared.project, round, max);
+        let (review, verdict) = validator::judge(&result, answer, &shared.project, round, max);
+        let revised = verdict.as_ref().is_some_and(|v| v.verdict == "reject")
+            && matches!(review, Review::Revise(_));
         self.ctx.emit(EventKind::ValidatorVerdict {
             validator: validator.to_string(),
             verdict: verdict
@@ -1620,6 +1622,12 @@ impl HopState {
             feedback: verdict.map(|v| v.feedback).unwrap_or_default(),
             child_hop_id: result.hop_id,
         });
+        if revised {
+            self.ctx.emit(EventKind::HopSteered {
+                why: "reject_revised".into(),
+                count: 1,
+            });
+        }
         review
     }
 

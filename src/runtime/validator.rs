@@ -183,10 +183,28 @@ pub(crate) fn request(
     }
 }
 
-/// Judges the validator's hop: `round` is this review's number (1-based), `max_rounds` the
-/// worker's repair turns. Returns the review and the verdict word for the event log.
+/// Whether `answer` has Evidence items and every one verifies (each excerpt is exactly the
+/// lines it cites): what [`judge`] needs to take a `reject` as a `revise`.
+fn all_evidence_verifies(answer: &str, project: &Project) -> bool {
+    let files = FileCache::new();
+    let ctx = CheckContext::new(project, &files);
+    let tally = tally_evidence(answer, &ctx);
+    tally.items > 0 && tally.verified == tally.items
+}
+
+/// Judges the validator's hop on the worker's `answer`: `round` is this review's number
+/// (1-based), `max_rounds` the worker's repair turns. Returns the review and the verdict word
+/// for the event log.
+///
+/// A `reject` of an answer whose every Evidence item verifies is taken as a `revise` while
+/// rounds are left: its quotes are real, so what the reviewer objects to is what a finding
+/// says of them, which the reviewer's own prompt sends back for revision. The 1.5B
+/// evidence-validator rejected a thoughts-analyzer answer whose one title ran two headings of
+/// the record together (t1, stop 58); the worker's hop ended BLOCKED, its verified items with it,
+/// and the record was never cited.
 pub(crate) fn judge(
     result: &HopResult,
+    answer: &str,
     project: &Project,
     round: u32,
     max_rounds: u32,
@@ -240,6 +258,16 @@ pub(crate) fn judge(
                      run it again"
                 .into(),
         },
+        "reject" if round <= max_rounds && all_evidence_verifies(answer, project) => {
+            Review::Revise(format!(
+                "A reviewer rejected your answer (round {round} of {max_rounds}):\n{}\n\n\
+                 Every excerpt in it is exactly the lines it cites, so the runtime asks for a \
+                 revision instead: make each finding say only what its excerpt says, drop a \
+                 finding its excerpt does not support, and answer again, in full, in the same \
+                 format.",
+                verdict.feedback
+            ))
+        }
         _ => Review::Block {
             reason: format!(
                 "validator `{who}` rejected the answer: {}",
@@ -283,19 +311,19 @@ mod tests {
     fn each_verdict_maps_to_its_review() {
         let (_d, p) = project();
         let ok = result(HopStatus::Completed, r#"{"verdict": "accept"}"#);
-        assert_eq!(judge(&ok, &p, 1, 2).0, Review::Accept);
+        assert_eq!(judge(&ok, "", &p, 1, 2).0, Review::Accept);
         let revise = result(
             HopStatus::Completed,
             r#"Here: {"verdict": "revise", "feedback": "cite line 4"}"#,
         );
-        let Review::Revise(msg) = judge(&revise, &p, 2, 2).0 else {
+        let Review::Revise(msg) = judge(&revise, "", &p, 2, 2).0 else {
             panic!()
         };
         assert!(
             msg.contains("cite line 4") && msg.contains("round 2 of 2"),
             "{msg}"
         );
-        let Review::Block { reason, .. } = judge(&revise, &p, 3, 2).0 else {
+        let Review::Block { reason, .. } = judge(&revise, "", &p, 3, 2).0 else {
             panic!()
         };
         assert!(reason.contains("after 2 round(s): cite line 4"), "{reason}");
@@ -303,10 +331,40 @@ mod tests {
             HopStatus::Completed,
             r#"{"verdict": "reject", "feedback": "invented"}"#,
         );
-        let Review::Block { reason, .. } = judge(&reject, &p, 1, 2).0 else {
+        let Review::Block { reason, .. } = judge(&reject, "", &p, 1, 2).0 else {
             panic!()
         };
         assert_eq!(reason, "validator `checker` rejected the answer: invented");
+    }
+
+    #[test]
+    fn a_reject_of_an_answer_whose_evidence_all_verifies_is_a_revision_while_rounds_last() {
+        let (d, p) = project();
+        std::fs::write(d.path().join("a.md"), "alpha one\nalpha two\n").unwrap();
+        let item = |lines: &str| {
+            format!("#### Finding: alpha\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n  ```\n  {lines}\n  ```\n")
+        };
+        let reject = result(
+            HopStatus::Completed,
+            r#"{"verdict": "reject", "feedback": "the title says more"}"#,
+        );
+        let Review::Revise(msg) = judge(&reject, &item("alpha one"), &p, 1, 2).0 else {
+            panic!("a verified answer is revised")
+        };
+        assert!(
+            msg.contains("the title says more") && msg.contains("round 1 of 2"),
+            "{msg}"
+        );
+        // Past the rounds, or with an excerpt that is not its lines, a reject stands.
+        assert!(matches!(
+            judge(&reject, &item("alpha one"), &p, 3, 2).0,
+            Review::Block { .. }
+        ));
+        let mixed = format!("{}{}", item("alpha one"), item("not in the file"));
+        assert!(matches!(
+            judge(&reject, &mixed, &p, 1, 2).0,
+            Review::Block { .. }
+        ));
     }
 
     #[test]
@@ -390,11 +448,11 @@ mod tests {
             r#"{"verdict": "reject"}"#,
             "looks fine to me",
         ] {
-            let (review, verdict) = judge(&result(HopStatus::Completed, bad), &p, 1, 2);
+            let (review, verdict) = judge(&result(HopStatus::Completed, bad), "", &p, 1, 2);
             assert!(matches!(review, Review::Block { .. }), "{bad}");
             assert!(verdict.is_none());
         }
-        let (review, _) = judge(&result(HopStatus::Failed, ""), &p, 1, 2);
+        let (review, _) = judge(&result(HopStatus::Failed, ""), "", &p, 1, 2);
         let Review::Block { reason, action } = review else {
             panic!()
         };

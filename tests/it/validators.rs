@@ -287,3 +287,55 @@ async fn a_validator_that_names_no_agent_blocks_the_worker_with_what_to_restore(
         "{lint:?}"
     );
 }
+
+/// A `reject` of an answer whose every Evidence item verifies goes back to the worker as a
+/// revision while its repair turns last (`hop.steered` `reject_revised`); the revised answer is
+/// reviewed again. The 1.5B evidence-validator rejected a thoughts-analyzer answer over one
+/// title, and the verified items were lost with the BLOCKED hop (t1, stop 58).
+#[tokio::test]
+async fn a_reject_of_verified_evidence_is_a_revision_first() {
+    let (d, p) = project();
+    std::fs::write(d.path().join("a.md"), "alpha one\nalpha two\n").unwrap();
+    let item = |title: &str| {
+        format!(
+            "#### Finding: {title}\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n```\nalpha one\n```"
+        )
+    };
+    let (first, second) = (item("alpha and beta"), item("alpha"));
+    let (outcome, events) = run(
+        &p,
+        &[&first, &second],
+        &[
+            r#"{"verdict": "reject", "feedback": "beta is not in the excerpt"}"#,
+            r#"{"verdict": "accept", "feedback": "ok"}"#,
+        ],
+    )
+    .await;
+    assert_eq!(outcome.outcome, Outcome::Completed, "{outcome:?}");
+    assert_eq!(
+        verdict_events(&events),
+        [("reject".to_string(), 1), ("accept".to_string(), 2)]
+    );
+    let r = lead_results(&events);
+    assert!(
+        !r[0].0 && r[0].1.contains("Finding: alpha\n") && !r[0].1.contains("beta"),
+        "{r:?}"
+    );
+    let revised = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "reject_revised"))
+        .count();
+    assert_eq!(revised, 1);
+
+    // Rejected in every round: BLOCKED once the rounds are spent.
+    let (d, p) = project();
+    std::fs::write(d.path().join("a.md"), "alpha one\nalpha two\n").unwrap();
+    let reject = r#"{"verdict": "reject", "feedback": "no"}"#;
+    let (_, events) = run(&p, &[&first, &first, &first], &[reject, reject, reject]).await;
+    assert_eq!(verdict_events(&events).len(), 3);
+    let r = lead_results(&events);
+    assert!(
+        r[0].0 && r[0].1.contains("rejected the answer: no"),
+        "{r:?}"
+    );
+}
