@@ -87,6 +87,16 @@ fn lead_results(events: &[Event]) -> Vec<(String, bool, String)> {
         .collect()
 }
 
+/// The agents whose hops started, in order, the lead left out.
+fn subagents_started(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::HopStarted { .. }))
+        .filter_map(|e| e.agent.clone())
+        .filter(|a| a != "lead")
+        .collect()
+}
+
 fn refusals(events: &[Event]) -> Vec<(String, Option<String>)> {
     events
         .iter()
@@ -625,12 +635,7 @@ async fn a_file_goes_to_the_reader_of_the_source_that_searches_its_folder() {
     );
     let (status, events) = run(&project, &script, "lead", "What did we decide?").await;
     assert_eq!(status, SessionStatus::Completed);
-    let started: Vec<String> = events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::HopStarted { .. }))
-        .filter_map(|e| e.agent.clone())
-        .filter(|a| a != "lead")
-        .collect();
+    let started = subagents_started(&events);
     // The record sent to the code source's reader goes to the reader of its own source.
     assert_eq!(started, ["reader", "reader"]);
     let results = lead_results(&events);
@@ -753,12 +758,7 @@ async fn files_whose_reader_ended_blocked_go_to_no_other_reader() {
     )
     .await;
     assert_eq!(outcome.status, SessionStatus::Completed);
-    let started: Vec<String> = events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::HopStarted { .. }))
-        .filter_map(|e| e.agent.clone())
-        .filter(|a| a != "lead")
-        .collect();
+    let started = subagents_started(&events);
     assert_eq!(started, ["reader", "studier"]);
     let results = lead_results(&events);
     assert!(
