@@ -42,6 +42,7 @@ fn hop_events(t0: i64, t1: i64, hop: &str, parent: Option<&str>, depth: u32) -> 
     let usage = Usage {
         input_tokens: 120,
         output_tokens: 40,
+        ..Default::default()
     };
     vec![
         ev(

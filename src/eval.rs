@@ -633,6 +633,7 @@ mod tests {
                     usage: crate::model::Usage {
                         input_tokens: input,
                         output_tokens: output,
+                        ..Default::default()
                     },
                     tool_calls: 0,
                     elapsed_us: 0,
@@ -643,12 +644,14 @@ mod tests {
         let ended_hops = crate::model::Usage {
             input_tokens: 100,
             output_tokens: 10,
+            ..Default::default()
         };
         assert_eq!(session_usage(&ended_hops, &events), (1254, 55));
         // A session whose count is the larger keeps it.
         let counted = crate::model::Usage {
             input_tokens: 5000,
             output_tokens: 10,
+            ..Default::default()
         };
         assert_eq!(session_usage(&counted, &events), (5000, 10));
     }

@@ -292,6 +292,7 @@ impl WireUsage {
         Usage {
             input_tokens: self.input().unwrap_or(0),
             output_tokens: self.output_tokens.unwrap_or(0),
+            cached_input_tokens: self.cache_read_input_tokens.unwrap_or(0),
         }
     }
 }
@@ -551,5 +552,19 @@ mod tests {
         );
         assert!(matches!(err, Err(ModelError::Transient { .. })));
         assert!(matches!(p.parse_body(b"nope"), Err(ModelError::Fatal(_))));
+    }
+
+    /// Cache reads count as input (the prompt was that long) and are also named as cached.
+    #[test]
+    fn cache_reads_are_input_and_named_as_cached() {
+        let r = provider()
+            .parse_body(
+                br#"{"type":"message","content":[{"type":"text","text":"hi"}],
+                "usage":{"input_tokens":5,"cache_creation_input_tokens":10,
+                "cache_read_input_tokens":800,"output_tokens":2}}"#,
+            )
+            .expect("parse");
+        assert_eq!(r.usage.input_tokens, 815);
+        assert_eq!(r.usage.cached_input_tokens, 800);
     }
 }

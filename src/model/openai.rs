@@ -273,6 +273,16 @@ struct WireUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    /// `prompt_tokens_details.cached_tokens`: OpenAI's prompt cache, and llama-server's
+    /// reuse of a slot's KV cache.
+    #[serde(default, deserialize_with = "null_as_default")]
+    prompt_tokens_details: PromptTokensDetails,
+}
+
+#[derive(Deserialize, Clone, Copy, Default)]
+struct PromptTokensDetails {
+    #[serde(default, deserialize_with = "null_as_default")]
+    cached_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -280,6 +290,7 @@ impl From<WireUsage> for Usage {
         Usage {
             input_tokens: u.prompt_tokens,
             output_tokens: u.completion_tokens,
+            cached_input_tokens: u.prompt_tokens_details.cached_tokens,
         }
     }
 }
@@ -550,5 +561,26 @@ mod tests {
             provider().parse_body(b"<html>"),
             Err(ModelError::Fatal(_))
         ));
+    }
+
+    /// OpenAI and llama-server say how much of the prompt their cache served; a server that
+    /// sends the details as `null`, or not at all, served none that it knows of.
+    #[test]
+    fn cached_prompt_tokens_are_read_from_the_usage_details() {
+        let body = |details: &str| {
+            format!(
+                r#"{{"choices":[{{"message":{{"role":"assistant","content":"hi"}}}}],
+                "usage":{{"prompt_tokens":900,"completion_tokens":3{details}}}}}"#
+            )
+        };
+        let cached = provider()
+            .parse_body(body(r#","prompt_tokens_details":{"cached_tokens":870}"#).as_bytes())
+            .expect("parse");
+        assert_eq!(cached.usage.input_tokens, 900);
+        assert_eq!(cached.usage.cached_input_tokens, 870);
+        for none in ["", r#","prompt_tokens_details":null"#] {
+            let r = provider().parse_body(body(none).as_bytes()).expect("parse");
+            assert_eq!(r.usage.cached_input_tokens, 0, "{none}");
+        }
     }
 }

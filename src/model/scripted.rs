@@ -219,6 +219,7 @@ impl Model for ScriptedModel {
                         .map(|m| estimate(&m.content))
                         .sum::<u64>(),
                 output_tokens: estimate(&content),
+                ..Default::default()
             });
             Ok(ModelResponse {
                 content,

@@ -177,8 +177,7 @@ fn usage_of(events: &[crate::runtime::Event]) -> Usage {
     for e in events {
         if let EventKind::HopCompleted { usage, .. } | EventKind::HopFailed { usage, .. } = &e.kind
         {
-            total.input_tokens += usage.input_tokens;
-            total.output_tokens += usage.output_tokens;
+            total += *usage;
         }
     }
     total

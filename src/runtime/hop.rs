@@ -759,8 +759,7 @@ impl HopState {
                 tool_calls: response.tool_calls.len(),
                 elapsed_us: clock.elapsed().as_micros() as u64,
             });
-            self.usage.input_tokens += response.usage.input_tokens;
-            self.usage.output_tokens += response.usage.output_tokens;
+            self.usage += response.usage;
             if !response.content.trim().is_empty() {
                 self.last_content = response.content.clone();
             }

@@ -214,8 +214,7 @@ impl Shared {
 
     pub fn add_usage(&self, u: Usage) {
         if let Ok(mut total) = self.usage.lock() {
-            total.input_tokens += u.input_tokens;
-            total.output_tokens += u.output_tokens;
+            *total += u;
         }
     }
 

@@ -802,16 +802,24 @@ fn generate(prompt: &str, reuse_prefix: bool) -> switchboard::model::local::engi
     }
 }
 
-#[test]
-fn a_prompt_that_repeats_the_cached_prefix_decodes_only_what_is_new() {
-    // A file of its own, so the model (and its decoding thread) is not shared with the tests
-    // running beside this one, whose prompts would take the cache over.
+/// The model loaded from a file of its own, so the model (and its decoding thread) is not
+/// shared with the tests running beside this one, whose prompts would take the cache over.
+fn own_model() -> (
+    tempfile::TempDir,
+    std::sync::Arc<switchboard::model::local::engine::Loaded>,
+) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let own = dir.path().join("smollm2.gguf");
     if std::fs::hard_link(model_path(), &own).is_err() {
         std::fs::copy(model_path(), &own).unwrap();
     }
     let loaded = switchboard::model::local::engine::load(&own).unwrap();
+    (dir, loaded)
+}
+
+#[test]
+fn a_prompt_that_repeats_the_cached_prefix_decodes_only_what_is_new() {
+    let (_dir, loaded) = own_model();
     let system = "You answer in one short sentence. ".repeat(20);
     let first = loaded
         .prompt(&system, &[Message::user("Name a colour.")])
@@ -853,6 +861,82 @@ fn a_prompt_that_repeats_the_cached_prefix_decodes_only_what_is_new() {
         .unwrap();
     let other = loaded.generate(&generate(&other, true), None).unwrap();
     assert!(other.cached_tokens < 8, "{}", other.cached_tokens);
+}
+
+#[test]
+fn a_prompt_that_outgrows_its_window_keeps_its_cached_prefix() {
+    let (_dir, loaded) = own_model();
+    let system = "You answer in one short sentence. ".repeat(60);
+    let first = loaded
+        .prompt(&system, &[Message::user("Name a colour.")])
+        .unwrap();
+    let small = loaded.generate(&generate(&first, true), None).unwrap();
+    assert!(
+        small.prompt_tokens > 256 && small.prompt_tokens + 12 <= 1024,
+        "the first prompt fits the smallest window: {}",
+        small.prompt_tokens
+    );
+    // The next turn adds a tool's output that takes the prompt past that window.
+    let next = loaded
+        .prompt(
+            &system,
+            &[
+                Message::user("Name a colour."),
+                Message::assistant(small.text.clone(), Vec::new()),
+                Message::user(format!(
+                    "Here is a list:\n{}\nName one more colour.",
+                    "red, green, blue, yellow, orange, purple\n".repeat(60)
+                )),
+            ],
+        )
+        .unwrap();
+    let grown = loaded.generate(&generate(&next, true), None).unwrap();
+    assert!(grown.prompt_tokens > 1024, "{}", grown.prompt_tokens);
+    assert!(
+        grown.cached_tokens + 1 >= small.prompt_tokens,
+        "the larger context took over the cached prefix: {} of {} cached (the first prompt had \
+         {})",
+        grown.cached_tokens,
+        grown.prompt_tokens,
+        small.prompt_tokens
+    );
+    // The moved cache answers as the prompt read in full does.
+    let read_again = loaded.generate(&generate(&next, false), None).unwrap();
+    assert_eq!(read_again.cached_tokens, 0);
+    assert_eq!(grown.text, read_again.text);
+}
+
+#[test]
+fn a_cancelled_completion_stops_between_tokens_and_keeps_the_cache() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (_dir, loaded) = own_model();
+    let prompt = loaded
+        .prompt(
+            "You follow instructions exactly.",
+            &[Message::user(
+                "Count from 1 to 300, one number per line, and nothing else.",
+            )],
+        )
+        .unwrap();
+    let mut long = generate(&prompt, true);
+    long.max_tokens = 600;
+    let cancel = std::sync::Arc::new(AtomicBool::new(false));
+    let mut pieces = 0;
+    let mut sink = |_: &str| {
+        pieces += 1;
+        cancel.store(true, Ordering::Relaxed);
+    };
+    let e = loaded
+        .generate_until(&long, Some(&mut sink), cancel.clone())
+        .unwrap_err();
+    assert_eq!(e, switchboard::model::local::engine::EngineError::Cancelled);
+    assert!(
+        (1..20).contains(&pieces),
+        "it stopped soon after the flag: {pieces} pieces"
+    );
+    // What was decoded stays in the cache for the next completion.
+    let again = loaded.generate(&generate(&prompt, true), None).unwrap();
+    assert_eq!(again.cached_tokens, again.prompt_tokens - 1);
 }
 
 #[tokio::test]

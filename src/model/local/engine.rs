@@ -7,10 +7,17 @@
 //! the tokens already cached decodes only the rest: the next turn of a tool loop, a repair turn
 //! or the same agent again reads just what is new. The tokens after the shared prefix are
 //! dropped first, so a completion attends to exactly its own prompt, as with a fresh context.
+//! A prompt that has outgrown the window of the context holding its prefix gets a larger
+//! context with that prefix's cache copied in, not read again.
+//!
+//! A caller that stops waiting (a hop past its time limit, a command ending) cancels its
+//! completion: the decoding thread checks between tokens, so the next completion, or the end of
+//! the process, does not wait for an answer nobody reads.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -185,6 +192,8 @@ const WINDOW_STEP: u32 = 1024;
 struct Job {
     generate: Generate,
     reply: mpsc::Sender<Reply>,
+    /// Set when the caller no longer wants the answer.
+    cancel: Arc<AtomicBool>,
 }
 
 enum Reply {
@@ -211,8 +220,25 @@ fn serve(loaded: &Loaded, jobs: mpsc::Receiver<Job>) {
             // A caller that went away no longer wants the pieces; the answer still finishes.
             let _ = reply.send(Reply::Piece(text.to_string()));
         };
-        let done = loaded.decode(&mut slots, &job.generate, &mut piece);
+        let done = loaded.decode(&mut slots, &job.generate, &job.cancel, &mut piece);
         let _ = reply.send(Reply::Done(done));
+    }
+}
+
+/// The least shared prefix worth copying into a larger context rather than reading again.
+const MIN_MOVED_PREFIX: usize = 256;
+
+/// Copies `from`'s cache (sequence 0) into `to`, returning the tokens it holds; `None` when
+/// llama.cpp cannot move it (`to` then starts empty and the prompt is read in full).
+fn move_cache(from: &Slot<'_>, to: &mut Slot<'_>) -> Option<Vec<LlamaToken>> {
+    let flags = llama_cpp_2::context::session::LlamaStateSeqFlags::empty();
+    let state = from.ctx.state_seq_get(0, flags).ok()?;
+    match to.ctx.state_seq_set(&state, 0) {
+        Ok(()) => Some(from.kv.clone()),
+        Err(_) => {
+            to.ctx.clear_kv_cache();
+            None
+        }
     }
 }
 
@@ -246,7 +272,18 @@ impl Loaded {
     pub fn generate(
         &self,
         g: &Generate,
+        sink: Option<&mut dyn FnMut(&str)>,
+    ) -> Result<Generated, EngineError> {
+        self.generate_until(g, sink, Arc::new(AtomicBool::new(false)))
+    }
+
+    /// [`Self::generate`], ended early with [`EngineError::Cancelled`] once `cancel` is set
+    /// (checked between prompt batches and between tokens). The cache keeps what was decoded.
+    pub fn generate_until(
+        &self,
+        g: &Generate,
         mut sink: Option<&mut dyn FnMut(&str)>,
+        cancel: Arc<AtomicBool>,
     ) -> Result<Generated, EngineError> {
         let stopped = || EngineError::Backend("the model's decoding thread has stopped".into());
         let (reply, replies) = mpsc::channel();
@@ -256,6 +293,7 @@ impl Loaded {
             .send(Job {
                 generate: g.clone(),
                 reply,
+                cancel,
             })
             .map_err(|_| stopped())?;
         loop {
@@ -272,6 +310,9 @@ impl Loaded {
 
     /// The context for a prompt of `tokens` needing `window`: the kept one sharing the longest
     /// prefix with it, else a new one (dropping the least recently used when all are kept).
+    /// When the longest shared prefix sits in a context too small for `window`, a new context
+    /// of `window` takes over that prefix's cache (a tool loop's prompt grows past its window
+    /// every few turns; reading 10k tokens again costs minutes on two cores).
     fn take_slot<'m>(
         &'m self,
         slots: &mut Vec<Slot<'m>>,
@@ -280,12 +321,30 @@ impl Loaded {
         window: u32,
     ) -> Result<Slot<'m>, EngineError> {
         let room = g.slots.max(1) as usize;
+        let same_threads = |s: &&Slot<'_>| s.threads == g.threads;
         let best = slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.threads == g.threads && s.window >= window)
+            .filter(|(_, s)| same_threads(s) && s.window >= window)
             .map(|(i, s)| (common_prefix(&s.kv, tokens), i))
             .max();
+        let outgrown = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| same_threads(s) && s.window < window)
+            .map(|(i, s)| (common_prefix(&s.kv, tokens), i))
+            .max()
+            .filter(|(shared, _)| {
+                g.reuse_prefix && *shared >= MIN_MOVED_PREFIX && *shared > best.map_or(0, |b| b.0)
+            });
+        if let Some((_, i)) = outgrown {
+            let old = slots.remove(i);
+            let mut slot = self.new_slot(g, window)?;
+            if let Some(kv) = move_cache(&old, &mut slot) {
+                slot.kv = kv;
+            }
+            return Ok(slot);
+        }
         match best {
             Some((shared, i)) if shared > 0 || slots.len() >= room => return Ok(slots.remove(i)),
             _ => {}
@@ -293,6 +352,11 @@ impl Loaded {
         if slots.len() >= room {
             slots.remove(0);
         }
+        self.new_slot(g, window)
+    }
+
+    /// A fresh context of `window` tokens with an empty cache.
+    fn new_slot(&self, g: &Generate, window: u32) -> Result<Slot<'_>, EngineError> {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(window))
             .with_n_batch(PROMPT_BATCH as u32)
@@ -319,6 +383,7 @@ impl Loaded {
         &'m self,
         slots: &mut Vec<Slot<'m>>,
         g: &Generate,
+        cancel: &AtomicBool,
         sink: &mut dyn FnMut(&str),
     ) -> Result<Generated, EngineError> {
         let vocab = self.model.vocab();
@@ -374,6 +439,11 @@ impl Loaded {
         let mut batch = LlamaBatch::new(PROMPT_BATCH, 1);
         let last = tokens.len() - 1;
         for (chunk_no, chunk) in tokens[keep..].chunks(PROMPT_BATCH).enumerate() {
+            if cancel.load(Ordering::Relaxed) {
+                // The cache holds exactly `s.kv`: keep it for the next prompt.
+                slots.push(s);
+                return Err(EngineError::Cancelled);
+            }
             batch.clear();
             for (i, token) in chunk.iter().enumerate() {
                 let pos = keep + chunk_no * PROMPT_BATCH + i;
@@ -397,6 +467,10 @@ impl Loaded {
         let mut pos = prompt_tokens as i32;
         let mut logits_at = batch.n_tokens() - 1;
         while output_tokens < max_tokens {
+            if cancel.load(Ordering::Relaxed) {
+                slots.push(s);
+                return Err(EngineError::Cancelled);
+            }
             let token = picker.next(&s.ctx, logits_at, &bytes)?;
             first_token_seconds.get_or_insert_with(|| started.elapsed().as_secs_f64());
             if vocab.is_eog(token) {
@@ -587,6 +661,7 @@ impl LocalModel {
         &self,
         request: &ModelRequest,
         sink: Option<PieceObserver>,
+        cancel: Arc<AtomicBool>,
     ) -> Result<ModelResponse, ModelError> {
         let fatal = |e: EngineError| ModelError::Fatal(format!("{}: {e}", self.path.display()));
         let loaded = load(&self.path).map_err(|e| ModelError::Fatal(e.to_string()))?;
@@ -603,7 +678,7 @@ impl LocalModel {
             }
         };
         let generated = loaded
-            .generate(&params, Some(&mut send))
+            .generate_until(&params, Some(&mut send), cancel)
             .map_err(|e| match e {
                 EngineError::Overflow {
                     prompt_tokens,
@@ -636,6 +711,7 @@ impl LocalModel {
             usage: Usage {
                 input_tokens: generated.prompt_tokens as u64,
                 output_tokens: generated.output_tokens as u64,
+                cached_input_tokens: generated.cached_tokens as u64,
             },
             truncated: generated.truncated,
         };
@@ -651,6 +727,15 @@ impl LocalModel {
             response.tool_calls = TextualTools::calls_in_answer(request, &response.content);
         }
         Ok(response)
+    }
+}
+
+/// Sets its flag when dropped: the completion it guards is no longer wanted.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -672,9 +757,17 @@ impl Model for LocalModel {
             let request = request.clone();
             // The observer is task-local: take it along to the blocking thread.
             let sink = super::stream::current();
-            tokio::task::spawn_blocking(move || this.complete_blocking(&request, sink))
-                .await
-                .map_err(|e| ModelError::Fatal(format!("local model thread: {e}")))?
+            // Dropped with this future (a hop past its limit, a runtime shutting down): the
+            // decoding thread stops at its next token instead of finishing an unread answer,
+            // which would hold the next hop's turn and keep the process alive.
+            let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+            let flag = cancel.0.clone();
+            let done =
+                tokio::task::spawn_blocking(move || this.complete_blocking(&request, sink, flag))
+                    .await
+                    .map_err(|e| ModelError::Fatal(format!("local model thread: {e}")))?;
+            drop(cancel);
+            done
         })
     }
 }

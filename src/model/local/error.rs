@@ -30,4 +30,7 @@ pub enum EngineError {
          here); run with [providers.local] grammar = false and report the contract"
     )]
     NoAdmissibleToken,
+    /// The caller stopped waiting (its hop timed out, its command ended) before the answer.
+    #[error("the completion was cancelled: nobody waits for its answer any more")]
+    Cancelled,
 }

@@ -121,6 +121,7 @@ pub fn respond(request: &ModelRequest) -> ModelResponse {
         usage: Usage {
             input_tokens: input_chars.div_ceil(4) as u64,
             output_tokens: output_chars.div_ceil(4) as u64,
+            ..Default::default()
         },
         truncated: false,
     }

@@ -147,8 +147,7 @@ pub async fn run(session: &Session, pipeline: &Pipeline, input: &str) -> Session
             reasons.push("a worker's task ended abnormally".into());
             continue;
         };
-        usage.input_tokens += result.usage.input_tokens;
-        usage.output_tokens += result.usage.output_tokens;
+        usage += result.usage;
         if result.status != HopStatus::Completed {
             worst = worse(worst, result.status.outcome());
             reasons.push(format!(

@@ -51,6 +51,7 @@ fn completed(t0: u32, t: u32, hop: &str, parent: Option<&str>, agent: &str) -> E
             usage: Usage {
                 input_tokens: 10,
                 output_tokens: 5,
+                ..Default::default()
             },
             started_at: format!("2026-11-23T10:00:{t0:02}.000000Z"),
             ended_at: format!("2026-11-23T10:00:{t:02}.000000Z"),
@@ -102,6 +103,7 @@ fn session_log() -> Vec<Event> {
                 usage: Usage {
                     input_tokens: 7,
                     output_tokens: 3,
+                    ..Default::default()
                 },
                 tool_calls: 1,
                 elapsed_us: 1_000_000,
