@@ -906,6 +906,47 @@ fn a_prompt_that_outgrows_its_window_keeps_its_cached_prefix() {
     assert_eq!(grown.text, read_again.text);
 }
 
+/// Two agents taking turns on one model, as parallel hops do: each turn finds its own agent's
+/// cache, although every prompt opens with the same template tokens.
+#[test]
+fn hops_taking_turns_each_keep_their_own_cache() {
+    let (_dir, loaded) = own_model();
+    let agents = [
+        "You list files that match a topic, one path per line. ".repeat(12),
+        "You read one document and report what it decided, with quotes. ".repeat(12),
+    ];
+    let with_slots = |prompt: &str| {
+        let mut g = generate(prompt, true);
+        g.slots = 2;
+        g
+    };
+    let turn = |system: &str, asks: &[&str]| {
+        let messages: Vec<Message> = asks.iter().map(|a| Message::user(*a)).collect();
+        let prompt = loaded.prompt(system, &messages).unwrap();
+        loaded.generate(&with_slots(&prompt), None).unwrap()
+    };
+    let first: Vec<_> = agents
+        .iter()
+        .map(|system| turn(system, &["Find the notes about parsing."]))
+        .collect();
+    for (system, before) in agents.iter().zip(&first) {
+        let next = turn(
+            system,
+            &[
+                "Find the notes about parsing.",
+                "And the ones about retries.",
+            ],
+        );
+        assert!(
+            next.cached_tokens as f64 >= 0.8 * before.prompt_tokens as f64,
+            "the second turn found {} of its {} tokens cached (its first had {})",
+            next.cached_tokens,
+            next.prompt_tokens,
+            before.prompt_tokens
+        );
+    }
+}
+
 #[test]
 fn a_cancelled_completion_stops_between_tokens_and_keeps_the_cache() {
     use std::sync::atomic::{AtomicBool, Ordering};

@@ -225,8 +225,10 @@ fn serve(loaded: &Loaded, jobs: mpsc::Receiver<Job>) {
     }
 }
 
-/// The least shared prefix worth copying into a larger context rather than reading again.
-const MIN_MOVED_PREFIX: usize = 256;
+/// The least shared prefix worth keeping a context for: below it a prompt shares only the
+/// chat template's opening (or a few words more) and reading it again costs a second or two,
+/// while taking the context would cost its owner the whole cache.
+const MIN_REUSED_PREFIX: usize = 64;
 
 /// Copies `from`'s cache (sequence 0) into `to`, returning the tokens it holds; `None` when
 /// llama.cpp cannot move it (`to` then starts empty and the prompt is read in full).
@@ -309,10 +311,14 @@ impl Loaded {
     }
 
     /// The context for a prompt of `tokens` needing `window`: the kept one sharing the longest
-    /// prefix with it, else a new one (dropping the least recently used when all are kept).
-    /// When the longest shared prefix sits in a context too small for `window`, a new context
-    /// of `window` takes over that prefix's cache (a tool loop's prompt grows past its window
-    /// every few turns; reading 10k tokens again costs minutes on two cores).
+    /// prefix with it when that prefix is worth keeping ([`MIN_REUSED_PREFIX`]), else a new one
+    /// while there is room, else the least recently used one. Every prompt opens with the chat
+    /// template's few tokens: counting those as a shared prefix let parallel hops take each
+    /// other's contexts turn after turn, so none kept its own cache (stop 60: a locator's second
+    /// turn found 4 of its 1,472 tokens cached). When the prefix sits in a context too small for
+    /// `window`, a new context of `window` takes over that prefix's cache: a tool loop's prompt
+    /// grows past its window every few turns, and reading 10k tokens again costs minutes on two
+    /// cores.
     fn take_slot<'m>(
         &'m self,
         slots: &mut Vec<Slot<'m>>,
@@ -321,36 +327,32 @@ impl Loaded {
         window: u32,
     ) -> Result<Slot<'m>, EngineError> {
         let room = g.slots.max(1) as usize;
-        let same_threads = |s: &&Slot<'_>| s.threads == g.threads;
+        // The longest shared prefix; of equal ones, a context large enough.
         let best = slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| same_threads(s) && s.window >= window)
-            .map(|(i, s)| (common_prefix(&s.kv, tokens), i))
-            .max();
-        let outgrown = slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| same_threads(s) && s.window < window)
-            .map(|(i, s)| (common_prefix(&s.kv, tokens), i))
+            .filter(|(_, s)| s.threads == g.threads)
+            .map(|(i, s)| (common_prefix(&s.kv, tokens), s.window >= window, i))
             .max()
-            .filter(|(shared, _)| {
-                g.reuse_prefix && *shared >= MIN_MOVED_PREFIX && *shared > best.map_or(0, |b| b.0)
-            });
-        if let Some((_, i)) = outgrown {
-            let old = slots.remove(i);
-            let mut slot = self.new_slot(g, window)?;
-            if let Some(kv) = move_cache(&old, &mut slot) {
-                slot.kv = kv;
-            }
-            return Ok(slot);
-        }
+            .filter(|(shared, _, _)| g.reuse_prefix && *shared >= MIN_REUSED_PREFIX);
         match best {
-            Some((shared, i)) if shared > 0 || slots.len() >= room => return Ok(slots.remove(i)),
-            _ => {}
+            Some((_, true, i)) => return Ok(slots.remove(i)),
+            Some((_, false, i)) => {
+                let old = slots.remove(i);
+                let mut slot = self.new_slot(g, window)?;
+                if let Some(kv) = move_cache(&old, &mut slot) {
+                    slot.kv = kv;
+                }
+                return Ok(slot);
+            }
+            None => {}
         }
         if slots.len() >= room {
-            slots.remove(0);
+            // Least recently used first: its context serves again when it is large enough.
+            let lru = slots.remove(0);
+            if lru.threads == g.threads && lru.window >= window {
+                return Ok(lru);
+            }
         }
         self.new_slot(g, window)
     }
