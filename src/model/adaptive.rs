@@ -63,8 +63,8 @@ impl AdaptiveTools {
     }
 
     async fn complete_adaptive(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let delegates = request.tools.iter().any(|t| t.name == TASK_TOOL);
-        if !request.tools.is_empty() && !self.is_textual() {
+        let delegates = request.callable_tools().iter().any(|t| t.name == TASK_TOOL);
+        if !request.callable_tools().is_empty() && !self.is_textual() {
             if let Some(openai) = &self.probe {
                 self.probed
                     .get_or_init(|| async {

@@ -120,7 +120,9 @@ impl Anthropic {
         if !request.system.is_empty() {
             obj.insert("system".into(), json!(request.system));
         }
-        if !request.tools.is_empty() {
+        // A server that takes no `tool_choice` could call a tool only described: none go.
+        let described = request.tool_choice == ToolChoice::None && self.http.config.tool_choice;
+        if !request.callable_tools().is_empty() || described {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
@@ -136,6 +138,9 @@ impl Anthropic {
             if request.tool_choice == ToolChoice::Required && self.http.config.tool_choice {
                 // Anthropic's "any": one of the tools, the model's pick.
                 obj.insert("tool_choice".into(), json!({"type": "any"}));
+            }
+            if described {
+                obj.insert("tool_choice".into(), json!({"type": "none"}));
             }
         }
         if let Some(t) = request.temperature {
@@ -532,6 +537,15 @@ mod tests {
         assert_eq!(msgs[2]["content"][1]["is_error"], true);
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        // Held back, the tools are still defined (a conversation with `tool_use` blocks needs
+        // them) and none may be called.
+        let held = ModelRequest {
+            tool_choice: ToolChoice::None,
+            ..req
+        };
+        let body = provider().body(&held, true);
+        assert_eq!(body["tools"][0]["name"], "read");
+        assert_eq!(body["tool_choice"], json!({"type": "none"}));
     }
 
     #[test]

@@ -138,6 +138,12 @@ pub enum ToolChoice {
     Auto,
     /// The turn must be a tool call.
     Required,
+    /// The tools are described as on the turns before, but this turn must not call one (the
+    /// OpenAI wire's `none`, Anthropic's `none`): the runtime holds them back for a final
+    /// answer. Described rather than dropped so that the prompt opens as it did, and the
+    /// provider's prompt cache (a local model's KV cache, llama-server's slot) serves it; dropped,
+    /// the tools' text changed the system prompt and a 7k-token conversation was read again.
+    None,
 }
 
 impl ToolChoice {
@@ -170,6 +176,32 @@ pub struct ModelRequest {
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_contract: Option<ResponseContract>,
+}
+
+impl ModelRequest {
+    /// The tools this turn may call: none under [`ToolChoice::None`], whose tools are only
+    /// described.
+    pub fn callable_tools(&self) -> &[ToolSpec] {
+        if self.tool_choice == ToolChoice::None {
+            &[]
+        } else {
+            &self.tools
+        }
+    }
+
+    /// The request without the tools it may not call, for a provider that cannot describe
+    /// tools without offering them.
+    pub fn callable_only(&self) -> std::borrow::Cow<'_, ModelRequest> {
+        if self.tool_choice == ToolChoice::None {
+            std::borrow::Cow::Owned(ModelRequest {
+                tools: Vec::new(),
+                tool_choice: ToolChoice::Auto,
+                ..self.clone()
+            })
+        } else {
+            std::borrow::Cow::Borrowed(self)
+        }
+    }
 }
 
 /// Token counts as the provider reported them (or estimated them, for local providers).

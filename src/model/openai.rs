@@ -62,7 +62,9 @@ impl OpenAi {
         if stream {
             obj.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        if !request.tools.is_empty() {
+        // A server that takes no `tool_choice` could call a tool only described: none go.
+        let described = request.tool_choice == ToolChoice::None && self.http.config.tool_choice;
+        if !request.callable_tools().is_empty() || described {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
@@ -80,6 +82,9 @@ impl OpenAi {
             obj.insert("tools".into(), Value::Array(tools));
             if request.tool_choice == ToolChoice::Required && self.http.config.tool_choice {
                 obj.insert("tool_choice".into(), json!("required"));
+            }
+            if described {
+                obj.insert("tool_choice".into(), json!("none"));
             }
         }
         if let Some(t) = request.temperature {
@@ -534,8 +539,20 @@ mod tests {
         // `[providers.NAME] tool_choice = false`: the tools go, the field does not.
         let mut config = HttpConfig::local("llamacpp", Protocol::Openai, "http://127.0.0.1:1/v1");
         config.tool_choice = false;
-        let body = OpenAi::new(config).expect("client").body(&req, true);
+        let body = OpenAi::new(config.clone()).expect("client").body(&req, true);
         assert!(body["tools"].is_array());
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        // Held back: described with `tool_choice: none`, or not sent to a server that takes
+        // no `tool_choice` (it could call them).
+        let held = ModelRequest {
+            tool_choice: ToolChoice::None,
+            ..req.clone()
+        };
+        let body = provider().body(&held, true);
+        assert_eq!(body["tools"][0]["function"]["name"], "task");
+        assert_eq!(body["tool_choice"], "none");
+        let body = OpenAi::new(config).expect("client").body(&held, true);
+        assert!(body.get("tools").is_none(), "{body}");
         assert!(body.get("tool_choice").is_none(), "{body}");
         // Without tools there is nothing to choose from.
         let bare = ModelRequest {

@@ -190,6 +190,7 @@ impl Model for ScriptedModel {
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
+            let request = &*request.callable_only();
             let turn = self.turn_for(request)?;
             let delay = turn.delay_ms.unwrap_or(self.script.delay_ms);
             if delay > 0 {

@@ -428,7 +428,7 @@ impl Model for TextualTools {
         Box::pin(async move {
             let textual = Self::textual_request(request);
             let mut response = self.inner.complete(&textual).await?;
-            if !request.tools.is_empty() && !response.truncated {
+            if !request.callable_tools().is_empty() && !response.truncated {
                 response.tool_calls = Self::calls_in_answer(request, &response.content);
             } else {
                 // No tools, or cut off: a call may be unfinished, so none is read until the
@@ -642,6 +642,10 @@ mod tests {
         assert!(system.contains("- `glob` ("), "{system}");
         assert!(!system.contains("- `task`"), "{system}");
         assert!(!system.contains("must be one such call"), "{system}");
+        // Held back (`tool_choice: none`), the tools read as before: the prompt opens the same,
+        // and the local model's cache serves it.
+        request.tool_choice = crate::model::ToolChoice::None;
+        assert_eq!(TextualTools::textual_request(&request).system, system);
         request.tool_choice = crate::model::ToolChoice::Required;
         let system = TextualTools::textual_request(&request).system;
         assert!(

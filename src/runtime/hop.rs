@@ -698,8 +698,12 @@ impl HopState {
                 || held_back
                 || tool_specs.is_empty());
             // `tool_choice: required` holds until the agent's first call (see `ToolChoice`).
+            // Held back, the tools are still described (`ToolChoice::None`), so the prompt opens
+            // as on the turns before and the provider's cache serves it.
             let tool_choice = if offer_tools && !self.called_tool {
                 self.agent.tool_choice
+            } else if !offer_tools && !tool_specs.is_empty() {
+                ToolChoice::None
             } else {
                 ToolChoice::Auto
             };
@@ -708,11 +712,7 @@ impl HopState {
                 agent: self.agent.name.clone(),
                 system: self.system.clone(),
                 messages: self.messages.clone(),
-                tools: if offer_tools {
-                    tool_specs.clone()
-                } else {
-                    Vec::new()
-                },
+                tools: tool_specs.clone(),
                 tool_choice,
                 temperature: turn_temperature(self.agent.temperature, self.refused_turns),
                 top_p: self.agent.top_p,
@@ -726,16 +726,17 @@ impl HopState {
                 .contract
                 .as_ref()
                 .is_some_and(|c| c.format == crate::contract::ContractFormat::Json);
+            let callable = request.callable_tools();
             let offered = if json_answers {
-                let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+                let names: Vec<&str> = callable.iter().map(|t| t.name.as_str()).collect();
                 recover::Offered::names(&names)
             } else {
-                recover::Offered::from_specs(&request.tools)
+                recover::Offered::from_specs(callable)
             };
             self.ctx.emit(EventKind::ModelRequest {
                 step: turn,
                 messages: request.messages.len(),
-                tools: request.tools.len(),
+                tools: callable.len(),
                 tool_choice: request.tool_choice,
                 warmed: request
                     .temperature

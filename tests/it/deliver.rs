@@ -113,11 +113,9 @@ async fn a_written_document_that_holds_up_leaves_only_the_answer() {
         "{:?}",
         requests[1].body
     );
-    assert!(
-        requests[2].body.get("tools").is_none(),
-        "{:?}",
-        requests[2].body
-    );
+    assert_eq!(requests[2].callable_tools(), 0, "{:?}", requests[2].body);
+    // Held back, the tools are still described, so the prompt opens as before.
+    assert_eq!(requests[2].body["tools"], requests[1].body["tools"]);
     let note = last_user(&mock, 2);
     assert!(
         note.contains("Your document is written: `thoughts/reports/a.md`"),
@@ -1042,11 +1040,7 @@ async fn researcher_on(project: &Project, mock: &Mock, question: &str) -> (Vec<E
     };
     let (_outcome, events) =
         support::wire::session_with(project, mock, "researcher", question, options).await;
-    let tools = mock
-        .requests()
-        .iter()
-        .map(|r| r.body["tools"].as_array().map_or(0, |t| t.len()))
-        .collect();
+    let tools = mock.requests().iter().map(|r| r.callable_tools()).collect();
     (events, tools)
 }
 

@@ -114,11 +114,7 @@ async fn the_named_document_is_read_first_and_a_too_long_excerpt_is_repaired_by_
         .collect();
     assert_eq!(roles, ["system", "user"], "{messages:?}");
     // The whole document is there, so the first turn is offered no tools; the repair turn is.
-    let tools = |i: usize| {
-        requests[i].body["tools"]
-            .as_array()
-            .map_or(0, |tools| tools.len())
-    };
+    let tools = |i: usize| requests[i].callable_tools();
     assert_eq!(tools(0), 0, "{}", requests[0].body);
     assert!(tools(1) > 0, "{}", requests[1].body);
     assert!(

@@ -105,6 +105,16 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// How many tools the request lets the model call: those it sends, or none when its
+    /// `tool_choice` is `none` (the runtime holding the tools back for a final answer still
+    /// describes them, so the prompt and the server's cache stay as they were).
+    pub fn callable_tools(&self) -> usize {
+        if self.body["tool_choice"] == "none" {
+            return 0;
+        }
+        self.body["tools"].as_array().map_or(0, |t| t.len())
+    }
+
     /// The text of the request's last message (what the runtime said last: a repair, an ask,
     /// a tool result); empty when there is none.
     pub fn last_content(&self) -> String {

@@ -717,7 +717,7 @@ impl LocalModel {
             },
             truncated: generated.truncated,
         };
-        if !request.tools.is_empty()
+        if !request.callable_tools().is_empty()
             && !response.truncated
             // Under the grammar a call is the whole answer (its `tool-call` branch, which opens
             // with the fence and names an offered tool, or a callable agent); a free answer that

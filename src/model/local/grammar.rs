@@ -222,7 +222,7 @@ fn write_request<'a>(
         g.rule("root", root);
         return Ok(Some(g));
     }
-    let call = calls_rules(&mut g, &request.tools);
+    let call = calls_rules(&mut g, request.callable_tools());
     let required = request.tool_choice == ToolChoice::Required;
     let Some(contract) = &request.response_contract else {
         // A turn without a contract (a primary's) answers in free text, but a call it starts is
@@ -1918,6 +1918,14 @@ mod tests {
         request.response_contract = None;
         let primary = loose_grammar(&request);
         assert_eq!(rule(&primary, "root"), "tool-call | free-answer");
+        // Tools held back (`tool_choice: none`) are no call to write.
+        request.tool_choice = ToolChoice::None;
+        assert_eq!(
+            for_request(&request, None, LOOSE, &Cited::default()).unwrap(),
+            None,
+            "tools only described: nothing to constrain"
+        );
+        request.tool_choice = ToolChoice::Auto;
         request.tools.clear();
         assert_eq!(
             for_request(&request, None, LOOSE, &Cited::default()).unwrap(),

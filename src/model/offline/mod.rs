@@ -66,7 +66,7 @@ impl Model for OfflineModel {
         &'a self,
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move { Ok(respond(request)) })
+        Box::pin(async move { Ok(respond(&request.callable_only())) })
     }
 }
 
