@@ -66,7 +66,9 @@ pub enum EventKind {
         step: u32,
         messages: usize,
         tools: usize,
-        /// `required` when the turn must be a tool call (the agent's `tool_choice:`).
+        /// `required` when the turn must be a tool call (the agent's `tool_choice:`); `none` when
+        /// the agent's tools are held back for a final answer (still described, not callable:
+        /// `tools` is then 0).
         #[serde(default, skip_serializing_if = "crate::model::ToolChoice::is_auto")]
         tool_choice: crate::model::ToolChoice,
         /// The temperature this turn is sampled at, when it is warmer than the agent's because
