@@ -539,7 +539,9 @@ mod tests {
         // `[providers.NAME] tool_choice = false`: the tools go, the field does not.
         let mut config = HttpConfig::local("llamacpp", Protocol::Openai, "http://127.0.0.1:1/v1");
         config.tool_choice = false;
-        let body = OpenAi::new(config.clone()).expect("client").body(&req, true);
+        let body = OpenAi::new(config.clone())
+            .expect("client")
+            .body(&req, true);
         assert!(body["tools"].is_array());
         assert!(body.get("tool_choice").is_none(), "{body}");
         // Held back: described with `tool_choice: none`, or not sent to a server that takes
