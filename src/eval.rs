@@ -289,10 +289,8 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
         .filter(of_root)
         .filter(|e| {
             matches!(&e.kind, EventKind::ToolCall { call_id, tool, .. }
-                if tool == "task" && [
-                    crate::runtime::hop::DELEGATE_FIRST_ID,
-                    crate::runtime::hop::DELEGATE_OWED_ID,
-                ].iter().any(|id| call_id.starts_with(id)))
+                if tool == "task" && crate::runtime::hop::RUNTIME_DELEGATION_IDS
+                    .iter().any(|id| call_id.starts_with(id)))
         })
         .count() as u64;
     let last_check = events

@@ -225,6 +225,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "tool_choice",
     "search_first",
     "delegate_first",
+    "analyze_found",
     "evidence_goal",
 ];
 
@@ -315,6 +316,8 @@ pub(crate) struct RawFrontmatter {
     pub search_first: Option<Spanned<String>>,
     #[serde(default)]
     pub delegate_first: Option<Spanned<FirstDelegates>>,
+    #[serde(default)]
+    pub analyze_found: Option<Spanned<bool>>,
     pub evidence_goal: Option<u32>,
 }
 
@@ -376,6 +379,15 @@ pub struct Agent {
     /// permissions and a plan gate apply. Left out of `agents --json` when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub delegate_first: Vec<String>,
+    /// Whether the runtime also makes the analyses the `gate:` names next once the
+    /// `delegate_first:` answers are in (`analyze_found: true`): each source's first found path
+    /// to that source's analyzer, in one turn, before the agent's first turn. Why: shown both
+    /// filled calls to copy, the 1.5B researcher made one `task` call that took its description
+    /// from the code's call and its prompt from the document's, to a locator; the document's
+    /// analysis ran 20 minutes and the code was read only after it (BENCHMARKS.md,
+    /// "Twenty-seventh session", t1). Left out of `agents --json` when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub analyze_found: bool,
     /// Verified Evidence items a checked answer should hold (`evidence_goal:`). An accepted
     /// answer with fewer, but at least one, is asked once for more, with lines of its cited
     /// file it has not cited; the richer of the two answers goes up, so the ask never loses

@@ -319,6 +319,26 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         "task",
         "agent/delegate-first",
     ));
+    let analyze_found = raw.analyze_found.as_ref().is_some_and(|s| s.value);
+    if let (Some(set), true) = (&raw.analyze_found, analyze_found) {
+        let missing = if delegate_first.is_empty() {
+            Some("`delegate_first:`, whose answers it analyzes")
+        } else if raw.gate.is_none() {
+            Some("`gate:`, whose plan names the analyzers")
+        } else {
+            None
+        };
+        if let Some(missing) = missing {
+            let at = &set.referenced;
+            diags.push(no_effect(
+                at.line(),
+                at.column(),
+                "agent/analyze-found",
+                &format!("`analyze_found` has no effect: the agent has no {missing}"),
+                "declare `delegate_first:` and `gate:`, or remove `analyze_found`",
+            ));
+        }
+    }
 
     let deliver = match &raw.deliver {
         None => None,
@@ -406,6 +426,7 @@ pub fn parse_with(text: &str, file: &str, name: &str, servers: &[String]) -> Par
         tool_choice,
         search_first,
         delegate_first,
+        analyze_found,
         evidence_goal: raw.evidence_goal.filter(|&n| n > 0),
         file: file.to_string(),
         body,
@@ -660,5 +681,39 @@ mod tests {
             "{:?}",
             parsed.diagnostics
         );
+    }
+
+    /// `analyze_found: true` needs `delegate_first:` (whose answers it analyzes) and `gate:`
+    /// (whose plan names the readers); missing either, it warns at its line and stays off.
+    #[test]
+    fn analyze_found_without_a_first_delegation_or_a_gate_warns() {
+        let first = "delegate_first: finder\n";
+        let gate = "gate: {plan: analyst, sources: {doc: [finder]}}\n";
+        for (lines, missing) in [
+            (String::new(), Some("`delegate_first:`")),
+            (first.to_string(), Some("`gate:`")),
+            (format!("{first}{gate}"), None),
+        ] {
+            let text = format!(
+                "---\ndescription: d\ntools: {{task: true}}\n{lines}analyze_found: true\n---\nbody\n"
+            );
+            let parsed = parse(&text, "agent/a.md", "a");
+            let warned = parsed
+                .diagnostics
+                .iter()
+                .find(|d| d.code == "agent/analyze-found");
+            let Outcome::Loaded(agent) = parsed.outcome else {
+                panic!("{text}: {:?}", parsed.diagnostics);
+            };
+            assert!(agent.analyze_found, "{text}");
+            match (warned, missing) {
+                (Some(d), Some(missing)) => {
+                    assert_eq!(d.line, 4 + lines.lines().count(), "{d:?}");
+                    assert!(d.message.contains(missing), "{d:?}");
+                }
+                (None, None) => {}
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 }

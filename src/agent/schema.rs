@@ -147,6 +147,8 @@ pub fn agent_schema() -> Value {
                     { "type": "array", "items": { "type": "string", "minLength": 1 }, "minItems": 1, "uniqueItems": true }
                 ],
                 "description": "A subagent, or a list of them: before the first turn the runtime delegates the task to each word for word (`task` calls, in one turn; under a `gate:`, only those the plan opens), and the first turn reads their answers" },
+            "analyze_found": { "type": "boolean", "default": false,
+                "description": "With `delegate_first:` and `gate:`: once the first delegations have answered, the runtime also gives each path they found to its source's analyzer (the delegation the plan names next, in one turn), and the first turn reads those answers too" },
             "evidence_goal": { "type": "integer", "minimum": 1,
                 "description": "Verified Evidence items a checked answer should hold: an accepted answer with fewer (but at least one) is asked once for more, with uncited lines of the file it cites; the richer answer goes up" },
             "tool_choice": { "enum": ["auto", "required"], "default": "auto",

@@ -275,6 +275,9 @@ pub enum EventKind {
     /// `delegate_owed` is the runtime making the analyses a gated agent's plan owed (`count`
     /// calls) because it answered with the document it owes before any subagent had read
     /// anything (`HopState::delegate_owed`).
+    /// `analyze_found` is the runtime making, before the agent's first turn, the analyses its
+    /// plan names next for what its `delegate_first` subagents found (`count` calls;
+    /// `analyze_found: true`, `HopState::analyze_found`).
     /// `delivered` is a turn offered no tools because the document the agent owes as a file
     /// is written and meets its `deliver:` declaration.
     /// `report_frontmatter_added` is a final answer

@@ -58,6 +58,16 @@ pub const DELEGATE_FIRST_ID: &str = "delegate_first";
 /// `delegate_owed_2`, …
 pub const DELEGATE_OWED_ID: &str = "delegate_owed";
 
+/// The call id of the analyses the runtime makes after the `delegate_first` answers when the
+/// agent declares `analyze_found: true` (`HopState::analyze_found`); the second is
+/// `analyze_found_2`, …
+pub const ANALYZE_FOUND_ID: &str = "analyze_found";
+
+/// The call ids of the delegations the runtime makes for an agent rather than the agent itself
+/// (each followed by `_2`, `_3`, … when there are several).
+pub const RUNTIME_DELEGATION_IDS: [&str; 3] =
+    [DELEGATE_FIRST_ID, DELEGATE_OWED_ID, ANALYZE_FOUND_ID];
+
 /// How the answer of a `delegate_first` subagent begins in the task message.
 pub const DELEGATED_FIRST: &str = "[runtime] The runtime gave your task to ";
 
@@ -565,15 +575,22 @@ impl HopState {
                 let target = call.arguments["subagent_type"].as_str().unwrap_or_default();
                 folded.push_str(&delegated_first(target, result));
             }
+            // `analyze_found`: the analyses the note below would ask for, made by the runtime.
+            let analyses = self.found_analyses();
             // One note after every answer: what to delegate next, each path to its source's
-            // analyzer (`PlanGate::next_delegation`).
-            if let Some(next) = self.next_delegation() {
-                folded.push_str("\n\n[runtime] ");
-                folded.push_str(&next);
+            // analyzer (`PlanGate::next_delegation`); after the runtime's analyses instead.
+            if analyses.is_empty() {
+                if let Some(next) = self.next_delegation() {
+                    folded.push_str("\n\n[runtime] ");
+                    folded.push_str(&next);
+                }
             }
             folded.push_str(&note);
             if let Some(task) = self.messages.get_mut(task_at) {
                 task.content.push_str(&folded);
+            }
+            if !analyses.is_empty() {
+                self.analyze_found(analyses).await;
             }
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
@@ -1337,6 +1354,59 @@ impl HopState {
             }
         }
         true
+    }
+
+    /// The `task` calls `analyze_found: true` makes after the `delegate_first` answers: the
+    /// analyses the plan gate names next (`PlanGate::next_analyses`: for each source the plan
+    /// chose, the first path its finder listed, to the source's first reader), with the ids
+    /// `analyze_found`, `analyze_found_2`, … None without the key, without a gate, or when
+    /// nothing was found.
+    fn found_analyses(&self) -> Vec<crate::model::ToolCall> {
+        if !self.agent.analyze_found {
+            return Vec::new();
+        }
+        let Some(gate) = self.plan_gate.as_ref() else {
+            return Vec::new();
+        };
+        gate.next_analyses(
+            &self.req.prompt,
+            &self.ctx.shared.correlation_id,
+            &self.done_with(),
+            &self.found(),
+        )
+        .into_iter()
+        .enumerate()
+        .map(|(i, arguments)| crate::model::ToolCall {
+            id: match i {
+                0 => ANALYZE_FOUND_ID.to_string(),
+                n => format!("{ANALYZE_FOUND_ID}_{}", n + 1),
+            },
+            name: "task".to_string(),
+            arguments,
+        })
+        .collect()
+    }
+
+    /// Runs `calls` (from [`Self::found_analyses`]) as the runtime's turn, before the agent's
+    /// first: the calls as an assistant turn and their results as tool results, as
+    /// `delegate_owed` does, so the agent's checks count their Evidence as its subagents', and
+    /// the note after the last answer (`after_answer`: write the report now with the verified
+    /// items, or what is still owed).
+    async fn analyze_found(&mut self, calls: Vec<crate::model::ToolCall>) {
+        self.ctx.emit(EventKind::HopSteered {
+            why: "analyze_found".into(),
+            count: calls.len() as u32,
+        });
+        self.messages
+            .push(Message::assistant(String::new(), calls.clone()));
+        let mut results = self.tools_turn(&calls, By::Runtime).await;
+        self.messages.append(&mut results);
+        if let Some(note) = self.after_answer("") {
+            if let Some(last) = self.messages.last_mut() {
+                last.content.push_str("\n\n[runtime] ");
+                last.content.push_str(&note);
+            }
+        }
     }
 
     /// What a repair turn tells a gated agent to do first: plan; or, with a plan, delegate (a

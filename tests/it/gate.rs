@@ -411,6 +411,55 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
         .rposition(|e| e.agent.as_deref().is_some_and(|a| a.ends_with("-locator")))
         .unwrap();
     assert!(last_locator < first_request);
+    // `analyze_found: true`: the document the thoughts-locator found goes to the
+    // thoughts-analyzer as the runtime's call, also before the researcher's first request.
+    let analyses = runtime_calls(&events, "analyze_found");
+    assert_eq!(
+        analyses.first(),
+        Some(&("analyze_found".to_string(), "thoughts-analyzer".to_string())),
+        "{analyses:?}"
+    );
+    let first_analysis = events
+        .iter()
+        .position(|e| e.agent.as_deref().is_some_and(|a| a.ends_with("-analyzer")))
+        .unwrap();
+    let analysis_done = events
+        .iter()
+        .position(|e| {
+            e.agent.as_deref() == Some("researcher")
+                && matches!(&e.kind, EventKind::ToolResult { call_id, is_error: false, .. }
+                    if call_id == "analyze_found")
+        })
+        .expect("the runtime's analysis has its result");
+    assert!(last_locator < first_analysis && analysis_done < first_request);
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::HopSteered { why, count }
+            if why == "analyze_found" && *count as usize == analyses.len())));
+    // The researcher does not ask for the same document again: every analysis of it is the
+    // runtime's.
+    let analyzed_paths: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                tool, arguments, ..
+            } if tool == "task" => {
+                let target = arguments["subagent_type"].as_str()?;
+                target
+                    .ends_with("-analyzer")
+                    .then(|| arguments["prompt"].as_str().unwrap_or("").to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    let first_prompt = tool_call_prompt(&events, "analyze_found");
+    assert_eq!(
+        analyzed_paths
+            .iter()
+            .filter(|p| **p == first_prompt)
+            .count(),
+        1,
+        "{analyzed_paths:?}"
+    );
     // The plan's note names no delegation of its own: the runtime's come next, and the 1.5B
     // researcher copied the note's call to a locator that had just answered.
     let plan_note = crate::support::wire::tool_output(&events, "gate_plan").unwrap();
@@ -450,12 +499,30 @@ async fn the_offline_researcher_plans_with_the_analyst_before_it_searches() {
 
 /// The runtime's `delegate_first` calls: (call id, subagent).
 fn runtime_first(events: &[Event]) -> Vec<(String, String)> {
+    runtime_calls(events, "delegate_first")
+}
+
+/// The prompt of the `task` call with id `id`.
+fn tool_call_prompt(events: &[Event], id: &str) -> String {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                call_id, arguments, ..
+            } if call_id == id => arguments["prompt"].as_str().map(str::to_string),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// The runtime's calls whose id starts with `prefix`: (call id, subagent).
+fn runtime_calls(events: &[Event], prefix: &str) -> Vec<(String, String)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::ToolCall {
                 call_id, arguments, ..
-            } if call_id.starts_with("delegate_first") => Some((
+            } if call_id.starts_with(prefix) => Some((
                 call_id.clone(),
                 arguments["subagent_type"]
                     .as_str()

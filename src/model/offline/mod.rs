@@ -221,6 +221,17 @@ impl<'a> History<'a> {
             .collect()
     }
 
+    /// The analyses the runtime made for this agent before its first turn (`analyze_found:`),
+    /// in their order: they count as this agent's `analyze` step for the report.
+    pub fn analyzed_by_runtime(&self) -> Vec<Exchange<'a>> {
+        let id = crate::runtime::hop::ANALYZE_FOUND_ID;
+        self.exchanges
+            .iter()
+            .filter(|e| e.call.name == "task" && e.call.id.starts_with(id))
+            .copied()
+            .collect()
+    }
+
     pub fn did(&self, step: &str) -> bool {
         !self.step(step).is_empty()
     }

@@ -74,6 +74,17 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
                 paths.push(p);
             }
         }
+        // What the runtime analyzed already (`analyze_found:`) is not asked for again.
+        let analyzed: Vec<String> = history
+            .analyzed_by_runtime()
+            .iter()
+            .filter_map(|e| e.arg("prompt"))
+            .flat_map(parse::paths_in)
+            .collect();
+        paths.retain(|p| !analyzed.contains(p));
+        if paths.is_empty() && !analyzed.is_empty() {
+            return write_turn(request, &wf, &question, history);
+        }
         paths
     } else if !named.is_empty() {
         named

@@ -141,7 +141,11 @@ fn gather(history: &History) -> Gathered {
             });
         }
     }
-    for ex in history.step("analyze") {
+    for ex in history
+        .analyzed_by_runtime()
+        .into_iter()
+        .chain(history.step("analyze"))
+    {
         let asked = ex
             .arg("prompt")
             .and_then(|p| parse::paths_in(p).into_iter().next())
