@@ -289,21 +289,50 @@ pub fn fence_for(text: &str) -> String {
 /// Small models wrap their whole answer in a fence (` ```markdown `), or open a fenced report
 /// and copy the instructions below it; the runtime's readers of answers (the contract gate, the
 /// deliverable, tool-call recovery) take the fence off through this one function so they agree
-/// on what is inside. Fences within (an excerpt's) are indented in our formats, so the first
-/// line at column 0 made of the fence character alone closes it.
+/// on what is inside. Fences within (an excerpt's) are indented in our formats, so a line at
+/// column 0 made of the fence character alone closes it, with two exceptions for blocks a
+/// model opened inside without indenting them: a line right after an Excerpt label
+/// (`- **Excerpt**:`) opens that excerpt's block, and a fence line with an info string
+/// (` ```rust `) opens a block, each closed by the next bare fence line. Why: the 1.5B
+/// researcher wrapped its whole report in ```` ``` ```` with its excerpts' fences unindented;
+/// the runtime saved the report up to the first excerpt's opening line, with no Evidence left
+/// to verify, and the session ended PARTIAL (BENCHMARKS.md, "Twenty-eighth session"). When
+/// that reading finds no closing line, the first bare fence line closes, as before.
 pub fn leading_fence(text: &str) -> Option<(&str, &str)> {
     let text = text.trim_start();
     let (open, body) = text.split_once('\n')?;
     let (ch, width) = fence_opening(open)?;
+    let split =
+        |at: usize, line: &str| (body[..at].trim_end_matches('\n'), &body[at + line.len()..]);
+    let mut first = None;
+    let mut inner = false;
+    let mut last = "";
     let mut at = 0;
     for line in body.split_inclusive('\n') {
         let bare = line.trim_end();
-        if bare.len() >= width && bare.chars().all(|c| c == ch) {
-            return Some((body[..at].trim_end_matches('\n'), &body[at + line.len()..]));
+        let closes = bare.len() >= width && bare.chars().all(|c| c == ch);
+        if closes && first.is_none() {
+            first = Some(split(at, line));
+        }
+        if inner {
+            inner = !closes;
+        } else if closes && !is_excerpt_label(last) {
+            return Some(split(at, line));
+        } else if closes || fence_opening(bare).is_some_and(|(c, _)| c == ch) {
+            inner = true;
+        }
+        if !bare.trim().is_empty() {
+            last = bare;
         }
         at += line.len();
     }
-    None
+    first
+}
+
+/// Whether `line` is an Excerpt label (`- **Excerpt**:`), after which our formats put a block.
+fn is_excerpt_label(line: &str) -> bool {
+    let line = line.trim();
+    line.ends_with(':') && line.to_ascii_lowercase().contains("**excerpt**")
 }
 
 /// The content of a code fence around the whole of `text` (only whitespace outside it).
@@ -373,6 +402,23 @@ mod fence_tests {
             Some(("# Report\n\nbody", "\nNow the instructions again\n"))
         );
         assert_eq!(whole_fence(text), None);
+    }
+
+    /// A report wrapped in a bare fence whose excerpt blocks are not indented: the wrapper
+    /// closes at the end, not at the first excerpt's opening line; a block with an info string
+    /// inside is kept whole too.
+    #[test]
+    fn blocks_opened_inside_without_indent_do_not_close_the_wrapper() {
+        let report = "---\ntopic: t\n---\n\n## Findings\n- **Evidence**: `a.rs:1`\n- **Excerpt**:\n```\nfn a() {}\n```\n\n- **Evidence**: `b.rs:2`\n- **Excerpt**:\n```rust\nfn b() {}\n```\n\n## Open Questions\n- none";
+        let wrapped = format!("```\n{report}\n```\ndone\n");
+        assert_eq!(leading_fence(&wrapped), Some((report, "done\n")));
+        assert_eq!(
+            whole_fence(&format!("```markdown\n{report}\n```\n")),
+            Some(report)
+        );
+        // An excerpt label whose block never closes: the first bare line closes, as before.
+        let cut = "```\n- **Excerpt**:\n```\nx\n";
+        assert_eq!(leading_fence(cut), Some(("- **Excerpt**:", "x\n")));
     }
 
     #[test]

@@ -584,6 +584,32 @@ mod tests {
         assert_eq!(left_out("see `thoughts/d.md`", &findings[..1]).len(), 1);
     }
 
+    /// t2 on 79dad23: the report wrapped in a bare fence with its excerpts' fences unindented
+    /// was saved up to the first excerpt's opening line, and no Evidence was left to verify.
+    #[test]
+    fn a_wrapped_report_whose_excerpts_are_not_indented_is_saved_whole() {
+        let (_dir, p) = project();
+        let unindented = |lines: &str, excerpt: &str| {
+            format!("- **Evidence**: `src.txt:{lines}`\n- **Excerpt**:\n```\n{excerpt}\n```\n\n")
+        };
+        let report = format!(
+            "```\n---\ntopic: \"Alpha\"\n---\n\n# Alpha\n\n## Findings\n{}{}## Open Questions\n- none\n```\ndone\n```\n",
+            unindented("1", "alpha"),
+            unindented("2", "beta"),
+        );
+        let document = document_in_answer(&report).expect("the wrapped document");
+        assert!(
+            document.ends_with("## Open Questions\n- none"),
+            "{document}"
+        );
+        let path = answer_path(&owed(2), "2026-11-29", document, "task", None);
+        assert_eq!(save(&p, &path, document, None).expect("saved"), path);
+        assert_eq!(
+            check(&owed(2), std::slice::from_ref(&path), &p),
+            Ok((path.clone(), 2))
+        );
+    }
+
     #[test]
     fn an_answer_that_is_the_document_is_saved_under_a_fresh_name() {
         let (dir, p) = project();
