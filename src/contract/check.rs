@@ -12,6 +12,7 @@ mod fields;
 mod paths;
 mod placeholders;
 
+pub use evidence::has_word;
 pub(crate) use evidence::narrowings;
 use evidence::{check_evidence, stating_line, words};
 

@@ -38,7 +38,7 @@ pub use check::{
     verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
     VerifiedItem,
 };
-pub(crate) use check::{quoted_citation, similar_files};
+pub(crate) use check::{has_word, quoted_citation, similar_files};
 pub(crate) use envelope::named_path;
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,

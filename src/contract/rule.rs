@@ -103,6 +103,9 @@ rules! {
     ExcerptMismatch => "excerpt/mismatch",
     /// An Excerpt made only of another document's Evidence/Excerpt labels: a quoted citation.
     ExcerptCitation => "excerpt/citation",
+    /// An Excerpt without a word of three letters (`},`, `Ok(())`): punctuation carries no
+    /// finding.
+    ExcerptNoWords => "excerpt/no-words",
     /// A signal item (`#### Decision:` …) without its own Evidence.
     SignalMissingEvidence => "contract/signal-missing-evidence",
     /// A signal item whose Evidence cites only the source's YAML frontmatter (its metadata).
@@ -164,6 +167,7 @@ impl Rule {
                 | Rule::RangePastEnd
                 | Rule::ExcerptMismatch
                 | Rule::ExcerptCitation
+                | Rule::ExcerptNoWords
                 | Rule::SignalFrontmatterOnly
                 | Rule::SignalStatedElsewhere
                 | Rule::JsonConflict

@@ -36,6 +36,7 @@ const DROPPABLE: &[Rule] = &[
     Rule::ExcerptTooLong,
     Rule::ExcerptMismatch,
     Rule::ExcerptCitation,
+    Rule::ExcerptNoWords,
     Rule::SignalMissingEvidence,
     // An item citing only a record's frontmatter (Qwen2.5-Coder-1.5B's codebase-analyzer, its
     // "Finding: The runtime has read …" cited lines 1-4 through two repairs).

@@ -47,6 +47,26 @@ pub(crate) fn quoted_citation(lines: &[&str]) -> Option<Option<String>> {
     any.then_some(first)
 }
 
+/// Whether `text` holds a word: three letters in a row. An excerpt without one (`},`, `}`,
+/// `Ok(())`) quotes a real line and says nothing; Qwen2.5-Coder-1.5B's codebase-analyzer, asked
+/// for more Evidence, cited `src/agent/parse.rs:114`, `},`, under "There were no issues with
+/// the YAML parser", and the item counted toward the researcher's report (BENCHMARKS.md,
+/// "Twenty-seventh session"). The local grammar opens no excerpt on such a line either.
+pub fn has_word(text: &str) -> bool {
+    let mut run = 0;
+    for c in text.chars() {
+        if c.is_alphabetic() {
+            run += 1;
+            if run == 3 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
 pub(super) fn check_evidence(
     env: &Envelope,
     contract: &Contract,
@@ -180,6 +200,24 @@ pub(super) fn check_evidence(
                 .iter()
                 .any(|(file, r)| find_run(file, r.first, r.last, &lines).is_some())
         {
+            // The cited lines, word for word; still no evidence when they say nothing.
+            if !lines.iter().any(|l| has_word(l)) {
+                let shown = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+                out.push(
+                    Rule::ExcerptNoWords
+                        .problem(
+                            block.span.clone(),
+                            format!(
+                                "the excerpt `{shown}` holds no word: punctuation cannot carry a \
+                                 finding, even when it is the cited line"
+                            ),
+                        )
+                        .with_help(
+                            "cite and quote the lines that state the finding: a sentence, a \
+                             comment, a signature or a condition",
+                        ),
+                );
+            }
             continue;
         }
         let (file, r) = &good[0];
@@ -623,6 +661,39 @@ mod tests {
                 None
             );
         });
+    }
+
+    /// A real line of punctuation (`},`) is refused and not counted; a line with a word, even a
+    /// `use` line, is the checker's to accept (what it proves is the reader's to judge).
+    #[test]
+    fn an_excerpt_without_a_word_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.rs"),
+            "use super::definition::{\n    Agent,\n},\nOk(())\n",
+        )
+        .unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let files = FileCache::new();
+        let ctx = CheckContext::new(&project, &files);
+        for (lines, excerpt) in [("a.rs:3", vec!["},"]), ("a.rs:4", vec!["Ok(())"])] {
+            let text = answer(lines, &excerpt);
+            let problems = check(&text, &Contract::envelope(), &ctx).violations;
+            let codes: Vec<&str> = problems.iter().map(|p| p.code.as_ref()).collect();
+            assert_eq!(codes, ["excerpt/no-words"], "{problems:?}");
+            assert!(crate::contract::verified_items(&text, &ctx).is_empty());
+        }
+        for (lines, excerpt) in [
+            ("a.rs:1", vec!["use super::definition::{"]),
+            ("a.rs:2-3", vec!["    Agent,", "},"]),
+        ] {
+            let text = answer(lines, &excerpt);
+            assert!(
+                check(&text, &Contract::envelope(), &ctx).is_conformant(),
+                "{text}"
+            );
+        }
+        assert!(super::has_word("fn run()") && !super::has_word("fn a() {} b2 ;"));
     }
 
     /// A plan's own Evidence lines quoted as evidence: they are the plan's text at those lines,

@@ -1152,7 +1152,9 @@ fn quoted_runs(g: &mut Writer, file: &Quotable, most: u32, form: Form) -> Option
     }
     let longest = run.last()?;
     let opens: Vec<bool> = (0..n)
-        .map(|i| ok[i] && !file.lines[i].trim().is_empty())
+        // A line without a word (`},`) opens no excerpt: the checker refuses one
+        // (`excerpt/no-words`).
+        .map(|i| ok[i] && crate::contract::has_word(&file.lines[i]))
         .collect();
     let starts: Vec<&str> = (0..n)
         .filter(|&i| opens[i])
@@ -1812,14 +1814,7 @@ mod tests {
         let mut c = Contract::document_analysis();
         c.excerpt_max_lines = 2;
         let request = request_for(Some(rc(c)));
-        let lines = [
-            "# Title",
-            "",
-            "say \"yes\"",
-            "```",
-            "after the fence",
-            "last",
-        ];
+        let lines = ["# Title", "", "say \"yes\"", "```", "after the fence", "},"];
         let cited = Cited {
             files: vec!["d.md".into(), "other.md".into()],
             quotable: vec![Quotable {
@@ -1834,12 +1829,14 @@ mod tests {
         assert_eq!(rule(&g, "q-d-md-3"), r#""say \"yes\"\n""#);
         assert!(!g.contains("q-d-md-4 ::="), "{g}");
         // A run goes on only with the next line, at most two lines here; the line before the
-        // fence ends its run, and blank lines open none.
+        // fence ends its run, and blank lines open none; nor does a line without a word
+        // (`},`, which the checker refuses as an excerpt), though a run may go on into it.
         assert_eq!(rule(&g, "q-d-md-1-run2"), "q-d-md-1 q-d-md-2?");
         assert_eq!(rule(&g, "q-d-md-2-run2"), "q-d-md-2 q-d-md-3?");
+        assert_eq!(rule(&g, "q-d-md-5-run2"), "q-d-md-5 q-d-md-6?");
         assert_eq!(
             rule(&g, "q-d-md-excerpt"),
-            "q-d-md-1-run2 | q-d-md-3 | q-d-md-5-run2 | q-d-md-6"
+            "q-d-md-1-run2 | q-d-md-3 | q-d-md-5-run2"
         );
         // The sampler's excerpt guard is told the same openings.
         let (_, openings) = with_openings(&request, None, LOOSE, &cited)
@@ -1850,7 +1847,7 @@ mod tests {
             [Opening {
                 path: "d.md".into(),
                 shape: Shape::Markdown,
-                lines: vec![true, false, true, false, true, true],
+                lines: vec![true, false, true, false, true, false],
             }]
         );
         // The quotable file takes only its runs; the other named file a free excerpt.
