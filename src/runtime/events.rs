@@ -285,7 +285,9 @@ pub enum EventKind {
     /// (`deliver::document_from_sections`); `report_frontmatter_closed` one whose frontmatter
     /// was left open, saved with its `---` put after its fields (`contract::fix::close_frontmatter`).
     /// `task_to_reader` is a `task` that names files given to their source's reader, and
-    /// `task_reader_blocked` one refused because that reader ended BLOCKED (docs/gate.md).
+    /// `task_reader_blocked` one refused because that reader ended BLOCKED, and
+    /// `task_analyzed_already` one refused because a reader read and cited every file it names
+    /// already (`count` files; docs/gate.md).
     /// `reject_revised` is a validator's `reject` of an answer whose every Evidence item
     /// verifies, sent back to the worker as a revision (docs/outcomes.md).
     #[serde(rename = "hop.steered")]

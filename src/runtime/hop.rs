@@ -277,6 +277,7 @@ pub(crate) fn run_hop_on(
             saved_answer: None,
             blocked: Default::default(),
             answered: Default::default(),
+            analyzed: Default::default(),
             found_paths: Vec::new(),
             found_by: Vec::new(),
             seen_calls: Default::default(),
@@ -342,6 +343,9 @@ struct HopState {
     /// Subagents that completed for this hop, and the file paths their answers named (at most
     /// a few): the next delegation named is another subagent, given those paths.
     answered: std::collections::BTreeSet<String>,
+    /// Files a reader of the gate was given and cited in verified Evidence, in a completed
+    /// hop: a task naming only such files is refused (`HopState::reader_for`).
+    analyzed: std::collections::BTreeSet<String>,
     found_paths: Vec<String>,
     /// The subagent that found each of `found_paths`, at the same index: a gate's next
     /// delegation sends a path to the analyzer of the source whose locator found it.

@@ -778,6 +778,67 @@ async fn parallel_finders_each_lead_with_their_own_searchs_first_file() {
     }
 }
 
+/// A task naming only files a reader of the gate was given and cited in verified Evidence is
+/// refused, whichever finder or reader it is sent to and however it is worded; one that names
+/// a file not analyzed yet still runs. The 1.5B researcher, both analyses in, sent a locator
+/// "Read `…path-confinement.md` and `src/project.rs`": a third analysis of a record read
+/// minutes before (t2 on 7c23773).
+#[tokio::test]
+async fn a_task_about_files_analyzed_already_is_refused() {
+    let dir = two_source_project();
+    let doc = "thoughts/shared/decisions/zebra.md";
+    let code = "src/zebra.rs";
+    for (path, text) in [
+        (doc, "# Zebra\n\nZebra crossings are painted white.\n"),
+        (code, "//! Zebra crossings.\npub fn zebra() {}\n"),
+    ] {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let project = Project::open(dir.path()).unwrap();
+    let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
+    let task = |to: &str, prompt: &str| {
+        call(
+            "task",
+            &format!("{{subagent_type: {to}, description: read, prompt: \"{prompt}\"}}"),
+        )
+    };
+    let evidence = format!(
+        "- **Evidence**: `{doc}:3`\\n- **Excerpt**:\\n```\\nZebra crossings are painted white.\\n```"
+    );
+    let script = format!(
+        "agents:\n  lead:\n    - turns:\n        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - tool_calls:\n{}        - content: \"done\"\n  reader:\n    - turns:\n        - content: \"{evidence}\"\n  studier:\n    - turns:\n        - content: \"it declares zebra\"\n    - turns:\n        - content: \"it declares zebra\"\n",
+        call("plan", &doc_and_code),
+        task("reader", &format!("Read `{doc}`.")),
+        task("finder", &format!("What does `{doc}` say about crossings?")),
+        task("studier", &format!("Read `{doc}` and `{code}`.")),
+        task("seeker", &format!("Read `{code}`.")),
+    );
+    let (status, events) = run(&project, &script, "lead", "What about zebra?").await;
+    assert_eq!(status, SessionStatus::Completed);
+    // The reader once; the code's reader once, for the task that names the code alone. The
+    // task naming both files is not refused: the code was not analyzed yet.
+    assert_eq!(subagents_started(&events), ["reader", "studier", "studier"]);
+    let results = lead_results(&events);
+    assert!(!results[1].1, "{}", results[1].2);
+    assert!(
+        results[2].1
+            && results[2].2.starts_with("not run:")
+            && results[2]
+                .2
+                .contains(&format!("`{doc}` was read and cited")),
+        "{}",
+        results[2].2
+    );
+    assert!(!results[3].1 && !results[4].1, "{results:?}");
+    let refused = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "task_analyzed_already"))
+        .count();
+    assert_eq!(refused, 1);
+}
+
 /// When the reader of a source ended BLOCKED, a task naming that source's files is refused,
 /// whichever finder or reader it was sent to: no other source's reader gets them. A task naming
 /// a file of the other source still goes to that source's reader. The 1.5B researcher's

@@ -517,6 +517,7 @@ impl HopState {
                         // What a subagent found goes into the gate's next delegation and a
                         // workflow step's offered evidence (`workflow::tool::Call::found`).
                         self.note_found_paths(&result.agent, &result.hop_id, &result.answer);
+                        self.note_analyzed(&result.agent, call, &result.answer);
                         if self.plan_gate.is_some() {
                             self.answered.insert(result.agent.clone());
                             // The runtime's own delegations (`delegate_first`) get one note
@@ -584,6 +585,37 @@ impl HopState {
             self.permit = shared.semaphore.clone().acquire_owned().await.ok();
         }
         out
+    }
+
+    /// Records the files a completed hop of a gate's reader was given (named in its task's
+    /// prompt) and cited in Evidence that verifies: those it read for this hop's question.
+    fn note_analyzed(&mut self, agent: &str, call: &ToolCall, answer: &str) {
+        let Some(gate) = self.plan_gate.as_ref() else {
+            return;
+        };
+        if !gate
+            .readers(&Default::default())
+            .iter()
+            .any(|(_, r)| r == agent)
+        {
+            return;
+        }
+        let Ok(task) = super::super::dispatch::TaskCall::parse(&call.arguments) else {
+            return;
+        };
+        let project = &self.ctx.shared.project;
+        let given = super::super::read_first::named_files(&task.prompt, project, 6);
+        let files = crate::contract::FileCache::new();
+        let ctx = crate::contract::CheckContext::new(project, &files);
+        let cited: Vec<String> = crate::contract::verified_items(answer, &ctx)
+            .into_iter()
+            .flat_map(|i| i.references.into_iter().map(|r| r.path))
+            .collect();
+        for file in given {
+            if cited.iter().any(|c| c.trim_start_matches("./") == file) {
+                self.analyzed.insert(file);
+            }
+        }
     }
 
     /// Keeps the first few file paths a subagent's answer named that exist in the project,
@@ -723,6 +755,29 @@ impl HopState {
         let to_reader = readers.iter().any(|(_, r)| *r == task.subagent_type);
         if !to_finder && !to_reader {
             return None;
+        }
+        // Every file it names was read and cited already: a reworded task about them gets the
+        // same answer. The 1.5B researcher, its two analyses in (both verified), sent "Read
+        // `…path-confinement.md` and `src/project.rs`" to a locator: a third analysis of a
+        // record read minutes before (t2 on 7c23773), as in t0 on 79dad23.
+        if files.iter().all(|f| self.analyzed.contains(f)) {
+            self.ctx.emit(EventKind::HopSteered {
+                why: "task_analyzed_already".into(),
+                count: files.len() as u32,
+            });
+            let (was, its) = if files.len() == 1 {
+                ("was", "its")
+            } else {
+                ("were", "their")
+            };
+            return Some(ReaderFor::Refuse(format!(
+                "not run: {} {was} read and cited in this session already; {its} verified \
+                 Evidence is in the answers above, and a new task about {} would give the same \
+                 answer. Delegate about another file, or write your document from the evidence \
+                 you have.",
+                quoted(&files),
+                if files.len() == 1 { "it" } else { "them" }
+            )));
         }
         let searches_all = |finder: &str| {
             let folder = shared
