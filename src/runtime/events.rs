@@ -277,7 +277,7 @@ pub enum EventKind {
     /// anything (`HopState::delegate_owed`).
     /// `analyze_found` is the runtime making, before the agent's first turn, the analyses its
     /// plan names next for what its `delegate_first` subagents found (`count` calls;
-    /// `analyze_found: true`, `HopState::analyze_found`).
+    /// `analyze_found: true`, `HopState::found_analyses`).
     /// `delivered` is a turn offered no tools because the document the agent owes as a file
     /// is written and meets its `deliver:` declaration.
     /// `report_frontmatter_added` is a final answer

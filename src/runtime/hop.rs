@@ -68,6 +68,26 @@ pub const ANALYZE_FOUND_ID: &str = "analyze_found";
 pub const RUNTIME_DELEGATION_IDS: [&str; 3] =
     [DELEGATE_FIRST_ID, DELEGATE_OWED_ID, ANALYZE_FOUND_ID];
 
+/// `task` calls with the given arguments, as the runtime makes them: the first has the id
+/// `prefix`, the others `prefix_2`, `prefix_3`, … (one of [`RUNTIME_DELEGATION_IDS`]).
+fn numbered_tasks(
+    prefix: &str,
+    arguments: impl IntoIterator<Item = serde_json::Value>,
+) -> Vec<crate::model::ToolCall> {
+    arguments
+        .into_iter()
+        .enumerate()
+        .map(|(i, arguments)| crate::model::ToolCall {
+            id: match i {
+                0 => prefix.to_string(),
+                n => format!("{prefix}_{}", n + 1),
+            },
+            name: "task".to_string(),
+            arguments,
+        })
+        .collect()
+}
+
 /// How the answer of a `delegate_first` subagent begins in the task message.
 pub const DELEGATED_FIRST: &str = "[runtime] The runtime gave your task to ";
 
@@ -594,7 +614,7 @@ impl HopState {
                 task.content.push_str(&folded);
             }
             if !analyses.is_empty() {
-                self.analyze_found(analyses).await;
+                self.runtime_delegations("analyze_found", analyses).await;
             }
         }
         let max_steps = self.agent.steps.unwrap_or(DEFAULT_STEPS).max(1);
@@ -1326,37 +1346,13 @@ impl HopState {
             return false;
         }
         self.delegated_owed = true;
-        let calls: Vec<crate::model::ToolCall> = analyses
-            .into_iter()
-            .enumerate()
-            .map(|(i, arguments)| crate::model::ToolCall {
-                id: match i {
-                    0 => DELEGATE_OWED_ID.to_string(),
-                    n => format!("{DELEGATE_OWED_ID}_{}", n + 1),
-                },
-                name: "task".to_string(),
-                arguments,
-            })
-            .collect();
-        self.ctx.emit(EventKind::HopSteered {
-            why: "delegate_owed".into(),
-            count: calls.len() as u32,
-        });
         self.messages.push(Message::user(
             "[runtime] That answer came before any subagent had read anything for it, so it \
              cannot be your document: nothing in it is evidence. The runtime now makes the \
              delegation your plan owes; write your document from what it finds.",
         ));
-        self.messages
-            .push(Message::assistant(String::new(), calls.clone()));
-        let mut results = self.tools_turn(&calls, By::Runtime).await;
-        self.messages.append(&mut results);
-        if let Some(note) = self.after_answer("") {
-            if let Some(last) = self.messages.last_mut() {
-                last.content.push_str("\n\n[runtime] ");
-                last.content.push_str(&note);
-            }
-        }
+        self.runtime_delegations("delegate_owed", numbered_tasks(DELEGATE_OWED_ID, analyses))
+            .await;
         true
     }
 
@@ -1372,33 +1368,26 @@ impl HopState {
         let Some(gate) = self.plan_gate.as_ref() else {
             return Vec::new();
         };
-        gate.next_analyses(
-            &self.req.prompt,
-            &self.ctx.shared.correlation_id,
-            &self.done_with(),
-            &self.found(),
+        numbered_tasks(
+            ANALYZE_FOUND_ID,
+            gate.next_analyses(
+                &self.req.prompt,
+                &self.ctx.shared.correlation_id,
+                &self.done_with(),
+                &self.found(),
+            ),
         )
-        .into_iter()
-        .enumerate()
-        .map(|(i, arguments)| crate::model::ToolCall {
-            id: match i {
-                0 => ANALYZE_FOUND_ID.to_string(),
-                n => format!("{ANALYZE_FOUND_ID}_{}", n + 1),
-            },
-            name: "task".to_string(),
-            arguments,
-        })
-        .collect()
     }
 
-    /// Runs `calls` (from [`Self::found_analyses`]) as the runtime's turn, before the agent's
-    /// first: the calls as an assistant turn and their results as tool results, as
-    /// `delegate_owed` does, so the agent's checks count their Evidence as its subagents', and
-    /// the note after the last answer (`after_answer`: write the report now with the verified
-    /// items, or what is still owed).
-    async fn analyze_found(&mut self, calls: Vec<crate::model::ToolCall>) {
+    /// Runs `calls` as the runtime's own turn, the `hop.steered` event saying `why`: the calls
+    /// as an assistant turn and their results as tool results, so the agent's checks count
+    /// their Evidence as its subagents', then the note after the last answer (`after_answer`:
+    /// write the report now with the verified items, or what is still owed). For the analyses
+    /// of `analyze_found` (before the agent's first turn, from [`Self::found_analyses`]) and
+    /// of `delegate_owed`.
+    async fn runtime_delegations(&mut self, why: &str, calls: Vec<crate::model::ToolCall>) {
         self.ctx.emit(EventKind::HopSteered {
-            why: "analyze_found".into(),
+            why: why.into(),
             count: calls.len() as u32,
         });
         self.messages
@@ -1456,7 +1445,8 @@ impl HopState {
     /// others `delegate_first_2`, … A subagent the plan's sources close is passed over, not
     /// called to be refused: a plan that chose `doc` alone owes no code search.
     fn delegate_first_calls(&self) -> Vec<crate::model::ToolCall> {
-        self.agent
+        let calls = self
+            .agent
             .delegate_first
             .iter()
             .filter(|target| {
@@ -1467,20 +1457,14 @@ impl HopState {
                     )
                 })
             })
-            .enumerate()
-            .map(|(i, target)| crate::model::ToolCall {
-                id: match i {
-                    0 => DELEGATE_FIRST_ID.to_string(),
-                    n => format!("{DELEGATE_FIRST_ID}_{}", n + 1),
-                },
-                name: "task".to_string(),
-                arguments: serde_json::json!({
+            .map(|target| {
+                serde_json::json!({
                     "subagent_type": target,
                     "description": "Find what the task needs",
                     "prompt": self.req.prompt,
-                }),
-            })
-            .collect()
+                })
+            });
+        numbered_tasks(DELEGATE_FIRST_ID, calls)
     }
 
     /// What a gated agent is told after a subagent's `answer`. One that owes a document written

@@ -675,6 +675,15 @@ fn two_source_project() -> tempfile::TempDir {
     dir
 }
 
+/// Writes each `(path, text)` under `dir`, its folders made.
+fn write_files(dir: &tempfile::TempDir, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
 /// A document handed to the finder of another source goes to the reader of the source whose
 /// finder searches its folder (`search_first:`); the same task sent to that reader before is a
 /// repeat, not run again.
@@ -735,14 +744,13 @@ async fn parallel_finders_each_lead_with_their_own_searchs_first_file() {
         let note = "thoughts/shared/notes/zebra.md";
         let code = "src/zebra.rs";
         let other = "thoughts/shared/research/2026-03-15-parallelism.md";
-        for (path, text) in [
-            (note, "# Zebra\n\nThe zebra crossing is decided.\n"),
-            (code, "//! Zebra crossings.\npub fn zebra() {}\n"),
-        ] {
-            let path = dir.path().join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
+        write_files(
+            &dir,
+            &[
+                (note, "# Zebra\n\nThe zebra crossing is decided.\n"),
+                (code, "//! Zebra crossings.\npub fn zebra() {}\n"),
+            ],
+        );
         let project = Project::open(dir.path()).unwrap();
         let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
         let task = |to: &str| {
@@ -788,14 +796,13 @@ async fn a_task_about_files_analyzed_already_is_refused() {
     let dir = two_source_project();
     let doc = "thoughts/shared/decisions/zebra.md";
     let code = "src/zebra.rs";
-    for (path, text) in [
-        (doc, "# Zebra\n\nZebra crossings are painted white.\n"),
-        (code, "//! Zebra crossings.\npub fn zebra() {}\n"),
-    ] {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    write_files(
+        &dir,
+        &[
+            (doc, "# Zebra\n\nZebra crossings are painted white.\n"),
+            (code, "//! Zebra crossings.\npub fn zebra() {}\n"),
+        ],
+    );
     let project = Project::open(dir.path()).unwrap();
     let doc_and_code = DOC_PLAN.replace(r#"["doc"]"#, r#"["doc", "code"]"#);
     let task = |to: &str, prompt: &str| {
