@@ -194,7 +194,8 @@ pub enum Ahead {
     /// Every line it asks for is in the task message: not run, this answer instead.
     Shown(String),
     /// It starts among the lines shown and runs past them: run with `arguments` (the same
-    /// read from the first line not shown), its output after `note`.
+    /// read from the first line not shown, at most [`MAX_LINES`] lines: `read`'s own note
+    /// then says where to read on), its output after `note`.
     Rest {
         arguments: serde_json::Value,
         note: String,
@@ -208,6 +209,11 @@ pub enum Ahead {
 /// repeat of an earlier call) and spent a turn and ~4k tokens of context on lines it had; the
 /// 1.5B codebase-analyzer, shown 250 of 371 lines, read all 371 again, and every later turn
 /// carried the 250 twice.
+///
+/// The rest is capped as the first read was: the 1.5B codebase-analyzer, shown 250 of the
+/// 1,043 lines of `src/runtime/hop/turn.rs`, read the whole file, and the 793 lines after
+/// them made one 16,818-token prompt (796 s on two cores) while another hop's validator
+/// waited 12 minutes behind it for the engine (BENCHMARKS.md, "Twenty-eighth session").
 pub fn already_shown(
     shown: &[Shown],
     args: &serde_json::Value,
@@ -231,7 +237,7 @@ pub fn already_shown(
             arguments: serde_json::json!({
                 "path": args["path"],
                 "offset": seen.last + 1,
-                "limit": end - seen.last,
+                "limit": (end - seen.last).min(MAX_LINES),
             }),
             note: format!(
                 "(lines 1-{} of `{path}` are in your task message, numbered: the runtime read \
@@ -416,7 +422,7 @@ mod tests {
     #[test]
     fn a_read_of_lines_already_shown_is_answered_from_the_task() {
         let (dir, project) = project();
-        let long: String = (1..=300).map(|n| format!("line {n}\n")).collect();
+        let long: String = (1..=700).map(|n| format!("line {n}\n")).collect();
         std::fs::write(dir.path().join("src/long.rs"), long).unwrap();
         let calls = [
             read("thoughts/d/one.md"),
@@ -444,8 +450,8 @@ mod tests {
         );
         answered(serde_json::json!({"path": "./thoughts/d/../d/one.md"}));
         // Of the long one, lines 1-250 were: a read within them is answered and points past
-        // them; one that reaches past line 250 runs for the lines after 250 only; one that
-        // starts past them runs as asked.
+        // them; one that reaches past line 250 runs for the lines after 250 only, at most
+        // another 250 of them; one that starts past them runs as asked.
         let part = answered(serde_json::json!({"path": "src/long.rs", "offset": 10, "limit": 20}));
         assert!(part.contains("lines 1-250 of `src/long.rs`"), "{part}");
         assert!(part.contains("offset 251"), "{part}");
@@ -455,9 +461,18 @@ mod tests {
         };
         assert_eq!(
             arguments,
-            serde_json::json!({"path": "src/long.rs", "offset": 251, "limit": 50})
+            serde_json::json!({"path": "src/long.rs", "offset": 251, "limit": MAX_LINES})
         );
         assert!(note.contains("lines 1-250 of `src/long.rs`"), "{note}");
+        let Some(Ahead::Rest { arguments, .. }) =
+            ask(serde_json::json!({"path": "src/long.rs", "offset": 1, "limit": 300}))
+        else {
+            panic!("a read past line 250 runs for the rest")
+        };
+        assert_eq!(
+            arguments,
+            serde_json::json!({"path": "src/long.rs", "offset": 251, "limit": 50})
+        );
         let Some(Ahead::Rest { arguments, .. }) =
             ask(serde_json::json!({"path": "src/long.rs", "offset": 200, "limit": 60}))
         else {

@@ -771,8 +771,8 @@ impl HopState {
                 ("were", "their")
             };
             return Some(ReaderFor::Refuse(format!(
-                "not run: {} {was} read and cited in this session already; {its} verified \
-                 Evidence is in the answers above, and a new task about {} would give the same \
+                "not run: {} {was} read and cited by one of your subagents already; {its} \
+                 verified Evidence is in the answers above, and a new task about {} would give the same \
                  answer. Delegate about another file, or write your document from the evidence \
                  you have.",
                 quoted(&files),
