@@ -500,10 +500,18 @@ pub fn repair_prompt(
         out.push('\n');
     }
     if workflow.is_none() && !findings.is_empty() {
-        out.push_str(
+        // For a report that is the answer, worded as the note to write it now ends, so the
+        // `local` provider writes the report's grammar from these items too
+        // (`report_now_findings`); a document written with `write` is no answer to constrain.
+        out.push_str(&format!(
             "\nThe Evidence your subagents gave that verifies, ready for the `## Findings` \
-             section: copy each item unchanged, title line included.\n\n",
-        );
+             section, {}\n\n",
+            if owed.from_answer {
+                REPORT_NOW_ITEMS
+            } else {
+                "copy each item unchanged, title line included."
+            }
+        ));
         out.push_str(&findings.join("\n\n"));
         out.push('\n');
     } else if workflow.is_none() && owed.evidence > 0 {
@@ -863,5 +871,8 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("the exact text of lines 10 to 12"), "{text}");
+        // The repair's items are read back as the note's are: the `local` provider writes the
+        // report's grammar from them.
+        assert_eq!(report_now_findings(&text).as_deref(), Some(&found[..]));
     }
 }

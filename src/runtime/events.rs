@@ -278,6 +278,8 @@ pub enum EventKind {
     /// `analyze_found` is the runtime making, before the agent's first turn, the analyses its
     /// plan names next for what its `delegate_first` subagents found (`count` calls;
     /// `analyze_found: true`, `HopState::found_analyses`).
+    /// `repair_write_now` is a repair turn of a report that is the agent's answer offered no
+    /// tools because its subagents' verified Evidence already holds the items it needs.
     /// `delivered` is a turn offered no tools because the document the agent owes as a file
     /// is written and meets its `deliver:` declaration.
     /// `report_frontmatter_added` is a final answer

@@ -309,6 +309,7 @@ pub(crate) fn run_hop_on(
             noted_findings: None,
             last_note: None,
             delivered_noted: false,
+            repair_writes: false,
             follows_workflow: false,
             stalled: false,
             delegated_owed: false,
@@ -385,6 +386,9 @@ struct HopState {
     last_note: Option<usize>,
     /// The written deliverable was found met and the turn after it offered no tools.
     delivered_noted: bool,
+    /// The next turn is a repair of the owed report with enough verified items in hand to
+    /// meet it: offered no tools ([`Self::report_in_hand`]).
+    repair_writes: bool,
     /// Whether the agent is offered `step` (it follows a checkpoint workflow): only then is a
     /// call checked against the step it owes, which reads the workflow's files.
     follows_workflow: bool,
@@ -731,7 +735,8 @@ impl HopState {
                 }
                 _ => false,
             };
-            let held_back = held_back || write_now || delivered;
+            let write_repair = std::mem::take(&mut self.repair_writes) && !tool_specs.is_empty();
+            let held_back = held_back || write_now || delivered || write_repair;
 
             let offer_tools = !(last_step
                 || checkpointing.is_some()
@@ -748,6 +753,9 @@ impl HopState {
             } else {
                 ToolChoice::Auto
             };
+            if !offer_tools && checkpointing.is_none() {
+                self.restate_report_now();
+            }
             let request = ModelRequest {
                 model: self.model_name.clone(),
                 agent: self.agent.name.clone(),
@@ -1014,6 +1022,13 @@ impl HopState {
                                 deliver_repairs = repair;
                                 self.steps -= 1;
                                 self.messages.push(Message::user(prompt));
+                                self.repair_writes = self.report_in_hand(&owed);
+                                if self.repair_writes {
+                                    self.ctx.emit(EventKind::HopSteered {
+                                        why: "repair_write_now".into(),
+                                        count: 1,
+                                    });
+                                }
                                 continue;
                             }
                             Owed::Partial(why) => {
@@ -1550,6 +1565,52 @@ impl HopState {
         };
         let before = self.last_note.replace(now);
         before.is_some_and(|before| now <= before)
+    }
+
+    /// Whether this agent's owed document is its answer (`deliver.from_answer`, no workflow)
+    /// and its subagents' verified Evidence already holds the items `owed` asks for: then a
+    /// repair turn is offered no tools, and writing the report is all it can do. Why: the 1.5B
+    /// researcher, six verified items in its repair message, answered with a `task` call
+    /// written as text on every turn, and one the repair turn offered tools for sent a task
+    /// about a file analyzed already; it ended PARTIAL with no report (t0 on 46eb4dd).
+    fn report_in_hand(&self, owed: &crate::agent::deliver::Deliver) -> bool {
+        owed.from_answer
+            && self.agent.workflow.is_none()
+            && deliver::verified_findings(self.task_answers(), &self.ctx.shared.project).len()
+                >= owed.evidence.max(1) as usize
+    }
+
+    /// Before a turn offered no tools, for an agent whose owed document is its answer and whose
+    /// subagents gave verified Evidence: the note to write the report now, with those items,
+    /// ends the conversation, unless its last message holds one already (the note after an
+    /// answer, or a repair that lists them). The `local` provider writes the report's grammar
+    /// from the last message's items (`model::local::grammar`); a turn after a refused call
+    /// ended on the refusal, and the 1.5B researcher, its note two messages back, decoded
+    /// freely and wrote a `task` call as text (t0 on 46eb4dd).
+    fn restate_report_now(&mut self) {
+        let owes_report = self
+            .agent
+            .deliver
+            .as_ref()
+            .is_some_and(|d| d.from_answer && self.agent.workflow.is_none());
+        let Some(last) = self.messages.last() else {
+            return;
+        };
+        if !owes_report
+            || last.role == crate::model::Role::Assistant
+            || deliver::report_now_findings(&last.content).is_some()
+        {
+            return;
+        }
+        let findings = deliver::verified_findings(self.task_answers(), &self.ctx.shared.project);
+        if findings.is_empty() {
+            return;
+        }
+        let note = deliver::report_now(&findings);
+        if let Some(last) = self.messages.last_mut() {
+            last.content.push_str("\n\n[runtime] ");
+            last.content.push_str(&note);
+        }
     }
 
     /// The path of the document this agent owes as a file it writes (`deliver.write`, not

@@ -1187,6 +1187,36 @@ async fn a_task_given_again_after_the_note_leaves_only_the_report() {
         .filter(|e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "write_now"))
         .count();
     assert_eq!(steered, 1, "{kinds:?}");
+    // That turn's conversation ends with the note and its item, after the refusal: the `local`
+    // grammar writes the report from the last message's items, and the 1.5B researcher, the
+    // note two messages back, wrote a `task` call as text (t0 on 46eb4dd).
+    let requests = mock.requests();
+    let last = |i: usize| requests[i].last_content();
+    let written = last(5);
+    assert!(
+        written.contains("not run: you gave this same prompt"),
+        "{written}"
+    );
+    assert_eq!(
+        switchboard::runtime::deliver::report_now_findings(&written).map(|f| f.len()),
+        Some(1),
+        "{written}"
+    );
+    // "Done." is no report: its repair lists the item in hand, and with enough of them to
+    // meet the report, the repair turn is offered no tools either.
+    assert_eq!(tools[6], 0, "{tools:?}");
+    assert!(
+        switchboard::runtime::deliver::report_now_findings(&last(6)).is_some(),
+        "{}",
+        last(6)
+    );
+    let repairs = events
+        .iter()
+        .filter(
+            |e| matches!(&e.kind, EventKind::HopSteered { why, .. } if why == "repair_write_now"),
+        )
+        .count();
+    assert_eq!(repairs, 2, "{kinds:?}");
 }
 
 /// Once a subagent of the plan's source answered, its result tells the researcher the next
