@@ -1410,10 +1410,16 @@ impl HopState {
         let mut results = self.tools_turn(&calls, By::Runtime).await;
         self.messages.append(&mut results);
         if let Some(note) = self.after_answer("") {
-            if let Some(last) = self.messages.last_mut() {
-                last.content.push_str("\n\n[runtime] ");
-                last.content.push_str(&note);
-            }
+            self.note_on_last(&note);
+        }
+    }
+
+    /// Appends a `[runtime]` note to the conversation's last message (a tool result or the
+    /// runtime's own message), where the model reads it last.
+    fn note_on_last(&mut self, note: &str) {
+        if let Some(last) = self.messages.last_mut() {
+            last.content.push_str("\n\n[runtime] ");
+            last.content.push_str(note);
         }
     }
 
@@ -1498,12 +1504,7 @@ impl HopState {
     /// analysis, and the offline researcher covers four for the YAML question; until a
     /// delegation after the note adds no verified item ([`Self::write_now`]).
     fn after_answer(&mut self, answer: &str) -> Option<String> {
-        let owes_from_answer = self
-            .agent
-            .deliver
-            .as_ref()
-            .is_some_and(|d| d.from_answer && self.agent.workflow.is_none());
-        if !owes_from_answer {
+        if !self.owes_answer_report() {
             return self.next_delegation();
         }
         let findings = deliver::verified_findings(
@@ -1567,15 +1568,23 @@ impl HopState {
         before.is_some_and(|before| now <= before)
     }
 
-    /// Whether this agent's owed document is its answer (`deliver.from_answer`, no workflow)
+    /// Whether the document this agent owes is its final answer (`deliver.from_answer`, no
+    /// workflow): a report the runtime saves, which the notes and repairs ask it to write.
+    fn owes_answer_report(&self) -> bool {
+        self.agent
+            .deliver
+            .as_ref()
+            .is_some_and(|d| d.from_answer && self.agent.workflow.is_none())
+    }
+
+    /// Whether this agent's owed document is its answer ([`Self::owes_answer_report`])
     /// and its subagents' verified Evidence already holds the items `owed` asks for: then a
     /// repair turn is offered no tools, and writing the report is all it can do. Why: the 1.5B
     /// researcher, six verified items in its repair message, answered with a `task` call
     /// written as text on every turn, and one the repair turn offered tools for sent a task
     /// about a file analyzed already; it ended PARTIAL with no report (t0 on 46eb4dd).
     fn report_in_hand(&self, owed: &crate::agent::deliver::Deliver) -> bool {
-        owed.from_answer
-            && self.agent.workflow.is_none()
+        self.owes_answer_report()
             && deliver::verified_findings(self.task_answers(), &self.ctx.shared.project).len()
                 >= owed.evidence.max(1) as usize
     }
@@ -1588,15 +1597,10 @@ impl HopState {
     /// ended on the refusal, and the 1.5B researcher, its note two messages back, decoded
     /// freely and wrote a `task` call as text (t0 on 46eb4dd).
     fn restate_report_now(&mut self) {
-        let owes_report = self
-            .agent
-            .deliver
-            .as_ref()
-            .is_some_and(|d| d.from_answer && self.agent.workflow.is_none());
         let Some(last) = self.messages.last() else {
             return;
         };
-        if !owes_report
+        if !self.owes_answer_report()
             || last.role == crate::model::Role::Assistant
             || deliver::report_now_findings(&last.content).is_some()
         {
@@ -1606,11 +1610,7 @@ impl HopState {
         if findings.is_empty() {
             return;
         }
-        let note = deliver::report_now(&findings);
-        if let Some(last) = self.messages.last_mut() {
-            last.content.push_str("\n\n[runtime] ");
-            last.content.push_str(&note);
-        }
+        self.note_on_last(&deliver::report_now(&findings));
     }
 
     /// The path of the document this agent owes as a file it writes (`deliver.write`, not
