@@ -1038,6 +1038,15 @@ impl HopState {
                         }
                     }
                 }
+                // A contract's declared fallback stands in for a failed answer, not for the
+                // document a primary owes: without it the hop ends PARTIAL, with no repair turn
+                // (the contract's repairs are spent). FALLBACK counts as completed, exit 0.
+                if let (HopStatus::Fallback, Some(owed)) = (status, self.agent.deliver.clone()) {
+                    if let Owed::Partial(why) = self.owed(&owed, "", 1, 0) {
+                        self.last_content = answer;
+                        return self.partial(why);
+                    }
+                }
                 // A checked answer of a worker with a validator is reviewed before it goes up.
                 if let (HopStatus::Completed, Some(v)) = (status, self.agent.validator.clone()) {
                     reviews += 1;

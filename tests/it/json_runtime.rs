@@ -94,6 +94,43 @@ async fn a_parse_failure_ends_in_the_declared_fallback() {
     assert_eq!(counts["analyst"].fallback.get("parse"), Some(&1));
 }
 
+/// A fallback stands in for an answer that failed its contract, not for a document the agent
+/// owes: an agent with both ends PARTIAL (exit 4), not FALLBACK (which counts as completed).
+#[tokio::test]
+async fn a_fallback_does_not_stand_in_for_an_owed_document() {
+    let (dir, _) = project();
+    let path = dir.path().join("agent/analyst.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let owing = text.replacen(
+        "steps: 4\n",
+        "steps: 4\ndeliver: {write: \"thoughts/plans/*.md\"}\n",
+        1,
+    );
+    assert_ne!(
+        owing, text,
+        "the analyst's frontmatter has no `steps: 4` line"
+    );
+    std::fs::write(&path, owing).unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let failing = script(&["Sure! Here is my plan.", "{\"intent\": NaN}", "not json"]);
+    let (outcome, events) = run_analyst(&project, &failing, "sprint rate").await;
+    assert_eq!(outcome.status, SessionStatus::Partial, "{outcome:?}");
+    assert_eq!(
+        outcomes(&events),
+        [("fallback".into(), 2, Some("parse".into()), false)]
+    );
+    let checked: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DeliverChecked { outcome, path, .. } => {
+                Some((outcome.clone(), path.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checked, [("partial".to_string(), None)]);
+}
+
 #[tokio::test]
 async fn a_question_waits_for_the_user_and_resume_answers_it() {
     let (_dir, project) = project();
