@@ -31,6 +31,11 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = super::run::DEFAULT_HOP_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub hop_timeout: u64,
+    /// Leave the files each session writes where they are, for the sessions after it to see;
+    /// by default the new ones are moved into the session's run folder
+    /// (`.switchboard/runs/<id>/written/`) once it is judged
+    #[arg(long)]
+    pub keep_written: bool,
 }
 
 pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
@@ -58,6 +63,7 @@ pub fn run(global: &super::Global, args: Args) -> miette::Result<Code> {
         config: ctx.config,
         models: ctx.models,
         hop_timeout: std::time::Duration::from_secs(args.hop_timeout),
+        keep_written: args.keep_written,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -147,6 +153,14 @@ fn print_table(report: &EvalReport) {
                 seconds
             );
         }
+    }
+    if !report.set_aside.is_empty() {
+        let files: usize = report.set_aside.iter().map(|s| s.files.len()).sum();
+        println!();
+        println!(
+            "{files} file(s) the sessions wrote were set aside in their run folders \
+             (.switchboard/runs/<id>/written/), so each session started from the same tree"
+        );
     }
     for e in &report.errors {
         println!("error: {e}");

@@ -98,6 +98,35 @@ pub fn write(project: &Project, session_id: &str, log: &Path) -> Result<PathBuf,
     Ok(dir)
 }
 
+/// Where [`keep_written`] puts a session's files, inside its run folder.
+pub const WRITTEN_DIR: &str = "written";
+
+/// Moves `files` (project-relative, each confined to the project) into the run folder's
+/// [`WRITTEN_DIR`], under the same relative paths: what an `eval` session wrote, set aside so
+/// that the next session starts from the same tree, and kept beside the log that explains it.
+/// Returns the folder they went to. Stops at the first file it cannot move, naming it; the
+/// ones before it are moved.
+pub fn keep_written(
+    project: &Project,
+    run_folder: &Path,
+    files: &[String],
+) -> Result<PathBuf, RunsError> {
+    let kept = run_folder.join(WRITTEN_DIR);
+    for rel in files {
+        let from = project.root().join(rel);
+        project.resolve(rel).map_err(|e| RunsError::Io {
+            path: from.clone(),
+            error: std::io::Error::other(e.to_string()),
+        })?;
+        let to = kept.join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::rename(&from, &to).map_err(io(&from))?;
+    }
+    Ok(kept)
+}
+
 /// What RESULTS.md says, gathered in one pass over the log.
 struct Summary {
     meta: RunMeta,

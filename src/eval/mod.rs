@@ -30,6 +30,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod isolate;
+
 use crate::agent::{AgentSet, Mode};
 use crate::config::Config;
 use crate::contract::{tally_evidence, CheckContext, FileCache, Rule};
@@ -355,6 +357,19 @@ pub fn judge_primary(project: &Project, run: &PrimaryRun, events: &[Event]) -> P
     }
 }
 
+/// The files one session wrote, set aside so that the next session starts from the same tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SetAside {
+    pub agent: String,
+    pub prompt: String,
+    pub run: u32,
+    /// Project-relative paths as the session wrote them.
+    pub files: Vec<String>,
+    /// Where they are now, project-relative: `.switchboard/runs/<session>/written/`, each
+    /// file under its own path.
+    pub folder: String,
+}
+
 /// The suite's result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EvalReport {
@@ -363,6 +378,10 @@ pub struct EvalReport {
     pub agents: BTreeMap<String, AgentScore>,
     /// The main job, per primary agent: did its sessions deliver (see [`PrimaryScore`]).
     pub primaries: BTreeMap<String, PrimaryScore>,
+    /// The files sessions wrote that were new, moved into their run folders once judged (see
+    /// [`isolate`]); empty under `--keep-written`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<SetAside>,
     /// Sessions that could not start (the model could not be built, …), with the reason.
     pub errors: Vec<String>,
     /// The suite was stopped (Ctrl-C, SIGTERM) before its end: the session running then is
@@ -471,6 +490,9 @@ pub struct EvalContext {
     /// a primary's hop lasts as long as its whole delegation, which on a small local model on
     /// two cores can take longer than the default's ten minutes.
     pub hop_timeout: std::time::Duration,
+    /// Leave the files sessions write where they are (`--keep-written`); by default the new
+    /// ones are set aside after each session ([`isolate`]).
+    pub keep_written: bool,
 }
 
 /// Runs every task `runs` times on `model`, one session at a time; `progress` hears about
@@ -506,6 +528,7 @@ pub async fn run_suite(
                 hop_timeout: ctx.hop_timeout,
                 ..RunOptions::default()
             };
+            let before = (!ctx.keep_written).then(|| isolate::before(&ctx.project));
             let started = Instant::now();
             // Subagents run as the root hop with their contract enforced, as `switchboard mcp`
             // serves them: a suite can measure every agent directly.
@@ -570,10 +593,47 @@ pub async fn run_suite(
                     .or_default()
                     .add(judged);
             }
-            progress(&format!(
+            let mut line = format!(
                 "run {run}/{runs} {}: {:?} in {seconds:.1}s",
                 task.agent, outcome.status
-            ));
+            );
+            if let Some(before) = &before {
+                let files = isolate::to_set_aside(&ctx.project, before, &outcome.written);
+                match (&outcome.run_folder, files.is_empty()) {
+                    (_, true) => {}
+                    (Some(folder), false) => {
+                        match crate::runtime::runs::keep_written(&ctx.project, folder, &files) {
+                            Ok(kept) => {
+                                let folder = ctx.project.relative(&kept);
+                                line.push_str(&format!(
+                                    "; {} file(s) it wrote set aside in {folder}",
+                                    files.len()
+                                ));
+                                report.set_aside.push(SetAside {
+                                    agent: task.agent.clone(),
+                                    prompt: task.prompt.clone(),
+                                    run,
+                                    files,
+                                    folder,
+                                });
+                            }
+                            Err(e) => report.errors.push(format!(
+                                "{} (run {run}): what it wrote could not be set aside, so later \
+                                 sessions see it: {e}",
+                                task.agent
+                            )),
+                        }
+                    }
+                    (None, false) => report.errors.push(format!(
+                        "{} (run {run}): the session has no run folder, so the {} file(s) it \
+                         wrote stay and later sessions see them: {}",
+                        task.agent,
+                        files.len(),
+                        files.join(", ")
+                    )),
+                }
+            }
+            progress(&line);
         }
     }
     if report.interrupted {
