@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::fs::{json_out, sb};
+
 #[test]
 fn eval_reports_shape_conformance_and_verified_evidence_per_agent() {
     let dir = tempfile::tempdir().unwrap();
@@ -78,21 +80,14 @@ fn each_session_starts_from_the_tree_the_suite_started_from() {
         "tasks:\n  - agent: lead\n    prompt: Report on nothing.\n",
     )
     .unwrap();
-    let eval = |extra: &[&str]| -> serde_json::Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .current_dir(root)
-            .args(["eval", "suite.yaml", "--model", "scripted/script.yaml"])
-            .args(["--runs", "2", "--json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+    let eval = |extra: &[&str]| {
+        json_out(
+            sb(root)
+                .current_dir(root)
+                .args(["eval", "suite.yaml", "--model", "scripted/script.yaml"])
+                .args(["--runs", "2", "--json"])
+                .args(extra),
+        )
     };
     let reports = || {
         let mut names: Vec<String> = std::fs::read_dir(root.join("thoughts/reports"))
