@@ -292,6 +292,9 @@ pub enum EventKind {
     /// already (`count` files; docs/gate.md).
     /// `reject_revised` is a validator's `reject` of an answer whose every Evidence item
     /// verifies, sent back to the worker as a revision (docs/outcomes.md).
+    /// `time_short` is a turn offered no tools, and every turn after it, because it started in
+    /// the last fifth of the hop's wall-clock limit, the part kept for its answer (`count` is
+    /// the seconds left; `runtime::deadline`).
     #[serde(rename = "hop.steered")]
     HopSteered { why: String, count: u32 },
     #[serde(rename = "hop.completed")]

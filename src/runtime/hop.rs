@@ -24,6 +24,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::check::{Gate, Verdict};
 use super::checkpoint::{self, Checkpoint};
+use super::deadline::{self, Deadline};
 use super::deliver;
 use super::ending::{action, cancel_descendants, finish, never_started, Ending, Finished};
 use super::events::{timestamp, EventKind};
@@ -278,8 +279,22 @@ pub(crate) fn run_hop_on(
             occurrence,
             started_at: timestamp(started),
         });
+        // The hop's wall-clock limit: its own, or what its caller has left before the part the
+        // caller keeps for its answer, whichever ends first (see `deadline`).
+        let own = agent
+            .budget
+            .wall_seconds
+            .map(Duration::from_secs)
+            .unwrap_or(shared.options.hop_timeout);
+        let caller_deadline = ctx
+            .parent_hop_id
+            .as_deref()
+            .and_then(|p| shared.deadline(p));
+        let limit = deadline::for_hop(own, caller_deadline, clock);
+        shared.set_deadline(&hop_id, limit.deadline);
         let mut state = HopState {
             ctx: ctx.clone(),
+            deadline: limit.deadline,
             agent,
             req,
             model: model.0,
@@ -318,30 +333,32 @@ pub(crate) fn run_hop_on(
             plan_gate: None,
             resumed_from: recorded.as_ref().and_then(|r| r.checkpoint.clone()),
         };
-        let wall = state
-            .agent
-            .budget
-            .wall_seconds
-            .map(Duration::from_secs)
-            .unwrap_or(shared.options.hop_timeout);
-        let ending = match tokio::time::timeout(wall, state.run()).await {
-            Ok(ending) => ending,
-            Err(_) => {
-                // Dropping the loop aborted the children it was waiting for; they cannot log
-                // their own end, so log it here.
-                cancel_descendants(&shared, &hop_id, &state.agent.name);
-                Ending::failed(format!(
-                    "timed out after {} s (wall-clock limit)",
-                    wall.as_secs_f64()
-                ))
+        let caller = state.req.parent.as_ref().map(|p| p.agent.clone());
+        let caller = caller.as_deref();
+        let ending = if limit.wall.is_zero() {
+            // Started in its caller's reserve: no time is left for it (see `deadline`).
+            Ending::failed(deadline::timed_out(&limit, caller))
+        } else {
+            match tokio::time::timeout(limit.wall, state.run()).await {
+                Ok(ending) => ending,
+                Err(_) => {
+                    // Dropping the loop aborted the children it was waiting for; they cannot
+                    // log their own end, so log it here.
+                    cancel_descendants(&shared, &hop_id, &state.agent.name);
+                    Ending::failed(deadline::timed_out(&limit, caller))
+                }
             }
         };
+        shared.end_deadline(&hop_id);
         state.finish(ending, clock.elapsed())
     })
 }
 
 struct HopState {
     ctx: HopCtx,
+    /// When this hop's wall-clock limit runs out, and the part of it kept for its answer: a
+    /// turn in that part is offered no tools (see [`super::deadline`]).
+    deadline: Deadline,
     agent: Agent,
     req: HopRequest,
     model: Arc<dyn Model>,
@@ -695,6 +712,23 @@ impl HopState {
                      this task. No more tool calls: give your final answer now, with what those \
                      results gave you, and say what is still open.",
                 ));
+            }
+            // In the part of its wall-clock limit kept for its answer, a hop's turns are
+            // offered no tools: a child started now would get no time (see `deadline`).
+            if !self.stalled && !pieces.waiting() && !tool_specs.is_empty() {
+                if let Some(left) = self.deadline.in_reserve(Instant::now()) {
+                    self.stalled = true;
+                    self.ctx.emit(EventKind::HopSteered {
+                        why: "time_short".into(),
+                        count: left.as_secs() as u32,
+                    });
+                    self.messages.push(Message::user(format!(
+                        "[runtime] {} s of your wall-clock limit are left: too few for another \
+                         tool call or delegation. No more tool calls: give your final answer \
+                         now, with what the results above gave you, and say what is still open.",
+                        left.as_secs()
+                    )));
+                }
             }
             // The `step` tool names the step owed now and its result's schema (a local model's
             // grammar is written from it), so it is written again from the run's state before
@@ -1720,13 +1754,21 @@ impl HopState {
             &shared.project,
         );
         self.permit = None;
-        let result = match self
+        // The review is part of this hop's answer: the validator may use the reserve this hop
+        // keeps for it (see `deadline`), or an answer given in the reserve could never be judged.
+        let whole = Deadline {
+            reserve: Duration::ZERO,
+            ..self.deadline
+        };
+        shared.set_deadline(&self.ctx.hop_id, whole);
+        let spawned = self
             .ctx
             .journal
             .spawn_child(req, |req| run_hop(shared.clone(), req))
             .wait()
-            .await
-        {
+            .await;
+        shared.set_deadline(&self.ctx.hop_id, self.deadline);
+        let result = match spawned {
             Ok(r) => r,
             Err(e) => {
                 return Review::Block {

@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod ask_once;
 pub mod check;
 pub mod checkpoint;
+pub mod deadline;
 pub mod deliver;
 pub mod dispatch;
 pub(crate) mod ending;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
+use super::deadline::Deadline;
 use super::events::{timestamp, Event, EventKind, EventLog};
 use super::ids::MessageIds;
 use super::options::RunOptions;
@@ -82,6 +83,9 @@ pub(crate) struct Shared {
     /// its caller keeps it first among the paths that hop's answer names. By hop, because the
     /// researcher runs two locators at once and each one's file leads only its own answer.
     ranked_first: Mutex<HashMap<String, String>>,
+    /// Hop id → when that hop's wall-clock limit runs out: its children are held to it
+    /// (see [`super::deadline`]).
+    deadlines: Mutex<HashMap<String, Deadline>>,
     /// Tokens of every hop of the session.
     usage: Mutex<Usage>,
     occurrences: Mutex<HashMap<(String, String, String), u32>>,
@@ -139,6 +143,7 @@ impl Shared {
             transcripts: Mutex::new(transcripts),
             written: Mutex::new(Vec::new()),
             ranked_first: Mutex::new(HashMap::new()),
+            deadlines: Mutex::new(HashMap::new()),
             usage: Mutex::new(Usage::default()),
             occurrences: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
@@ -172,6 +177,28 @@ impl Shared {
             .lock()
             .ok()
             .and_then(|r| r.get(hop_id).cloned())
+    }
+
+    /// Notes when hop `hop_id`'s wall-clock limit runs out, for the children it starts.
+    pub fn set_deadline(&self, hop_id: &str, deadline: Deadline) {
+        if let Ok(mut d) = self.deadlines.lock() {
+            d.insert(hop_id.to_string(), deadline);
+        }
+    }
+
+    /// When hop `hop_id`'s wall-clock limit runs out, while it runs in this process.
+    pub fn deadline(&self, hop_id: &str) -> Option<Deadline> {
+        self.deadlines
+            .lock()
+            .ok()
+            .and_then(|d| d.get(hop_id).copied())
+    }
+
+    /// Forgets an ended hop's deadline.
+    pub fn end_deadline(&self, hop_id: &str) {
+        if let Ok(mut d) = self.deadlines.lock() {
+            d.remove(hop_id);
+        }
     }
 
     /// Takes every in-flight hop out of the set, as (hop, (parent, agent)) (Ctrl-C).

@@ -283,30 +283,30 @@ fn the_hop_timeout_flag_bounds_a_run_and_refuses_zero() {
     assert!(String::from_utf8_lossy(&zero.stderr).contains("--hop-timeout"));
 }
 
+/// A child's wall-clock limit ends where its caller's reserve begins (`runtime::deadline`), so a
+/// caller is not cut off while it waits: it reads the child's failure with time left, and that
+/// turn is offered no tools. Under `hop_timeout: 2 s` the researcher's limit ends at 2 s, boss's
+/// where the researcher's last fifth begins (1.6 s), ping's where boss's last fifth begins
+/// (1.28 s). Before, boss and ping both ran to their own 2 s and boss's answer was lost.
 #[tokio::test]
-async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
+async fn a_child_ends_before_its_caller_so_the_caller_still_answers() {
     let (_d, p) = project();
     add_subagent(
         p.root(),
         "boss",
-        "tools: {task: true}\nbudget: {wall_seconds: 1}\n",
+        "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
     );
-    let boss = std::fs::read_to_string(p.root().join("agent/boss.md")).unwrap();
-    std::fs::write(
-        p.root().join("agent/boss.md"),
-        boss.replace(
-            "tools: {task: true}\n",
-            "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
-        ),
-    )
-    .unwrap();
     let script = researcher_delegates(
         "boss",
         "delegate",
         "  boss:\n    - turns:\n        - tool_calls: [{name: task, arguments: {subagent_type: ping, description: d, prompt: block}}]\n        - content: boss done\n  ping:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
     );
+    let options = RunOptions {
+        hop_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
     let clock = Instant::now();
-    let (outcome, events) = run_with(&p, &script, "x", RunOptions::default()).await;
+    let (outcome, events) = run_with(&p, &script, "x", options).await;
     assert!(
         clock.elapsed() < Duration::from_secs(10),
         "{:?}",
@@ -315,10 +315,44 @@ async fn a_timed_out_hop_ends_the_children_it_was_waiting_for() {
     assert_eq!(outcome.status, "completed", "{outcome:?}");
     assert_eq!(of_agent(&events, "ping", "hop.started").len(), 1);
     assert_every_hop_ended(&events);
-    let (error, _) = failure_of(&events, "boss");
-    assert!(error.contains("timed out after 1 s"), "{error}");
-    let (error, _) = failure_of(&events, "ping");
-    assert!(error.contains("`boss` timed out"), "{error}");
+    let (error, duration_us) = failure_of(&events, "ping");
+    assert!(
+        error.contains("(the wall-clock limit of its caller `boss`, less the part `boss` keeps"),
+        "{error}"
+    );
+    // Its own limit is 2 s; boss's last fifth begins at most 1.28 s after ping started.
+    assert!(
+        duration_us < 1_300_000,
+        "ping ends before boss's last fifth: {duration_us} µs"
+    );
+    // Boss ended on its own answer, and the turn that gave it was offered no tools.
+    assert!(
+        of_agent(&events, "boss", "hop.failed").is_empty(),
+        "{events:#?}"
+    );
+    let steered: Vec<_> = of_agent(&events, "boss", "hop.steered")
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopSteered { why, .. } => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steered, ["time_short"]);
+    let requests: Vec<_> = of_agent(&events, "boss", "model.request")
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelRequest { tools, .. } => Some(*tools),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(
+        requests[0] > 0,
+        "boss's first turn offers its tools: {requests:?}"
+    );
+    assert_eq!(requests[1], 0, "boss's second turn offers no tools");
+    let r = tool_results(&events, "researcher");
+    assert_eq!(r, [(false, "boss done".to_string())], "{r:?}");
 }
 
 /// A `switchboard run --json` of the researcher on `script` (written into the project), under a
