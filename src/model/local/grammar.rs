@@ -290,11 +290,14 @@ fn report_rules(g: &mut Writer, findings: &[String]) -> String {
         format!("[^#`<\\n \\t] [^`<\\n]{{0,{}}} \"\\n\"", l.prose_line),
     );
     // An open question is one short line, two at most: unbounded, the 1.5B researcher filled
-    // four lines of 300 characters with the same sentence about its budget.
+    // four lines of 300 characters with the same sentence about its budget. It opens with no
+    // `*`: its first line cut at the limit, the 1.5B researcher wrote `- **Evidence**: none` as
+    // its second, an item that verifies nothing, and its report failed `deliver:` three times
+    // over (t0, 2026-12-01).
     let open = g.rule(
         "report-open",
         format!(
-            "\"- \" [^#`<\\n \\t] [^`<\\n]{{0,{}}} \"\\n\"",
+            "\"- \" [^#`<\\n \\t*] [^`<\\n]{{0,{}}} \"\\n\"",
             OPEN_QUESTION_CHARS
         ),
     );
@@ -1786,6 +1789,11 @@ mod tests {
         );
         assert!(report.ends_with("report-open{1,2} )?"), "{report}");
         assert!(rule(&g, "report-open").contains("{0,160}"), "{g}");
+        // An open question cannot be written as an Evidence item (`- **Evidence**: none`).
+        assert!(
+            rule(&g, "report-open").starts_with(r#""- " [^#`<\n \t*]"#),
+            "{g}"
+        );
         // Without the note, a turn with no contract and no tools is free.
         request.messages.pop();
         assert_eq!(
