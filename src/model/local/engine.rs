@@ -480,7 +480,13 @@ impl Loaded {
                 break;
             }
             output_tokens += 1;
-            vocab.token_to_piece_into(token, &mut bytes, false, None);
+            // Special tokens as their text, as llama.cpp's grammar sampler and the guards read
+            // them: copying `<|im_start|>assistant\n` from `src/model/local/template.rs` under
+            // the report grammar, the 1.5B researcher emitted the special token, the grammar took
+            // it for the quoted text, and the answer lost it (rendered without specials), so
+            // an item the grammar had held to the file's lines failed to verify, twice (t4,
+            // 2026-12-01).
+            vocab.token_to_piece_into(token, &mut bytes, true, None);
             if let Some(cut) = stop_at(&bytes, &g.stop) {
                 bytes.truncate(cut);
                 truncated = false;
