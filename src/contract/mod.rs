@@ -28,6 +28,7 @@ pub mod fix;
 pub mod json;
 mod json_hint;
 mod report;
+pub mod retitle;
 mod rule;
 pub mod schema;
 pub mod spec;

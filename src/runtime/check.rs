@@ -227,9 +227,16 @@ impl Gate<'_> {
         // What goes up cites exactly the lines it quotes (`contract::fix::narrow`), counted as
         // sanitized: a reviewer or caller shown `path:35-47` over two quoted lines took the
         // citation for a mistake.
+        // And a claim an item repeats over lines that do not say it takes those lines' words
+        // (`contract::retitle`): the evidence-validator rejected a 1.5B analysis three times
+        // for one such repeat.
         let narrow = |text: &str| {
             (json.is_none())
-                .then(|| contract::fix::narrow(text, self.project))
+                .then(|| {
+                    let narrowed = contract::fix::narrow(text, self.project);
+                    let base = narrowed.as_deref().unwrap_or(text);
+                    contract::retitle::repeated_claims(base).or(narrowed)
+                })
                 .flatten()
         };
         if outcome.conformant {

@@ -141,3 +141,54 @@ async fn a_passing_fixed_copy_is_the_answer_without_a_repair_turn_and_the_log_sa
         )]
     );
 }
+
+/// An accepted answer whose second item repeats the first one's claim over lines that do not say
+/// it goes up with those lines' words as that item's claim (`contract::retitle`); the first item
+/// and every Evidence line stay as they were. The evidence-validator rejected a 1.5B analysis
+/// three times for one such repeat (t2, 2026-12-01).
+#[tokio::test]
+async fn a_claim_repeated_over_other_lines_goes_up_in_those_lines_words() {
+    let (_dir, project) = support::fs::shipped_agents_with(
+        DOC,
+        "# YAML parser\n\nWe parse YAML with serde-saphyr.\nWe never depend on serde_yaml, which is archived.\n",
+    );
+    let item = |claim: &str, line: u32, excerpt: &str| {
+        format!("### Decision: {claim}\n- **Evidence**: `{DOC}:{line}`\n- **Excerpt**:\n  ```\n  {excerpt}\n  ```\n")
+    };
+    let claim = "we parse YAML with serde-saphyr";
+    let items = format!(
+        "{}\n{}",
+        item(claim, 3, "We parse YAML with serde-saphyr."),
+        item(
+            claim,
+            4,
+            "We never depend on serde_yaml, which is archived."
+        )
+    );
+    let reply = locator_answer(DOC).replace(
+        "- `thoughts/shared/decisions/2026-11-02-yaml-parser.md` — YAML parser\n",
+        &format!("- `{DOC}` — YAML parser\n\n{items}"),
+    );
+    assert!(reply.contains("### Decision"), "{reply}");
+    let (_mock, outcome, events) = run_locator(&project, &[reply]).await;
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let answer = &outcome.answer;
+    assert!(
+        answer.contains("### Decision: we parse YAML with serde-saphyr\n"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("### Decision: We never depend on serde_yaml, which is archived.\n"),
+        "{answer}"
+    );
+    assert_eq!(answer.matches("- **Evidence**:").count(), 2, "{answer}");
+    // No repair turn: the answer passed as written, and went up edited.
+    let repairs: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ContractChecked { repair, .. } => Some(*repair),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(repairs, [0], "{events:#?}");
+}
