@@ -16,6 +16,7 @@
 //! is left alone.
 
 use super::envelope::Envelope;
+use crate::knowledge::similar::normalise as words;
 
 /// Words a claim needs before a repeat of it is rewritten: `Findings` or `Decision: None` under
 /// several items is a heading, not a claim made twice.
@@ -91,15 +92,6 @@ fn split_label(title: &str) -> (&str, &str) {
         }
         _ => ("", title),
     }
-}
-
-/// `text` lowercased, its words joined by single spaces, punctuation and markup left out.
-fn words(text: &str) -> String {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// An excerpt line's words as a claim: comment and heading markers off, cut at a word within

@@ -687,47 +687,39 @@ impl HopState {
                      No more tool calls.",
                 ));
             }
-            if !self.stalled && self.refused_turns >= STALLED_TURNS && !pieces.waiting() {
-                self.stalled = true;
-                self.ctx.emit(EventKind::HopSteered {
-                    why: "refused_calls".into(),
-                    count: self.refused_turns,
-                });
-                self.messages.push(Message::user(format!(
-                    "[runtime] Every call of your last {} turns repeated one you had made \
-                     already: repeating them will not change their answers. No more tool calls: give \
-                     your final answer now, with what the results above gave you, and say \
-                     what is still open.",
-                    self.refused_turns
-                )));
-            } else if !self.stalled && self.stall_now() && !pieces.waiting() {
-                self.stalled = true;
-                self.ctx.emit(EventKind::HopSteered {
-                    why: "observed_again".into(),
-                    count: 1,
-                });
-                self.messages.push(Message::user(
-                    "[runtime] Your last turn only made again reads or searches that had \
-                     succeeded: their results are above, and they are all your tools have for \
-                     this task. No more tool calls: give your final answer now, with what those \
-                     results gave you, and say what is still open.",
-                ));
-            }
-            // In the part of its wall-clock limit kept for its answer, a hop's turns are
-            // offered no tools: a child started now would get no time (see `deadline`).
-            if !self.stalled && !pieces.waiting() && !tool_specs.is_empty() {
-                if let Some(left) = self.deadline.in_reserve(Instant::now()) {
-                    self.stalled = true;
-                    self.ctx.emit(EventKind::HopSteered {
-                        why: "time_short".into(),
-                        count: left.as_secs() as u32,
-                    });
-                    self.messages.push(Message::user(format!(
+            if !self.stalled && !pieces.waiting() {
+                if self.refused_turns >= STALLED_TURNS {
+                    let note = format!(
+                        "[runtime] Every call of your last {} turns repeated one you had made \
+                         already: repeating them will not change their answers. No more tool calls: give \
+                         your final answer now, with what the results above gave you, and say \
+                         what is still open.",
+                        self.refused_turns
+                    );
+                    self.stall("refused_calls", self.refused_turns, note);
+                } else if self.stall_now() {
+                    self.stall(
+                        "observed_again",
+                        1,
+                        "[runtime] Your last turn only made again reads or searches that had \
+                         succeeded: their results are above, and they are all your tools have for \
+                         this task. No more tool calls: give your final answer now, with what those \
+                         results gave you, and say what is still open."
+                            .into(),
+                    );
+                } else if let Some(left) = (!tool_specs.is_empty())
+                    .then(|| self.deadline.in_reserve(Instant::now()))
+                    .flatten()
+                {
+                    // In the part of its wall-clock limit kept for its answer, a hop's turns are
+                    // offered no tools: a child started now would get no time (see `deadline`).
+                    let note = format!(
                         "[runtime] {} s of your wall-clock limit are left: too few for another \
                          tool call or delegation. No more tool calls: give your final answer \
                          now, with what the results above gave you, and say what is still open.",
                         left.as_secs()
-                    )));
+                    );
+                    self.stall("time_short", left.as_secs() as u32, note);
                 }
             }
             // The `step` tool names the step owed now and its result's schema (a local model's
@@ -1592,6 +1584,17 @@ impl HopState {
             .cloned()
             .zip(self.found_by.iter().cloned())
             .collect()
+    }
+
+    /// Ends the hop's tool use: `note` tells the agent to give its final answer, and every turn
+    /// from now on is offered no tools (`hop.steered` `why`, with `count`).
+    fn stall(&mut self, why: &str, count: u32, note: String) {
+        self.stalled = true;
+        self.ctx.emit(EventKind::HopSteered {
+            why: why.into(),
+            count,
+        });
+        self.messages.push(Message::user(note));
     }
 
     /// Whether this turn writes the owed document with no tools offered: the last turn's
