@@ -355,6 +355,87 @@ async fn a_child_ends_before_its_caller_so_the_caller_still_answers() {
     assert_eq!(r, [(false, "boss done".to_string())], "{r:?}");
 }
 
+/// The deadlines of parallel hops are kept apart: boss sends four pings in one turn, so `Shared`'s
+/// deadline map holds several children of one caller at once. The fast one answers and its entry
+/// is removed while its three slow siblings still run; each slow one is still held to boss's
+/// deadline (not left to its own 2 s, nor ended with the fast one), and boss answers in its
+/// reserve. Deadlines live in one process by design (`runtime::deadline`), so there is no
+/// several-process form of this test.
+#[tokio::test]
+async fn parallel_children_are_each_held_to_their_callers_deadline() {
+    let (_d, p) = project();
+    add_subagent(
+        p.root(),
+        "boss",
+        "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
+    );
+    let call = |prompt: &str| {
+        format!(
+            "{{name: task, arguments: {{subagent_type: ping, description: d, prompt: {prompt}}}}}"
+        )
+    };
+    let script = researcher_delegates(
+        "boss",
+        "delegate",
+        &format!(
+            "  boss:\n    - turns:\n        - tool_calls: [{}, {}, {}, {}]\n        - content: boss done\n  ping:\n    - when: fast\n      turns: [{{content: quick}}]\n    - repeat: true\n      turns: [{{delay_ms: 30000, content: too late}}]\n",
+            call("slow-a"),
+            call("fast"),
+            call("slow-b"),
+            call("slow-c"),
+        ),
+    );
+    let options = RunOptions {
+        hop_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let clock = Instant::now();
+    let (outcome, events) = run_with(&p, &script, "x", options).await;
+    assert!(
+        clock.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_eq!(of_agent(&events, "ping", "hop.started").len(), 4);
+    assert_every_hop_ended(&events);
+    let failed: Vec<_> = of_agent(&events, "ping", "hop.failed")
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopFailed {
+                error, duration_us, ..
+            } => Some((error.clone(), *duration_us)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 3, "three slow pings time out: {failed:?}");
+    for (error, duration_us) in &failed {
+        assert!(
+            error
+                .contains("(the wall-clock limit of its caller `boss`, less the part `boss` keeps"),
+            "{error}"
+        );
+        assert!(
+            *duration_us < 1_300_000,
+            "each ping ends before boss's last fifth: {duration_us} µs"
+        );
+    }
+    assert_eq!(of_agent(&events, "ping", "hop.completed").len(), 1);
+    assert!(
+        of_agent(&events, "boss", "hop.failed").is_empty(),
+        "{events:#?}"
+    );
+    let results = tool_results(&events, "boss");
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert_eq!(
+        results.iter().filter(|(err, _)| *err).count(),
+        3,
+        "{results:?}"
+    );
+    let r = tool_results(&events, "researcher");
+    assert_eq!(r, [(false, "boss done".to_string())], "{r:?}");
+}
+
 /// A `switchboard run --json` of the researcher on `script` (written into the project), under a
 /// guard that kills it if the test panics first.
 #[cfg(unix)]
