@@ -82,14 +82,49 @@ fn assert_every_hop_ended(events: &[Event]) {
 /// The error of the one `hop.failed` event of `agent`.
 #[track_caller]
 fn failure_of(events: &[Event], agent: &str) -> (String, u64) {
-    let failed = of_agent(events, agent, "hop.failed");
+    let mut failed = failures_of(events, agent);
     assert_eq!(failed.len(), 1, "{agent}: {events:#?}");
-    match &failed[0].kind {
-        EventKind::HopFailed {
-            error, duration_us, ..
-        } => (error.clone(), *duration_us),
-        _ => unreachable!(),
-    }
+    failed.remove(0)
+}
+
+/// Every `hop.failed` of `agent`: (error, duration_us).
+fn failures_of(events: &[Event], agent: &str) -> Vec<(String, u64)> {
+    of_agent(events, agent, "hop.failed")
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HopFailed {
+                error, duration_us, ..
+            } => Some((error.clone(), *duration_us)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs the researcher delegating to `boss` (which may send tasks to `ping`) under
+/// `hop_timeout: 2 s`, with `agents` the script entries of boss and ping; asserts the session
+/// completed well before any 30 s delay of ping's could end and that every hop ended.
+async fn boss_under_two_seconds(agents: &str) -> Vec<Event> {
+    let (_d, p) = project();
+    add_subagent(
+        p.root(),
+        "boss",
+        "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
+    );
+    let script = researcher_delegates("boss", "delegate", agents);
+    let options = RunOptions {
+        hop_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let clock = Instant::now();
+    let (outcome, events) = run_with(&p, &script, "x", options).await;
+    assert!(
+        clock.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    assert_every_hop_ended(&events);
+    events
 }
 
 #[tokio::test]
@@ -290,31 +325,11 @@ fn the_hop_timeout_flag_bounds_a_run_and_refuses_zero() {
 /// (1.28 s). Before, boss and ping both ran to their own 2 s and boss's answer was lost.
 #[tokio::test]
 async fn a_child_ends_before_its_caller_so_the_caller_still_answers() {
-    let (_d, p) = project();
-    add_subagent(
-        p.root(),
-        "boss",
-        "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
-    );
-    let script = researcher_delegates(
-        "boss",
-        "delegate",
+    let events = boss_under_two_seconds(
         "  boss:\n    - turns:\n        - tool_calls: [{name: task, arguments: {subagent_type: ping, description: d, prompt: block}}]\n        - content: boss done\n  ping:\n    - turns: [{delay_ms: 30000, content: too late}]\n",
-    );
-    let options = RunOptions {
-        hop_timeout: Duration::from_secs(2),
-        ..RunOptions::default()
-    };
-    let clock = Instant::now();
-    let (outcome, events) = run_with(&p, &script, "x", options).await;
-    assert!(
-        clock.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        clock.elapsed()
-    );
-    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    )
+    .await;
     assert_eq!(of_agent(&events, "ping", "hop.started").len(), 1);
-    assert_every_hop_ended(&events);
     let (error, duration_us) = failure_of(&events, "ping");
     assert!(
         error.contains("(the wall-clock limit of its caller `boss`, less the part `boss` keeps"),
@@ -363,51 +378,21 @@ async fn a_child_ends_before_its_caller_so_the_caller_still_answers() {
 /// several-process form of this test.
 #[tokio::test]
 async fn parallel_children_are_each_held_to_their_callers_deadline() {
-    let (_d, p) = project();
-    add_subagent(
-        p.root(),
-        "boss",
-        "tools: {task: true}\npermission:\n  task: {\"*\": deny, ping: allow}\n",
-    );
     let call = |prompt: &str| {
         format!(
             "{{name: task, arguments: {{subagent_type: ping, description: d, prompt: {prompt}}}}}"
         )
     };
-    let script = researcher_delegates(
-        "boss",
-        "delegate",
-        &format!(
-            "  boss:\n    - turns:\n        - tool_calls: [{}, {}, {}, {}]\n        - content: boss done\n  ping:\n    - when: fast\n      turns: [{{content: quick}}]\n    - repeat: true\n      turns: [{{delay_ms: 30000, content: too late}}]\n",
-            call("slow-a"),
-            call("fast"),
-            call("slow-b"),
-            call("slow-c"),
-        ),
-    );
-    let options = RunOptions {
-        hop_timeout: Duration::from_secs(2),
-        ..RunOptions::default()
-    };
-    let clock = Instant::now();
-    let (outcome, events) = run_with(&p, &script, "x", options).await;
-    assert!(
-        clock.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        clock.elapsed()
-    );
-    assert_eq!(outcome.status, "completed", "{outcome:?}");
+    let events = boss_under_two_seconds(&format!(
+        "  boss:\n    - turns:\n        - tool_calls: [{}, {}, {}, {}]\n        - content: boss done\n  ping:\n    - when: fast\n      turns: [{{content: quick}}]\n    - repeat: true\n      turns: [{{delay_ms: 30000, content: too late}}]\n",
+        call("slow-a"),
+        call("fast"),
+        call("slow-b"),
+        call("slow-c"),
+    ))
+    .await;
     assert_eq!(of_agent(&events, "ping", "hop.started").len(), 4);
-    assert_every_hop_ended(&events);
-    let failed: Vec<_> = of_agent(&events, "ping", "hop.failed")
-        .into_iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::HopFailed {
-                error, duration_us, ..
-            } => Some((error.clone(), *duration_us)),
-            _ => None,
-        })
-        .collect();
+    let failed = failures_of(&events, "ping");
     assert_eq!(failed.len(), 3, "three slow pings time out: {failed:?}");
     for (error, duration_us) in &failed {
         assert!(
