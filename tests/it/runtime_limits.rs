@@ -369,10 +369,9 @@ async fn a_child_ends_before_its_caller_so_the_caller_still_answers() {
 }
 
 /// The deadlines of parallel hops are kept apart: boss sends four pings in one turn, so `Shared`'s
-/// deadline map holds several children of one caller at once. The fast one answers and its entry
-/// is removed while its three slow siblings still run; each slow one is still held to boss's
-/// deadline (not left to its own 2 s, nor ended with the fast one), and boss answers in its
-/// reserve. Deadlines live in one process by design (`runtime::deadline`), so there is no
+/// deadline map holds several children of one caller at once. The fast one answers (and its
+/// entry goes) while its three slow siblings still run; each slow one is still held to boss's
+/// deadline, not left to its own 2 s, and boss still answers. Deadlines live in one process by design (`runtime::deadline`), so there is no
 /// several-process form of this test.
 #[tokio::test]
 async fn parallel_children_are_each_held_to_their_callers_deadline() {
