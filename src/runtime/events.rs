@@ -479,6 +479,8 @@ struct Inner {
     file: std::fs::File,
     buf: Vec<u8>,
     error: Option<String>,
+    /// Set by `session.completed`: nothing is appended after it (see [`EventLog::append`]).
+    closed: bool,
 }
 
 impl EventLog {
@@ -518,6 +520,7 @@ impl EventLog {
                 file,
                 buf: Vec::with_capacity(64 * 1024),
                 error: None,
+                closed: false,
             }),
             policy,
             syncer,
@@ -536,10 +539,14 @@ impl EventLog {
     }
 
     /// Appends one event; writes the buffer out (and syncs, per policy) at boundaries.
+    ///
+    /// `session.completed` is the last line a log gets while open: an event appended after it
+    /// is dropped, for the log and for the observer. A session stopped by a signal writes its
+    /// end (`Session::interrupt`) while the hop tasks it aborted may still be inside a poll on
+    /// another worker thread; one such task's `model.request` once landed after the end
+    /// (CI, stop 63), and a reader takes the last line for the session's outcome. The check
+    /// and the write share the lock, so no event slips in between.
     pub fn append(&self, event: &Event) {
-        if let Some(observer) = &self.observer {
-            observer(event);
-        }
         let mut line = match serde_json::to_vec(event) {
             Ok(l) => l,
             Err(_) => return,
@@ -549,6 +556,14 @@ impl EventLog {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
+        if inner.closed {
+            return;
+        }
+        inner.closed = matches!(event.kind, EventKind::SessionCompleted { .. });
+        // Under the lock, so the live view sees the log's order.
+        if let Some(observer) = &self.observer {
+            observer(event);
+        }
         inner.buf.extend_from_slice(&line);
         // After a model turn the buffer is written out but not synced: one write per turn (a
         // turn takes seconds to minutes), so `tail -f` on a long hop shows each turn as it
@@ -719,6 +734,57 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             format!("{good}{whole}")
+        );
+    }
+
+    /// Nothing lands after `session.completed` while the log is open (a hop task aborted by a
+    /// signal may still emit), and neither does the observer hear it; a log opened again (a
+    /// resumed session) takes events again.
+    #[test]
+    fn nothing_is_appended_after_the_session_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let event = |kind: EventKind| Event {
+            timestamp: "2026-12-02T22:00:00.000000Z".into(),
+            session_id: "s".into(),
+            correlation_id: "c".into(),
+            hop_id: None,
+            parent_hop_id: None,
+            agent: None,
+            kind,
+        };
+        let repair = |n| EventKind::HopRepair {
+            repair: n,
+            violations: 1,
+        };
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let h = heard.clone();
+        let observer: Observer = Arc::new(move |e: &Event| h.lock().unwrap().push(e.kind.name()));
+        let log = EventLog::open(dir.path(), FsyncPolicy::Inline, Some(observer)).unwrap();
+        log.append(&event(repair(1)));
+        log.append(&event(EventKind::SessionCompleted {
+            status: SessionStatus::Interrupted,
+            answer: String::new(),
+            error: Some("interrupted".into()),
+            usage: Usage::default(),
+            duration_us: 0,
+            written: Vec::new(),
+        }));
+        log.append(&event(repair(2)));
+        log.sync().unwrap();
+        drop(log);
+        let names = |events: Vec<Event>| events.iter().map(|e| e.kind.name()).collect::<Vec<_>>();
+        let path = dir.path().join("events.jsonl");
+        assert_eq!(
+            names(read_log(&path).unwrap()),
+            ["hop.repair", "session.completed"]
+        );
+        assert_eq!(*heard.lock().unwrap(), ["hop.repair", "session.completed"]);
+        let log = EventLog::open(dir.path(), FsyncPolicy::Inline, None).unwrap();
+        log.append(&event(repair(3)));
+        log.sync().unwrap();
+        assert_eq!(
+            names(read_log(&path).unwrap()),
+            ["hop.repair", "session.completed", "hop.repair"]
         );
     }
 
