@@ -25,8 +25,10 @@ const MIN_CLAIM_WORDS: usize = 3;
 /// Characters of an excerpt's line kept as a claim, cut at a word.
 const MAX_CLAIM_CHARS: usize = 120;
 
-/// `answer` with each repeated claim rewritten (see the module doc), or `None` when there is none.
-pub fn repeated_claims(answer: &str) -> Option<String> {
+/// `answer` with each repeated claim rewritten (see the module doc) and how many were, or `None`
+/// when there is none. The count goes into the `contract.edited` event, so a log says the edit
+/// was made: without it a session's reader could not tell a rewritten title from the model's own.
+pub fn repeated_claims(answer: &str) -> Option<(String, usize)> {
     let env = Envelope::parse_lenient(answer);
     let (start, end) = env
         .answer
@@ -75,11 +77,12 @@ pub fn repeated_claims(answer: &str) -> Option<String> {
     if edits.is_empty() {
         return None;
     }
+    let count = edits.len();
     let mut out = answer.to_string();
     for (span, text) in edits.into_iter().rev() {
         out.replace_range(span, &text);
     }
-    Some(out)
+    Some((out, count))
 }
 
 /// A title split into its label, colon and space included (`Constraint: `), and its claim.
@@ -150,7 +153,8 @@ mod tests {
                 "A model can be talked into asking for `../../.ssh/id_ed25519` or for a symlink.",
             ),
         ]);
-        let fixed = repeated_claims(&text).expect("the second claim is a repeat");
+        let (fixed, count) = repeated_claims(&text).expect("the second claim is a repeat");
+        assert_eq!(count, 1);
         assert!(
             fixed.contains("#### Decision: one module confines every path to the project root\n"),
             "{fixed}"
@@ -218,7 +222,8 @@ mod tests {
                 "fn split(text: &str) -> Parts {",
             ),
         ]);
-        let fixed = repeated_claims(&text).unwrap();
+        let (fixed, count) = repeated_claims(&text).unwrap();
+        assert_eq!(count, 2);
         assert!(
             fixed.contains("#### Finding: the code does not parse YAML\n"),
             "{fixed}"

@@ -230,14 +230,24 @@ impl Gate<'_> {
         // And a claim an item repeats over lines that do not say it takes those lines' words
         // (`contract::retitle`): the evidence-validator rejected a 1.5B analysis three times
         // for one such repeat.
+        // Each edit is logged as `contract.edited`.
         let narrow = |text: &str| {
-            (json.is_none())
-                .then(|| {
-                    let narrowed = contract::fix::narrow(text, self.project);
-                    let base = narrowed.as_deref().unwrap_or(text);
-                    contract::retitle::repeated_claims(base).or(narrowed)
-                })
-                .flatten()
+            if json.is_some() {
+                return None;
+            }
+            let narrowed = contract::fix::narrow(text, self.project);
+            let base = narrowed.as_deref().unwrap_or(text);
+            let retitled = contract::retitle::repeated_claims(base);
+            if narrowed.is_some() || retitled.is_some() {
+                emit(EventKind::ContractEdited {
+                    contract: contract.name.clone(),
+                    narrowed: narrowed.is_some(),
+                    retitled: retitled
+                        .as_ref()
+                        .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX)),
+                });
+            }
+            retitled.map(|(text, _)| text).or(narrowed)
         };
         if outcome.conformant {
             let narrowed = narrow(answer);
@@ -545,11 +555,21 @@ mod tests {
         let envelope = |reference: &str| {
             format!("---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n### Decision: serde-saphyr\n- **Evidence**: `{reference}`\n- **Excerpt**:\n  ```\n  We use serde-saphyr.\n  ```\n</answer>\n")
         };
+        let edits = std::cell::RefCell::new(Vec::new());
         let judge = |answer: &str| {
             let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-            (gate.judge(answer, &|_| {}), gate.settled)
+            let emit = |e: EventKind| {
+                if let EventKind::ContractEdited {
+                    narrowed, retitled, ..
+                } = e
+                {
+                    edits.borrow_mut().push((narrowed, retitled));
+                }
+            };
+            (gate.judge(answer, &emit), gate.settled)
         };
         let (verdict, settled) = judge(&envelope("d.md:1-3"));
+        assert_eq!(edits.take(), [(true, 0)], "the narrowing is logged");
         let Verdict::Accept {
             conformant: Some(true),
             answer: Some(up),
@@ -582,6 +602,53 @@ mod tests {
             ),
             "{settled:?}"
         );
+        assert!(edits.take().is_empty(), "nothing edited, nothing logged");
+    }
+
+    /// An item repeating an earlier item's claim over other lines goes up with those lines'
+    /// words as its claim (`contract::retitle`), and the log says so: before `contract.edited`
+    /// a session's reader could not tell the runtime's title from the model's.
+    #[test]
+    fn a_retitled_answer_goes_up_edited_and_the_edit_is_logged() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("d.md"),
+            "# Paths stay inside the project root\nA symlink out of the tree is refused.\n",
+        )
+        .unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let contract = Contract::builtin("envelope").unwrap();
+        let item = |title: &str, line: u32, text: &str| {
+            format!("### {title}\n- **Evidence**: `d.md:{line}`\n- **Excerpt**:\n  ```\n  {text}\n  ```\n")
+        };
+        let claim = "Decision: paths stay inside the project root";
+        let answer = format!(
+            "---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n---\n\n<thinking>\nt\n</thinking>\n\n<answer>\n{}\n{}</answer>\n",
+            item(claim, 1, "# Paths stay inside the project root"),
+            item(claim, 2, "A symlink out of the tree is refused."),
+        );
+        let edits = std::cell::RefCell::new(Vec::new());
+        let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        let verdict = gate.judge(&answer, &|e| {
+            if let EventKind::ContractEdited {
+                narrowed, retitled, ..
+            } = e
+            {
+                edits.borrow_mut().push((narrowed, retitled));
+            }
+        });
+        let Verdict::Accept {
+            conformant: Some(true),
+            answer: Some(up),
+        } = verdict
+        else {
+            panic!("{verdict:?}");
+        };
+        assert!(
+            up.contains("### Decision: A symlink out of the tree is refused.\n"),
+            "{up}"
+        );
+        assert_eq!(edits.take(), [(false, 1)]);
     }
 
     /// `drop_items`: after the repairs, an answer whose one bad item is taken out goes up with

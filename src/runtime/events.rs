@@ -242,6 +242,16 @@ pub enum EventKind {
         #[serde(default)]
         question: bool,
     },
+    /// The runtime edited an accepted answer before handing it up: `narrowed` when a reference
+    /// was cut to the lines its excerpt quotes (`contract::fix::narrow`), `retitled` the items
+    /// whose repeated claim took their own lines' words (`contract::retitle`). `contract.outcome`
+    /// counts such edits in `sanitized`; this says which were made.
+    #[serde(rename = "contract.edited")]
+    ContractEdited {
+        contract: String,
+        narrowed: bool,
+        retitled: u32,
+    },
     /// A budget limit reached: `wrap_up` when a declared limit hit its threshold and the agent
     /// was asked for a checkpoint (`budget_tokens` is 0 when that limit was turns or wall time),
     /// `stop` at 100 % of the tokens.
@@ -423,6 +433,7 @@ impl EventKind {
             EventKind::ContractChecked { .. } => "contract.checked",
             EventKind::HopRepair { .. } => "hop.repair",
             EventKind::ContractOutcome { .. } => "contract.outcome",
+            EventKind::ContractEdited { .. } => "contract.edited",
             EventKind::HopBudget { .. } => "hop.budget",
             EventKind::HopSteered { .. } => "hop.steered",
             EventKind::HopCompleted { .. } => "hop.completed",
