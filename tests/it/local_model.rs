@@ -262,6 +262,20 @@ fn quoted_runs(answer: &str, file: &str) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// The line ranges (`N` or `N-M`, 1-based) the Evidence references of `answer` name.
+fn cited_lines(answer: &str) -> Vec<(usize, usize)> {
+    answer
+        .split("- **Evidence**: `")
+        .skip(1)
+        .filter_map(|rest| {
+            let reference = rest.split('`').next()?;
+            let lines = reference.rsplit(':').next()?;
+            let (from, to) = lines.split_once('-').unwrap_or((lines, lines));
+            Some((from.parse().ok()?, to.parse().ok()?))
+        })
+        .collect()
+}
+
 /// Writes `text` to `thoughts/yaml.md` under `root` and returns its lines numbered as `read`
 /// prints them.
 fn write_record(root: &Path, text: &str) -> String {
@@ -274,7 +288,7 @@ fn write_record(root: &Path, text: &str) -> String {
 }
 
 /// An Evidence item decoded under the envelope grammar quotes a run of the cited file's lines,
-/// whatever the model meant to write. The grammar is the one `local` builds for a
+/// the run its reference names, whatever the model meant to write. The grammar is the one `local` builds for a
 /// document-analysis answer whose conversation showed the file; its root is narrowed to two
 /// Evidence items, because SmolLM2-135M left to itself writes prose and no item at all.
 #[test]
@@ -328,6 +342,18 @@ fn under_grammar_every_excerpt_copies_a_run_of_the_files_lines() {
     let runs = quoted_runs(&quoted, decision);
     assert_eq!(runs.len(), 2, "{quoted}");
     assert!(runs.iter().all(Option::is_some), "{runs:?}\n{quoted}");
+    // And each run is the one its reference names (`grammar::tied_cites`).
+    let named = cited_lines(&quoted);
+    let blocks: Vec<usize> = quoted
+        .split("- **Excerpt**:\n```\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap_or("").lines().count())
+        .collect();
+    assert_eq!(named.len(), 2, "{quoted}");
+    for ((run, (from, to)), len) in runs.iter().zip(&named).zip(&blocks) {
+        assert_eq!(*run, Some(from - 1), "{quoted}");
+        assert_eq!(to - from + 1, *len, "{quoted}");
+    }
     // The grammar before quoting: the same model, the same file and prompt, free excerpt lines.
     let unquoted = Cited {
         files: cited.files.clone(),

@@ -16,8 +16,11 @@
 //! the start of a run of lines that opens on a free line; an earlier excerpt covers every run
 //! it matches.
 //!
-//! Both of the grammar's excerpt shapes are read: a JSON `"excerpt"` string (after its
-//! object's `"path"`) and the envelope's fenced block after `- **Evidence**: `path:N-M``.
+//! A JSON `"excerpt"` string (after its object's `"path"`) is held as it is written. The
+//! envelope's fenced block is tied to the reference before it (`- **Evidence**: `path:N-M``,
+//! see `grammar::tied_cites`): once the number is written the grammar admits only the lines it
+//! names, so there the guard holds the number instead ([`number_guard`]): it may not name a
+//! line an earlier excerpt of the file covers.
 //! Plain Rust, so its tests run in every build; the sampler uses it under `--features local`.
 
 use super::cited::Quotable;
@@ -79,20 +82,97 @@ pub fn excerpt_guard<'q>(text: &[u8], quoting: &'q Quoting) -> Option<OpenExcerp
         return None;
     }
     let mut found = excerpts(text);
-    let open = found.pop().filter(|e| !e.closed)?;
+    // A fenced excerpt is the run its reference names: [`number_guard`] held that.
+    let open = found
+        .pop()
+        .filter(|e| !e.closed && e.shape == Shape::Json)?;
     let file = quoting
         .files
         .iter()
         .find(|q| q.path.as_bytes() == open.path)?;
-    let opens = quoting
+    let opens = openings(quoting, file, open.shape)?;
+    let used = covered(&found, file)?;
+    let free: Vec<usize> = (0..file.lines.len())
+        .filter(|&o| opens[o] && !used[o])
+        .collect();
+    let written = open.raw.to_vec();
+    let starts = runs_reading(file, &free, &written, open.shape);
+    Some(OpenExcerpt {
+        file,
+        starts,
+        shape: open.shape,
+        written,
+    })
+}
+
+/// The first line number of a reference to a quotable file, being written: the text ends in
+/// `` - **Evidence**: `path:D `` with `D` the digits so far (perhaps none).
+#[derive(Debug)]
+pub struct OpenNumber {
+    /// The numbers (1-based, in decimal) of the lines an excerpt may open on that no earlier
+    /// excerpt of the file covers.
+    free: Vec<String>,
+    digits: Vec<u8>,
+}
+
+impl OpenNumber {
+    /// Whether the token `piece` may follow: its digits must keep the number the start of a
+    /// free line's, and one that ends the number (anything after its leading digits) must
+    /// leave it a free line's number.
+    pub fn admits(&self, piece: &[u8]) -> bool {
+        let lead = piece.iter().take_while(|b| b.is_ascii_digit()).count();
+        let mut digits = self.digits.clone();
+        digits.extend_from_slice(&piece[..lead]);
+        if lead == piece.len() {
+            return self.free.iter().any(|f| f.as_bytes().starts_with(&digits));
+        }
+        digits.is_empty() || self.free.iter().any(|f| f.as_bytes() == digits.as_slice())
+    }
+}
+
+/// [`OpenNumber`] when `text` ends inside the first number of a fenced Evidence item's
+/// reference to a quoted file of which an earlier excerpt was written; `None` otherwise.
+pub fn number_guard(text: &[u8], quoting: &Quoting) -> Option<OpenNumber> {
+    if quoting.files.is_empty() {
+        return None;
+    }
+    let open = rfind(text, EVIDENCE_OPEN)?;
+    let reference = &text[open + EVIDENCE_OPEN.len()..];
+    let colon = reference.iter().position(|&b| b == b':')?;
+    let digits = &reference[colon + 1..];
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let path = &reference[..colon];
+    let file = quoting.files.iter().find(|q| q.path.as_bytes() == path)?;
+    let opens = openings(quoting, file, Shape::Markdown)?;
+    let used = covered(&excerpts(&text[..open]), file)?;
+    let free = (0..file.lines.len())
+        .filter(|&o| opens[o] && !used[o])
+        .map(|o| (o + 1).to_string())
+        .collect();
+    Some(OpenNumber {
+        free,
+        digits: digits.to_vec(),
+    })
+}
+
+/// The lines the grammar lets an excerpt of `file` in `shape` open on.
+fn openings<'q>(quoting: &'q Quoting, file: &Quotable, shape: Shape) -> Option<&'q [bool]> {
+    quoting
         .openings
         .iter()
-        .find(|o| o.path == file.path && o.shape == open.shape)
+        .find(|o| o.path == file.path && o.shape == shape)
         .map(|o| o.lines.as_slice())
-        .filter(|o| o.len() == file.lines.len())?;
+        .filter(|o| o.len() == file.lines.len())
+}
+
+/// The lines of `file` the closed excerpts among `found` cover, or `None` when none covers any.
+fn covered(found: &[Found], file: &Quotable) -> Option<Vec<bool>> {
     let mut used = vec![false; file.lines.len()];
     let mut any = false;
-    for earlier in found.iter().filter(|e| e.path == open.path && e.closed) {
+    let path = file.path.as_bytes();
+    for earlier in found.iter().filter(|e| e.path == path && e.closed) {
         let content = decode(earlier.raw, earlier.shape);
         let lines: Vec<&[u8]> = content.split(|&b| b == b'\n').collect();
         let lines = match earlier.shape {
@@ -116,20 +196,7 @@ pub fn excerpt_guard<'q>(text: &[u8], quoting: &'q Quoting) -> Option<OpenExcerp
             }
         }
     }
-    if !any {
-        return None;
-    }
-    let free: Vec<usize> = (0..file.lines.len())
-        .filter(|&o| opens[o] && !used[o])
-        .collect();
-    let written = open.raw.to_vec();
-    let starts = runs_reading(file, &free, &written, open.shape);
-    Some(OpenExcerpt {
-        file,
-        starts,
-        shape: open.shape,
-        written,
-    })
+    any.then_some(used)
 }
 
 /// The lines of `from` on which a run of `file`'s lines opens that reads as `raw` (an
@@ -387,15 +454,52 @@ mod tests {
         assert!(!open.admits(b"X"), "no line reads so");
     }
 
+    /// A fenced excerpt is the run its reference names (`grammar::tied_cites`): the number is
+    /// held, and the excerpt itself is left to the grammar.
     #[test]
-    fn a_fenced_excerpt_cannot_open_on_a_line_an_earlier_one_quoted() {
+    fn a_fenced_excerpts_number_cannot_name_a_line_an_earlier_one_quoted() {
         let quoted = file();
-        let text = "### Findings\n- **Evidence**: `src/cli/run.rs:1-2`\n- **Excerpt**:\n```\nuse crate::project::Project;\nuse crate::runtime::Session;\n```\n- **Evidence**: `src/cli/run.rs:2-2`\n- **Excerpt**:\n```\nuse crate::";
-        let open = excerpt_guard(text.as_bytes(), &quoted).expect("an excerpt is open");
-        assert!(!open.admits(b"project"), "line 1 was quoted");
-        assert!(!open.admits(b"runtime::Session;\n"), "line 2 was quoted");
-        // The whole first line must be a free one; none of the file's other lines reads so.
-        assert!(!open.admits(b"runtime"));
+        let earlier = "### Findings\n- **Evidence**: `src/cli/run.rs:1-2`\n- **Excerpt**:\n```\nuse crate::project::Project;\nuse crate::runtime::Session;\n```\n- **Evidence**: `src/cli/run.rs:";
+        let open = number_guard(earlier.as_bytes(), &quoted).expect("a number is open");
+        assert!(!open.admits(b"1"), "line 1 was quoted");
+        assert!(!open.admits(b"2`"), "line 2 was quoted");
+        assert!(!open.admits(b"3"), "line 3 is empty: it opens no excerpt");
+        assert!(open.admits(b"4"), "line 4 is free");
+        assert!(open.admits(b"6`\n"), "ending on a free line");
+        assert!(open.admits(b"5-"), "a range opening on a free line");
+        assert!(!open.admits(b"8"), "past the file's end");
+        // The excerpt after the reference is the grammar's: no excerpt guard for it.
+        let text = format!("{earlier}4`\n- **Excerpt**:\n```\npub");
+        assert!(excerpt_guard(text.as_bytes(), &quoted).is_none());
+        assert!(number_guard(text.as_bytes(), &quoted).is_none());
+        // Past the first number (the range's end is the range guard's), nothing is held here.
+        let range = format!("{earlier}4-");
+        assert!(number_guard(range.as_bytes(), &quoted).is_none());
+        // The first reference of the file holds nothing.
+        let first = "### Findings\n- **Evidence**: `src/cli/run.rs:";
+        assert!(number_guard(first.as_bytes(), &quoted).is_none());
+    }
+
+    /// The digits written so far are a prefix: `1` may still become a free `12`.
+    #[test]
+    fn a_number_is_held_digit_by_digit() {
+        let lines: Vec<String> = (1..=12).map(|i| format!("line {i}")).collect();
+        let path = "notes.md".to_string();
+        let quoted = Quoting {
+            openings: vec![Opening {
+                path: path.clone(),
+                shape: Shape::Markdown,
+                lines: vec![true; lines.len()],
+            }],
+            files: vec![Quotable { path, lines }],
+        };
+        let text = "- **Evidence**: `notes.md:1`\n- **Excerpt**:\n```\nline 1\n```\n\n- **Evidence**: `notes.md:1";
+        let open = number_guard(text.as_bytes(), &quoted).expect("a number is open");
+        assert!(!open.admits(b"`"), "line 1 was quoted");
+        assert!(!open.admits(b"-"), "nor may a range open on it");
+        assert!(open.admits(b"2"), "12 is free");
+        assert!(open.admits(b"0`"), "10 is free");
+        assert!(!open.admits(b"3"), "there is no line 13");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
 use super::error::EngineError;
-use super::fresh::{excerpt_guard, Quoting};
+use super::fresh::{excerpt_guard, number_guard, Quoting};
 
 /// Candidates the grammar sees before it sees the whole vocabulary.
 pub const SHORTLIST: usize = 64;
@@ -117,6 +117,13 @@ impl<'m> Picker<'m> {
         all.apply_sampler(&mut self.penalties);
         let open = range_guard(text);
         let excerpt = excerpt_guard(text, &self.quoted);
+        // A fenced excerpt is held by its number (the grammar ties the lines to it).
+        let number = number_guard(text, &self.quoted);
+        let fresh = |piece: &[u8]| {
+            excerpt.as_ref().is_none_or(|e| e.admits(piece))
+                && number.as_ref().is_none_or(|n| n.admits(piece))
+        };
+        let holds_fresh = excerpt.is_some() || number.is_some();
         let model = self.model;
         let guard = |data: &mut LlamaTokenDataArray, whole: bool| {
             if let Some(open) = &open {
@@ -130,12 +137,10 @@ impl<'m> Picker<'m> {
             // Over the whole vocabulary, held only while some token is left: an answer that has
             // quoted every line the grammar still allows repeats one rather than stopping. Over
             // the shortlist, held always: the whole vocabulary may still hold a fresh line.
-            if let Some(excerpt) = &excerpt {
+            if holds_fresh {
                 let refused: Vec<usize> = (data.data.iter().enumerate())
                     .filter(|(_, t)| admitted(t))
-                    .filter(|(_, t)| {
-                        !excerpt.admits(&model.vocab().token_to_piece(t.id(), true, None))
-                    })
+                    .filter(|(_, t)| !fresh(&model.vocab().token_to_piece(t.id(), true, None)))
                     .map(|(i, _)| i)
                     .collect();
                 if !whole || refused.len() < data.data.iter().filter(|t| admitted(t)).count() {
