@@ -558,15 +558,7 @@ mod tests {
         let edits = std::cell::RefCell::new(Vec::new());
         let judge = |answer: &str| {
             let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-            let emit = |e: EventKind| {
-                if let EventKind::ContractEdited {
-                    narrowed, retitled, ..
-                } = e
-                {
-                    edits.borrow_mut().push((narrowed, retitled));
-                }
-            };
-            (gate.judge(answer, &emit), gate.settled)
+            (gate.judge(answer, &log_edits(&edits)), gate.settled)
         };
         let (verdict, settled) = judge(&envelope("d.md:1-3"));
         assert_eq!(edits.take(), [(true, 0)], "the narrowing is logged");
@@ -605,6 +597,18 @@ mod tests {
         assert!(edits.take().is_empty(), "nothing edited, nothing logged");
     }
 
+    /// An `emit` that keeps each `contract.edited` as (narrowed, retitled) in `edits`.
+    fn log_edits(edits: &std::cell::RefCell<Vec<(bool, u32)>>) -> impl Fn(EventKind) + '_ {
+        move |e| {
+            if let EventKind::ContractEdited {
+                narrowed, retitled, ..
+            } = e
+            {
+                edits.borrow_mut().push((narrowed, retitled));
+            }
+        }
+    }
+
     /// An item repeating an earlier item's claim over other lines goes up with those lines'
     /// words as its claim (`contract::retitle`), and the log says so: before `contract.edited`
     /// a session's reader could not tell the runtime's title from the model's.
@@ -629,14 +633,7 @@ mod tests {
         );
         let edits = std::cell::RefCell::new(Vec::new());
         let mut gate = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        let verdict = gate.judge(&answer, &|e| {
-            if let EventKind::ContractEdited {
-                narrowed, retitled, ..
-            } = e
-            {
-                edits.borrow_mut().push((narrowed, retitled));
-            }
-        });
+        let verdict = gate.judge(&answer, &log_edits(&edits));
         let Verdict::Accept {
             conformant: Some(true),
             answer: Some(up),

@@ -789,7 +789,7 @@ fn quoted_objects(
     let mut alts = Vec::new();
     let mut quoted: Vec<&str> = Vec::new();
     for file in &cited.quotable {
-        let Some(runs) = quoted_runs(g, file, most, Form::Json) else {
+        let Some(runs) = quoted_runs(g, file, most) else {
             continue;
         };
         let line = g.rule(
@@ -1083,19 +1083,71 @@ enum Form {
     Json,
 }
 
-/// Which of `file`'s lines an excerpt in `form` may copy: none longer than an excerpt line may
-/// be, and in a fenced block none that would close the fence or the answer.
-fn quotable_lines(g: &Writer, file: &Quotable, form: Form) -> Vec<bool> {
-    let limit = g.limits.excerpt_line as usize;
-    let quotable = |line: &str| {
-        line.chars().count() <= limit
-            && (form == Form::Json
-                || !line.contains("```")
-                    && !["<answer>", "</answer>", "<thinking>", "</thinking>"]
-                        .iter()
-                        .any(|tag| line.contains(tag)))
-    };
-    file.lines.iter().map(|l| quotable(l)).collect()
+/// A quotable file's lines as rules: `names[i]` the rule of line `i` as `form` writes it (empty
+/// for a line an excerpt may not copy: longer than an excerpt line may be, or in a fenced block
+/// one that would close the fence or the answer), and `opens[i]` whether an excerpt may open on
+/// it (a line without a word, `},`, opens none: the checker refuses it as `excerpt/no-words`).
+struct Lines {
+    names: Vec<String>,
+    opens: Vec<bool>,
+}
+
+impl Lines {
+    fn new(g: &mut Writer, file: &Quotable, form: Form) -> Self {
+        let limit = g.limits.excerpt_line as usize;
+        let quotable = |line: &str| {
+            line.chars().count() <= limit
+                && (form == Form::Json
+                    || !line.contains("```")
+                        && !["<answer>", "</answer>", "<thinking>", "</thinking>"]
+                            .iter()
+                            .any(|tag| line.contains(tag)))
+        };
+        let stem = match form {
+            Form::Markdown => format!("q-{}", file.path),
+            Form::Json => format!("j-{}", file.path),
+        };
+        let mut names = Vec::with_capacity(file.lines.len());
+        let mut opens = Vec::with_capacity(file.lines.len());
+        for (i, line) in file.lines.iter().enumerate() {
+            if !quotable(line) {
+                names.push(String::new());
+                opens.push(false);
+                continue;
+            }
+            let text = match form {
+                Form::Markdown => format!("{line}\n"),
+                // The string's content: its JSON text without the quotes.
+                Form::Json => {
+                    let quoted = Value::from(line.as_str()).to_string();
+                    quoted[1..quoted.len() - 1].to_string()
+                }
+            };
+            names.push(g.rule(&format!("{stem}-{}", i + 1), lit(&text)));
+            opens.push(crate::contract::has_word(line));
+        }
+        Lines { names, opens }
+    }
+
+    fn ok(&self, i: usize) -> bool {
+        !self.names[i].is_empty()
+    }
+}
+
+/// Tells the sampler's guards ([`super::fresh`]) the lines an excerpt of `path` in `shape` may
+/// open on, once per file and shape.
+fn record_openings(g: &mut Writer, path: &str, shape: Shape, lines: Vec<bool>) {
+    if !g
+        .openings
+        .iter()
+        .any(|o| o.path == path && o.shape == shape)
+    {
+        g.openings.push(Opening {
+            path: path.to_string(),
+            shape,
+            lines,
+        });
+    }
 }
 
 /// The reference and fenced excerpt of an Evidence item citing `file`, tied: after
@@ -1110,27 +1162,13 @@ fn quotable_lines(g: &Writer, file: &Quotable, form: Form) -> Vec<bool> {
 ///
 /// The numbers are a digit trie (`q-F-n-<digits>`), so the sampler follows one branch per digit
 /// written, not one per line of the file. An opening is a line with a word that may be quoted
-/// (as for [`quoted_runs`]); a range runs on only over lines that may be quoted. The lines an
+/// (as for [`quoted_runs`], see [`Lines`]); a range runs on only over lines that may be quoted. The lines an
 /// excerpt may open on go to the sampler's number guard ([`super::fresh`]).
 fn tied_cites(g: &mut Writer, file: &Quotable, most: u32) -> Option<String> {
-    let ok = quotable_lines(g, file, Form::Markdown);
+    let lines = Lines::new(g, file, Form::Markdown);
+    let (names, opens) = (&lines.names, &lines.opens);
     let stem = format!("q-{}", file.path);
     let n = file.lines.len();
-    let names: Vec<String> = (0..n)
-        .map(|i| {
-            if ok[i] {
-                g.rule(
-                    &format!("{stem}-{}", i + 1),
-                    lit(&format!("{}\n", file.lines[i])),
-                )
-            } else {
-                String::new()
-            }
-        })
-        .collect();
-    let opens: Vec<bool> = (0..n)
-        .map(|i| ok[i] && crate::contract::has_word(&file.lines[i]))
-        .collect();
     let head = lit("`\n- **Excerpt**:\n```\n");
     // The tail after each opening's number: the lines it names, one or a range of them.
     let mut tails: HashMap<usize, String> = HashMap::new();
@@ -1139,7 +1177,7 @@ fn tied_cites(g: &mut Writer, file: &Quotable, most: u32) -> Option<String> {
         let mut run = names[i].clone();
         let mut alts = vec![format!("{} {head} {run}", lit(&(i + 1).to_string()))];
         for j in (i + 1..n).take(most.saturating_sub(1) as usize) {
-            if !ok[j] {
+            if !lines.ok(j) {
                 break;
             }
             run = format!("{run} {}", names[j]);
@@ -1154,15 +1192,12 @@ fn tied_cites(g: &mut Writer, file: &Quotable, most: u32) -> Option<String> {
     if tails.is_empty() {
         return None;
     }
-    // The digit trie over the openings' numbers, its nodes written deepest first.
-    let numbers: Vec<String> = {
-        let mut v: Vec<usize> = tails.keys().copied().collect();
-        v.sort_unstable();
-        v.iter().map(usize::to_string).collect()
-    };
+    // The digit trie over the openings' numbers, its nodes written deepest first; its root
+    // (the empty prefix) is the cite. No number opens with `0`, so no node follows that digit.
+    let numbers: Vec<String> = tails.keys().map(usize::to_string).collect();
     let mut prefixes: Vec<&str> = numbers
         .iter()
-        .flat_map(|num| (1..=num.len()).map(move |k| &num[..k]))
+        .flat_map(|num| (0..=num.len()).map(move |k| &num[..k]))
         .collect();
     prefixes.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     prefixes.dedup();
@@ -1178,62 +1213,36 @@ fn tied_cites(g: &mut Writer, file: &Quotable, most: u32) -> Option<String> {
                 alts.push(format!("\"{d}\" {rule}"));
             }
         }
-        let rule = g.rule(&format!("{stem}-n-{prefix}"), alts.join(" | "));
+        let name = if prefix.is_empty() {
+            format!("{stem}-cite")
+        } else {
+            format!("{stem}-n-{prefix}")
+        };
+        let rule = g.rule(&name, alts.join(" | "));
         node.insert(prefix, rule);
     }
-    let roots: Vec<String> = ('1'..='9')
-        .filter_map(|d| {
-            node.get(d.to_string().as_str())
-                .map(|r| format!("\"{d}\" {r}"))
-        })
-        .collect();
-    if !g
-        .openings
-        .iter()
-        .any(|o| o.path == file.path && o.shape == Shape::Markdown)
-    {
-        g.openings.push(Opening {
-            path: file.path.clone(),
-            shape: Shape::Markdown,
-            lines: opens,
-        });
-    }
-    Some(g.rule(&format!("{stem}-cite"), roots.join(" | ")))
+    let cite = node.remove("")?;
+    record_openings(g, &file.path, Shape::Markdown, lines.opens);
+    Some(cite)
 }
 
-/// The excerpts of `file`: a run of at most `most` of its lines, each copied whole, opening on
-/// a line with text; `None` when no line can open one. A line that cannot be quoted in `form`,
-/// or is longer than an excerpt line may be, is never quoted and ends a run before it.
-fn quoted_runs(g: &mut Writer, file: &Quotable, most: u32, form: Form) -> Option<String> {
-    let ok = quotable_lines(g, file, form);
-    let (stem, join) = match form {
-        Form::Markdown => (format!("q-{}", file.path), ""),
-        // JSON's escaped line end, `\n` in the string's text.
-        Form::Json => (format!("j-{}", file.path), "\"\\\\n\" "),
-    };
-    let mut names: Vec<String> = Vec::with_capacity(file.lines.len());
-    for (i, line) in file.lines.iter().enumerate() {
-        let text = match form {
-            Form::Markdown => format!("{line}\n"),
-            // The string's content: its JSON text without the quotes.
-            Form::Json => {
-                let quoted = Value::from(line.as_str()).to_string();
-                quoted[1..quoted.len() - 1].to_string()
-            }
-        };
-        names.push(if ok[i] {
-            g.rule(&format!("{stem}-{}", i + 1), lit(&text))
-        } else {
-            String::new()
-        });
-    }
+/// The excerpts of `file` in a JSON string: a run of at most `most` of its lines, each copied
+/// whole and joined by JSON's escaped line end, opening on a line with a word; `None` when no
+/// line can open one. A line longer than an excerpt line may be is never quoted and ends a run
+/// before it. (The envelope's fenced excerpts are tied to their reference: [`tied_cites`].)
+fn quoted_runs(g: &mut Writer, file: &Quotable, most: u32) -> Option<String> {
+    let lines = Lines::new(g, file, Form::Json);
+    let stem = format!("j-{}", file.path);
+    // JSON's escaped line end, `\n` in the string's text.
+    let join = "\"\\\\n\" ";
+    let names = &lines.names;
     // run[d][i]: a run of at most d + 1 lines from line i; built from the last line back.
     let n = file.lines.len();
     let mut run: Vec<Vec<String>> = Vec::with_capacity(most as usize);
     for d in 0..most as usize {
         let mut row = vec![String::new(); n];
-        for i in (0..n).filter(|&i| ok[i]) {
-            let next = if d == 0 || i + 1 == n || !ok[i + 1] {
+        for i in (0..n).filter(|&i| lines.ok(i)) {
+            let next = if d == 0 || i + 1 == n || !lines.ok(i + 1) {
                 None
             } else {
                 Some(&run[d - 1][i + 1])
@@ -1244,42 +1253,20 @@ fn quoted_runs(g: &mut Writer, file: &Quotable, most: u32, form: Form) -> Option
                 Some(next) if d >= 2 && *next == run[d - 2][i + 1] => run[d - 1][i].clone(),
                 Some(next) => g.rule(
                     &format!("{stem}-{}-run{}", i + 1, d + 1),
-                    if join.is_empty() {
-                        format!("{} {next}?", names[i])
-                    } else {
-                        format!("{} ( {join}{next} )?", names[i])
-                    },
+                    format!("{} ( {join}{next} )?", names[i]),
                 ),
             };
         }
         run.push(row);
     }
     let longest = run.last()?;
-    let opens: Vec<bool> = (0..n)
-        // A line without a word (`},`) opens no excerpt: the checker refuses one
-        // (`excerpt/no-words`).
-        .map(|i| ok[i] && crate::contract::has_word(&file.lines[i]))
-        .collect();
     let starts: Vec<&str> = (0..n)
-        .filter(|&i| opens[i])
+        .filter(|&i| lines.opens[i])
         .map(|i| longest[i].as_str())
         .collect();
-    let shape = match form {
-        Form::Markdown => Shape::Markdown,
-        Form::Json => Shape::Json,
-    };
-    if !g
-        .openings
-        .iter()
-        .any(|o| o.path == file.path && o.shape == shape)
-    {
-        g.openings.push(Opening {
-            path: file.path.clone(),
-            shape,
-            lines: opens,
-        });
-    }
-    (!starts.is_empty()).then(|| g.rule(&format!("{stem}-excerpt"), starts.join(" | ")))
+    let excerpt = (!starts.is_empty()).then(|| starts.join(" | "));
+    record_openings(g, &file.path, Shape::Json, lines.opens);
+    excerpt.map(|e| g.rule(&format!("{stem}-excerpt"), e))
 }
 
 /// The numbers 1 to `n` (at least 1), written without leading zeros: those with fewer digits
