@@ -1,4 +1,11 @@
-//! `list`: one directory's entries, sorted, directories marked with `/`.
+//! `list`: one directory's entries, sorted, directories marked with `/`, each written as its
+//! path from the project root.
+//!
+//! Root-relative, not the bare entry names: every other tool takes and prints paths from the
+//! root, and a model copies what it is shown. Qwen2.5-Coder-1.5B, shown `cli/` and
+//! `config.rs` for `list src`, read `src/cli.rs` (not there) twice, and then cited
+//! `agent/planner.md`, a file of the root's `agent/` folder that its own listing's `agent/`
+//! (meaning `src/agent/`) had named.
 
 use serde_json::Value;
 
@@ -20,7 +27,7 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
             if !visible(ctx.project, &e.path()) {
                 return None;
             }
-            let file = e.file_name().to_string_lossy().into_owned();
+            let file = ctx.project.relative(&dir.join(e.file_name()));
             Some(if e.path().is_dir() {
                 format!("{file}/")
             } else {
@@ -45,4 +52,35 @@ pub fn run(ctx: ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolError> 
         out = "(empty directory)".into();
     }
     Ok(ToolOutput::text(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::project::Project;
+
+    #[test]
+    fn entries_are_paths_from_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/cli")).unwrap();
+        std::fs::write(dir.path().join("src/cli/mod.rs"), "x\n").unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "x\n").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let text = "---\ndescription: d\nmode: subagent\n---\nbody\n";
+        let crate::agent::parse::Outcome::Loaded(agent) =
+            crate::agent::parse::parse(text, "agent/a.md", "a").outcome
+        else {
+            panic!("the agent loads");
+        };
+        let ctx = ToolContext {
+            project: &project,
+            agent: &agent,
+            known: &[],
+            written: &[],
+        };
+        let src = run(ctx, &serde_json::json!({"path": "src"})).unwrap().text;
+        assert_eq!(src, "src/cli/\nsrc/lib.rs");
+        let root = run(ctx, &serde_json::json!({})).unwrap().text;
+        assert_eq!(root, "src/");
+    }
 }

@@ -16,6 +16,7 @@ pub use crate::project::{hidden_dir, HIDDEN_DIRS};
 pub mod glob;
 pub mod grep;
 pub mod list;
+pub mod nearby;
 pub mod read;
 pub mod recall;
 pub mod webfetch;
@@ -91,7 +92,7 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
                 "required": ["path"]}),
         ),
         "list" => (
-            "List a directory under the project root; directories end with `/`.",
+            "List a directory under the project root: each entry as its path from the root; directories end with `/`.",
             json!({"type": "object", "properties": {
                 "path": {"type": "string", "description": "directory relative to the root; default `.`"}}}),
         ),
@@ -422,7 +423,10 @@ fn resolve_with(
             Some(parts) => joined_error(tool, e, &parts),
             None => ToolError::Failed {
                 tool: tool.to_string(),
-                message: format!("{e}; `list` or `glob` its folder to see what is there"),
+                message: match nearby::hint(ctx.project, name) {
+                    Some(hint) => format!("{e}; {hint}"),
+                    None => format!("{e}; `list` or `glob` its folder to see what is there"),
+                },
             },
         },
         // The project's own absolute path (the prompt shows the root): a slip, not an escape.
