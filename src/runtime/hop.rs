@@ -517,7 +517,24 @@ impl HopState {
         // `read_first: named`: the files the task names are read before the first turn and
         // their numbered lines go with the task, so a small model starts from the lines it has
         // to cite (see `read_first`).
-        let reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        let mut reads = super::read_first::calls(&self.agent, &self.req.prompt, &shared.project);
+        // A task that names a folder and no file: the runtime finds the document in there by
+        // the task's words, and reads that one ahead (`read_first::named_folder`).
+        let mut task = task;
+        let folder =
+            super::read_first::named_folder(&self.agent, &self.req.prompt, &shared.project);
+        if let Some(folder) = folder {
+            let searches = super::search_first::grep_calls(&folder, &self.req.prompt);
+            if !searches.is_empty() {
+                let results = self.tools_turn(&searches, By::Runtime).await;
+                let listing = super::search_first::listing("", &searches, &results);
+                if let Some(first) = listing.first.filter(|_| listing.sets_apart) {
+                    let words = super::search_first::words(&self.req.prompt);
+                    task.push_str(&super::read_first::chosen_note(&folder, &words, &first));
+                    reads = super::read_first::read_calls(&[first], &shared.project);
+                }
+            }
+        }
         // When every named file was shown whole, the first turn is offered no tools: the 1.5B
         // thoughts-analyzer, its whole document in its task, spent its first three turns
         // reading it again (each refused) before it answered.

@@ -39,8 +39,52 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
     if agent.read_first != ReadFirst::Named || !agent.tools.allows("read") {
         return Vec::new();
     }
-    named_files(task, project, MAX_FILES)
-        .into_iter()
+    read_calls(&named_files(task, project, MAX_FILES), project)
+}
+
+/// Whether `agent` reads ahead: it declares `read_first: named` and is granted `read`.
+pub fn reads_ahead(agent: &Agent) -> bool {
+    agent.read_first == ReadFirst::Named && agent.tools.allows("read")
+}
+
+/// The folder `task` names when it names no file, for an agent that [`reads_ahead`] and may
+/// `grep`: its task is about one document in there, which the runtime finds by the task's
+/// words (`search_first::grep_calls` over the folder) and reads ahead like a named file. The
+/// 1.5B thoughts-analyzer, asked to "Analyse thoughts/shared/decisions/ for decisions about
+/// model providers", listed the folder, picked the agent-discovery record, and had its answer
+/// rejected by its validator three times as not about model providers.
+pub fn named_folder(agent: &Agent, task: &str, project: &Project) -> Option<String> {
+    if !reads_ahead(agent) || !agent.tools.allows("grep") || !calls(agent, task, project).is_empty()
+    {
+        return None;
+    }
+    task.split_whitespace().find_map(|word| {
+        let written = trim_word(word);
+        if !written.contains('/') || written.contains("://") {
+            return None;
+        }
+        let dir =
+            (project.resolve_visible(written.trim_end_matches('/')).ok()).filter(|d| d.is_dir())?;
+        let rel = project.relative(&dir);
+        (!rel.is_empty()).then_some(rel)
+    })
+}
+
+/// The note put before the reads of the file the runtime chose in `folder` for `words`.
+pub fn chosen_note(folder: &str, words: &[String], file: &str) -> String {
+    let words: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+    format!(
+        "\n\nYour task names the folder `{folder}/`, not one file. The runtime searched it for \
+         {} (`grep`, any case), and `{file}` matched them best: it is the document your task is about.",
+        words.join(", ")
+    )
+}
+
+/// `read` calls for `paths` (files of the project), as [`calls`] makes them: a small file
+/// whole, a longer one's first [`MAX_LINES`] lines.
+pub fn read_calls(paths: &[String], project: &Project) -> Vec<ToolCall> {
+    paths
+        .iter()
         .enumerate()
         .map(|(i, path)| {
             let small = project
@@ -267,10 +311,13 @@ pub fn already_shown(
 /// The file path one whitespace-separated word of a task names, without the quotes, brackets
 /// and sentence punctuation around it (`"Analyze x/y.md:"` names `x/y.md`; `x/y.md:3-9` too).
 fn path_in_word(word: &str) -> Option<&str> {
-    let word = word
-        .trim_start_matches(['(', '[', '"', '\'', '`', '<'])
-        .trim_end_matches([')', ']', '"', '\'', '`', '>', ',', ';', '!', '?', '.', ':']);
-    named_path(word)
+    named_path(trim_word(word))
+}
+
+/// `word` without the quotes, brackets and punctuation a path is written between.
+fn trim_word(word: &str) -> &str {
+    word.trim_start_matches(['(', '[', '"', '\'', '`', '<'])
+        .trim_end_matches([')', ']', '"', '\'', '`', '>', ',', ';', '!', '?', '.', ':'])
 }
 
 #[cfg(test)]
@@ -307,6 +354,45 @@ mod tests {
             .iter()
             .map(|c| c.arguments["path"].as_str().unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_task_naming_only_a_folder_has_it_searched_by_a_reader_that_may_grep() {
+        let (_dir, project) = project();
+        let reader = agent("tools: {read: true, grep: true}\nread_first: named\n");
+        let task = "Analyse `thoughts/d/` for decisions about parsers.";
+        assert_eq!(
+            named_folder(&reader, task, &project).as_deref(),
+            Some("thoughts/d")
+        );
+        assert_eq!(
+            named_folder(&reader, "Look in thoughts/d for it", &project).as_deref(),
+            Some("thoughts/d")
+        );
+        // A named file is read as before; no folder, a hidden one, or one outside: nothing.
+        for task in [
+            "Analyse thoughts/d/one.md in thoughts/d/",
+            "Analyse the decisions about parsers.",
+            "Analyse .git/ for it",
+            "Analyse ../ for it",
+            "See https://example.com/docs/ for it",
+        ] {
+            assert_eq!(named_folder(&reader, task, &project), None, "{task}");
+        }
+        // Without `grep`, or without `read_first: named`, the agent finds the file itself.
+        let no_grep = agent("tools: {read: true, grep: false}\nread_first: named\n");
+        assert_eq!(named_folder(&no_grep, task, &project), None);
+        let no_read_first = agent("tools: {read: true, grep: true}\n");
+        assert_eq!(named_folder(&no_read_first, task, &project), None);
+        let note = chosen_note("thoughts/d", &["parser".into()], "thoughts/d/one.md");
+        assert!(
+            note.contains("`thoughts/d/`") && note.contains("`parser`"),
+            "{note}"
+        );
+        assert_eq!(
+            paths(&read_calls(&["thoughts/d/one.md".into()], &project)),
+            ["thoughts/d/one.md"]
+        );
     }
 
     #[test]

@@ -49,6 +49,8 @@ const FILLER3: &[&str] = &[
 const FILLER: &[&str] = &[
     "about",
     "adding",
+    "analyse",
+    "analyze",
     "after",
     "again",
     "also",
@@ -202,6 +204,11 @@ pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
     if !agent.tools.allows("grep") || project.resolve_visible(folder).is_err() {
         return Vec::new();
     }
+    grep_calls(folder, task)
+}
+
+/// One counting `grep` of `folder` per word of `task` ([`words`]), ids `search_first_N`.
+pub fn grep_calls(folder: &str, task: &str) -> Vec<ToolCall> {
     words(task)
         .into_iter()
         .enumerate()
