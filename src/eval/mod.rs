@@ -425,6 +425,9 @@ impl EvalReport {
     ) {
         let files = FileCache::new();
         let check = CheckContext::new(project, &files);
+        // A hop's first answer only: an answer its validator sent back is checked again from
+        // repair 0 (see `stats::tally`, which counts such a hop once).
+        let mut first_checked: std::collections::HashSet<&str> = Default::default();
         for e in events {
             let Some(agent) = e.agent.as_deref() else {
                 continue;
@@ -434,7 +437,11 @@ impl EvalReport {
                     repair: 0,
                     violations,
                     ..
-                } => {
+                } if e
+                    .hop_id
+                    .as_deref()
+                    .is_none_or(|hop| first_checked.insert(hop)) =>
+                {
                     let shape_ok = !violations
                         .iter()
                         .any(|v| Rule::from_code(&v.code).is_none_or(Rule::is_shape));
@@ -680,6 +687,11 @@ mod tests {
         }
     }
 
+    fn on_hop(hop: &str, mut e: Event) -> Event {
+        e.hop_id = Some(hop.into());
+        e
+    }
+
     /// A session cut short counts the responses its log holds, not only the hops that ended.
     #[test]
     fn a_session_cut_short_counts_every_logged_response() {
@@ -797,10 +809,15 @@ mod tests {
             started("locator", 1),
             // First answers: one clean, one with only a content fault (shape ok), one with a
             // shape fault; the repair of the last does not count.
-            checked(0, &[]),
-            checked(0, &["evidence/file-missing"]),
-            checked(0, &["envelope/tags", "evidence/file-missing"]),
-            checked(1, &[]),
+            on_hop("h1", checked(0, &[])),
+            on_hop("h2", checked(0, &["evidence/file-missing"])),
+            on_hop(
+                "h3",
+                checked(0, &["envelope/tags", "evidence/file-missing"]),
+            ),
+            on_hop("h3", checked(1, &[])),
+            // An answer sent back by a validator is checked from repair 0 again: not a first.
+            on_hop("h3", checked(0, &[])),
             completed(
                 "- **Evidence**: `a.txt:2`\n- **Excerpt**:\n  ```\n  two\n  ```\n\
                  - **Evidence**: `a.txt:1`\n- **Excerpt**:\n  ```\n  two\n  ```\n",

@@ -78,15 +78,39 @@ pub struct StatsFilter {
 }
 
 /// Counts the `contract.outcome` events of `events` per agent.
+///
+/// A hop whose answers a validator reviewed (`validator.verdict`) counts once, by how its
+/// review ended: each answer the reviewer sent back (`revise`, or a `reject` taken as one) is
+/// checked again and logs another `contract.outcome`, but it is one hop whose first answer did
+/// not pass. Counted per outcome, the 1.5B thoughts-analyzer whose three answers its validator
+/// rejected three times scored three answers valid on the first pass. A hop that had an answer
+/// checked and ended without any settled counts as failed.
 pub fn tally<'a>(
     events: impl IntoIterator<Item = &'a Event>,
     filter: &StatsFilter,
 ) -> BTreeMap<String, ContractCounts> {
-    let mut out: BTreeMap<String, ContractCounts> = BTreeMap::new();
+    /// A hop's outcomes and verdicts, in log order.
+    #[derive(Default)]
+    struct Hop<'e> {
+        agent: String,
+        outcomes: Vec<&'e EventKind>,
+        /// Each verdict, and how many outcomes came before it.
+        verdicts: Vec<(&'e str, usize)>,
+        /// Whether an answer of it was checked (`contract.checked`), and whether it ended.
+        checked: bool,
+        ended: bool,
+    }
+    let mut hops: Vec<Hop> = Vec::new();
+    let mut at: BTreeMap<(String, String), usize> = BTreeMap::new();
     for e in events {
-        if !matches!(e.kind, EventKind::ContractOutcome { .. }) {
-            continue;
-        }
+        let verdict = match &e.kind {
+            EventKind::ContractOutcome { .. } => None,
+            EventKind::ValidatorVerdict { verdict, .. } => Some(verdict.as_str()),
+            EventKind::ContractChecked { .. }
+            | EventKind::HopCompleted { .. }
+            | EventKind::HopFailed { .. } => Some(""),
+            _ => continue,
+        };
         let agent = e.agent.clone().unwrap_or_default();
         if filter.agent.as_ref().is_some_and(|a| a != &agent) {
             continue;
@@ -99,7 +123,77 @@ pub fn tally<'a>(
         {
             continue;
         }
-        out.entry(agent).or_default().add(&e.kind);
+        // Events without a hop id (older logs, tests) each stand alone.
+        let i = match &e.hop_id {
+            Some(id) => *at.entry((agent.clone(), id.clone())).or_insert_with(|| {
+                hops.push(Hop::default());
+                hops.len() - 1
+            }),
+            None => {
+                hops.push(Hop::default());
+                hops.len() - 1
+            }
+        };
+        let hop = &mut hops[i];
+        hop.agent = agent;
+        match (verdict, &e.kind) {
+            (_, EventKind::ContractChecked { .. }) => hop.checked = true,
+            (_, EventKind::HopCompleted { .. } | EventKind::HopFailed { .. }) => hop.ended = true,
+            (Some(v), _) => hop.verdicts.push((v, hop.outcomes.len())),
+            (None, _) => hop.outcomes.push(&e.kind),
+        }
+    }
+    let mut out: BTreeMap<String, ContractCounts> = BTreeMap::new();
+    for hop in hops {
+        let counts = out.entry(hop.agent).or_default();
+        // Checked, then ended with no settled answer: cut off (a budget, the clock) between a
+        // check and its repair. Left out, the 1.5B pipeline planner that spent its budget
+        // before a conformant answer counted as no hop at all.
+        if hop.outcomes.is_empty() && hop.checked && hop.ended {
+            counts.failed += 1;
+            continue;
+        }
+        let sent_back = hop.verdicts.iter().filter(|(v, _)| *v != "accept").count();
+        if sent_back == 0 {
+            for kind in hop.outcomes {
+                counts.add(kind);
+            }
+            continue;
+        }
+        // Reviewed and sent back at least once: one hop, judged by its last answer's check
+        // and the verdict on it.
+        let Some(last) = hop.outcomes.last() else {
+            continue;
+        };
+        let accepted = hop
+            .verdicts
+            .last()
+            .is_some_and(|(v, n)| *v == "accept" && *n == hop.outcomes.len());
+        let EventKind::ContractOutcome {
+            outcome,
+            sanitized,
+            question,
+            ..
+        } = last
+        else {
+            continue;
+        };
+        let first_repairs = match hop.outcomes.first() {
+            Some(EventKind::ContractOutcome { repairs, .. }) => *repairs,
+            _ => 0,
+        };
+        match outcome.as_str() {
+            "valid" | "repaired" if accepted => {
+                let turns = first_repairs + sent_back as u32;
+                *counts.repaired.entry(turns).or_default() += 1;
+            }
+            "valid" | "repaired" => counts.non_conformant += 1,
+            _ => counts.add(last),
+        }
+        if matches!(outcome.as_str(), "valid" | "repaired") {
+            counts.sanitized += u64::from(*sanitized > 0);
+            counts.questions += u64::from(*question && accepted);
+        }
     }
     out
 }
@@ -145,6 +239,85 @@ mod tests {
                 question: outcome == "repaired",
             },
         }
+    }
+
+    fn on_hop(hop: &str, mut e: Event) -> Event {
+        e.hop_id = Some(hop.into());
+        e
+    }
+
+    fn verdict(agent: &str, hop: &str, verdict: &str) -> Event {
+        Event {
+            kind: EventKind::ValidatorVerdict {
+                validator: "v".into(),
+                verdict: verdict.into(),
+                round: 1,
+                feedback: String::new(),
+                child_hop_id: "child".into(),
+            },
+            ..on_hop(
+                hop,
+                outcome(agent, "2026-11-20T10:00:00Z", "valid", 0, None),
+            )
+        }
+    }
+
+    #[test]
+    fn a_reviewed_hop_counts_once_by_how_its_review_ended() {
+        let at = "2026-11-20T10:00:00Z";
+        let valid = |hop| on_hop(hop, outcome("w", at, "valid", 0, None));
+        let events = [
+            // Accepted at once: valid on the first pass.
+            valid("a"),
+            verdict("w", "a", "accept"),
+            // Sent back once, then accepted: one hop, repaired by one turn.
+            valid("b"),
+            verdict("w", "b", "revise"),
+            valid("b"),
+            verdict("w", "b", "accept"),
+            // Rejected three times: one hop that never passed its review.
+            valid("c"),
+            verdict("w", "c", "reject"),
+            valid("c"),
+            verdict("w", "c", "reject"),
+            valid("c"),
+            verdict("w", "c", "reject"),
+        ];
+        let w = &tally(&events, &StatsFilter::default())["w"];
+        assert_eq!(w.valid_first_pass, 1, "{w:?}");
+        assert_eq!(w.repaired, BTreeMap::from([(1, 1)]));
+        assert_eq!(w.non_conformant, 1);
+        assert_eq!(w.total(), 3);
+    }
+
+    #[test]
+    fn a_hop_checked_and_ended_with_nothing_settled_counts_as_failed() {
+        let base = on_hop("p", outcome("w", "2026-11-20T10:00:00Z", "valid", 0, None));
+        let checked = Event {
+            kind: EventKind::ContractChecked {
+                contract: "c".into(),
+                message_id: "m".into(),
+                conformant: false,
+                repair: 0,
+                violations: Vec::new(),
+            },
+            ..base.clone()
+        };
+        let failed = Event {
+            kind: EventKind::HopFailed {
+                error: "token budget exhausted".into(),
+                usage: Default::default(),
+                started_at: String::new(),
+                ended_at: String::new(),
+                duration_us: 0,
+                violations: Vec::new(),
+            },
+            ..base.clone()
+        };
+        let w = &tally(&[checked.clone(), failed], &StatsFilter::default())["w"];
+        assert_eq!((w.failed, w.total()), (1, 1));
+        // Still running (no end logged): not counted yet.
+        assert!(tally(&[checked], &StatsFilter::default())["w"].total() == 0);
     }
 
     #[test]
