@@ -265,24 +265,25 @@ mod tests {
     #[test]
     fn a_reviewed_hop_counts_once_by_how_its_review_ended() {
         let at = "2026-11-20T10:00:00Z";
-        let valid = |hop| on_hop(hop, outcome("w", at, "valid", 0, None));
-        let events = [
+        // One answer checked valid, and the verdict on it.
+        let round = |hop, v| {
+            [
+                on_hop(hop, outcome("w", at, "valid", 0, None)),
+                verdict("w", hop, v),
+            ]
+        };
+        let rounds = [
             // Accepted at once: valid on the first pass.
-            valid("a"),
-            verdict("w", "a", "accept"),
+            ("a", "accept"),
             // Sent back once, then accepted: one hop, repaired by one turn.
-            valid("b"),
-            verdict("w", "b", "revise"),
-            valid("b"),
-            verdict("w", "b", "accept"),
+            ("b", "revise"),
+            ("b", "accept"),
             // Rejected three times: one hop that never passed its review.
-            valid("c"),
-            verdict("w", "c", "reject"),
-            valid("c"),
-            verdict("w", "c", "reject"),
-            valid("c"),
-            verdict("w", "c", "reject"),
+            ("c", "reject"),
+            ("c", "reject"),
+            ("c", "reject"),
         ];
+        let events: Vec<Event> = rounds.iter().flat_map(|(h, v)| round(h, v)).collect();
         let w = &tally(&events, &StatsFilter::default())["w"];
         assert_eq!(w.valid_first_pass, 1, "{w:?}");
         assert_eq!(w.repaired, BTreeMap::from([(1, 1)]));
