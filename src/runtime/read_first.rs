@@ -88,7 +88,7 @@ pub fn read_calls(paths: &[String], project: &Project) -> Vec<ToolCall> {
         .enumerate()
         .map(|(i, path)| {
             let small = project
-                .resolve_visible(&path)
+                .resolve_visible(path)
                 .ok()
                 .and_then(|file| std::fs::metadata(file).ok())
                 .is_some_and(|m| m.len() <= WHOLE_BYTES);
