@@ -521,9 +521,10 @@ impl HopState {
         // A task that names a folder and no file: the runtime finds the document in there by
         // the task's words, and reads that one ahead (`read_first::named_folder`).
         let mut task = task;
-        let folder =
-            super::read_first::named_folder(&self.agent, &self.req.prompt, &shared.project);
-        if let Some(folder) = folder {
+        let folder = reads.is_empty().then(|| {
+            super::read_first::named_folder(&self.agent, &self.req.prompt, &shared.project)
+        });
+        if let Some(folder) = folder.flatten() {
             let searches = super::search_first::grep_calls(&folder, &self.req.prompt);
             if !searches.is_empty() {
                 let results = self.tools_turn(&searches, By::Runtime).await;

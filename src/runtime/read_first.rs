@@ -36,7 +36,7 @@ pub const CALL_ID_PREFIX: &str = "read_first_";
 /// The `read` calls to make before `agent`'s first turn on `task` (none unless it declares
 /// `read_first: named` and is granted `read`).
 pub fn calls(agent: &Agent, task: &str, project: &Project) -> Vec<ToolCall> {
-    if agent.read_first != ReadFirst::Named || !agent.tools.allows("read") {
+    if !reads_ahead(agent) {
         return Vec::new();
     }
     read_calls(&named_files(task, project, MAX_FILES), project)

@@ -103,14 +103,16 @@ pub fn tally<'a>(
     let mut hops: Vec<Hop> = Vec::new();
     let mut at: BTreeMap<(String, String), usize> = BTreeMap::new();
     for e in events {
-        let verdict = match &e.kind {
-            EventKind::ContractOutcome { .. } => None,
-            EventKind::ValidatorVerdict { verdict, .. } => Some(verdict.as_str()),
-            EventKind::ContractChecked { .. }
-            | EventKind::HopCompleted { .. }
-            | EventKind::HopFailed { .. } => Some(""),
-            _ => continue,
-        };
+        if !matches!(
+            e.kind,
+            EventKind::ContractOutcome { .. }
+                | EventKind::ValidatorVerdict { .. }
+                | EventKind::ContractChecked { .. }
+                | EventKind::HopCompleted { .. }
+                | EventKind::HopFailed { .. }
+        ) {
+            continue;
+        }
         let agent = e.agent.clone().unwrap_or_default();
         if filter.agent.as_ref().is_some_and(|a| a != &agent) {
             continue;
@@ -136,11 +138,13 @@ pub fn tally<'a>(
         };
         let hop = &mut hops[i];
         hop.agent = agent;
-        match (verdict, &e.kind) {
-            (_, EventKind::ContractChecked { .. }) => hop.checked = true,
-            (_, EventKind::HopCompleted { .. } | EventKind::HopFailed { .. }) => hop.ended = true,
-            (Some(v), _) => hop.verdicts.push((v, hop.outcomes.len())),
-            (None, _) => hop.outcomes.push(&e.kind),
+        match &e.kind {
+            EventKind::ContractChecked { .. } => hop.checked = true,
+            EventKind::HopCompleted { .. } | EventKind::HopFailed { .. } => hop.ended = true,
+            EventKind::ValidatorVerdict { verdict, .. } => {
+                hop.verdicts.push((verdict.as_str(), hop.outcomes.len()))
+            }
+            _ => hop.outcomes.push(&e.kind),
         }
     }
     let mut out: BTreeMap<String, ContractCounts> = BTreeMap::new();
