@@ -69,6 +69,9 @@ pub struct AgentSet {
     agents: BTreeMap<String, Agent>,
     pub files: Vec<FileReport>,
     pub diagnostics: Vec<Problem>,
+    /// Agent name as its file path gives it (`agent/x.md` → `x`) → that file, for each file that
+    /// could not be read or parsed: what [`AgentSet::why_missing`] points at.
+    failed: BTreeMap<String, String>,
 }
 
 impl AgentSet {
@@ -104,6 +107,40 @@ impl AgentSet {
     /// `subagents` list and dispatch's "agents you may call" come from here.
     pub fn delegable_from<'a>(&'a self, caller: &Agent) -> Vec<&'a Agent> {
         policy::callable(&self.agents, caller)
+    }
+
+    /// Whether a file meant to define `name` (by its path) could not be read or parsed.
+    pub fn did_not_load(&self, name: &str) -> bool {
+        self.failed.contains_key(name)
+    }
+
+    /// Why `name` is not an agent of this set, as a sentence for an error: an agent file named
+    /// after it that did not load, with its first error and where it is, or else that no agent
+    /// has that name.
+    ///
+    /// Why: `run broken` on an `agent/broken.md` with a YAML error said only "unknown agent",
+    /// which sends its author looking for a typo in the name instead of at line 5 of the file.
+    pub fn why_missing(&self, name: &str) -> String {
+        let Some(file) = self.failed.get(name) else {
+            return format!(
+                "unknown agent `{name}`; `switchboard agents` lists the agents this project defines"
+            );
+        };
+        let first = self
+            .diagnostics_for(file)
+            .find(|d| d.severity == crate::problem::Severity::Error);
+        let what = first.map_or_else(String::new, |d| {
+            format!(": {} [{}] {}", d.location(), d.code, d.message)
+        });
+        format!(
+            "agent `{name}` did not load{}; fix {file} (`switchboard lint {file}` shows every \
+             problem)",
+            if what.is_empty() {
+                format!(": {file} has errors")
+            } else {
+                what
+            }
+        )
     }
 
     /// Diagnostics for one file.
@@ -232,6 +269,7 @@ fn load_inner(
                     ));
                     set.files
                         .push(report(&file, "error", None, Some(e.to_string())));
+                    set.failed.entry(name).or_insert(file);
                     continue;
                 }
             };
@@ -240,7 +278,10 @@ fn load_inner(
                 Outcome::Skipped(reason) => {
                     set.files.push(report(&file, "skipped", None, Some(reason)))
                 }
-                Outcome::Failed => set.files.push(report(&file, "error", None, None)),
+                Outcome::Failed => {
+                    set.files.push(report(&file, "error", None, None));
+                    set.failed.entry(name).or_insert(file);
+                }
                 Outcome::Loaded(agent) => {
                     let name = agent.name.clone();
                     let twin = in_family.get(&(fam, name.clone())).cloned();

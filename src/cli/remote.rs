@@ -32,7 +32,7 @@ pub fn run(global: &super::Global, args: super::run::Args, on: &str) -> miette::
     let ctx = super::run::context(global)?;
     // The same refusals as a local run, before anything is submitted.
     match ctx.agents.get(&args.agent) {
-        None => return Err(RuntimeError::UnknownAgent(args.agent.clone())).into_diagnostic(),
+        None => return Err(RuntimeError::unknown(&ctx.agents, &args.agent)).into_diagnostic(),
         Some(a) if !a.mode.can_be_primary() => {
             return Err(RuntimeError::NotPrimary(args.agent.clone())).into_diagnostic()
         }

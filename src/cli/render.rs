@@ -27,6 +27,9 @@ fn parse_var(s: &str) -> Result<(String, String), NotKeyValue> {
 pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     let (project, set) = load_agents(global)?;
     let Some(agent) = set.get(&args.agent) else {
+        if set.did_not_load(&args.agent) {
+            return Err(miette::miette!("{}", set.why_missing(&args.agent)));
+        }
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
         let hint = crate::problem::nearest(&args.agent, names.iter().copied())
             .map(|n| format!(" (did you mean `{n}`?)"))

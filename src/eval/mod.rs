@@ -78,11 +78,13 @@ pub enum EvalError {
     Read { path: String, reason: String },
     #[error("suite `{path}`: {reason}")]
     Parse { path: String, reason: String },
-    #[error("suite `{path}`, task {index}: no agent `{agent}` in this project (`switchboard agents` lists them)")]
+    #[error("suite `{path}`, task {index}: {why}")]
     UnknownAgent {
         path: String,
         index: usize,
         agent: String,
+        /// What [`AgentSet::why_missing`] says of `agent`.
+        why: String,
     },
     #[error("suite `{path}` has no tasks")]
     Empty { path: String },
@@ -109,6 +111,7 @@ pub fn load_suite(path: &Path, agents: &AgentSet) -> Result<Suite, EvalError> {
                     path: name.clone(),
                     index: i + 1,
                     agent: agent.clone(),
+                    why: agents.why_missing(agent),
                 });
             }
         }

@@ -29,8 +29,10 @@ pub use super::store::SESSIONS_DIR;
 /// Why a session could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("unknown agent `{0}`; `switchboard agents` lists the agents this project defines")]
-    UnknownAgent(String),
+    /// No loaded agent has this name; `why` says so, or which file meant to define it failed
+    /// to load (see [`AgentSet::why_missing`]).
+    #[error("{why}")]
+    UnknownAgent { name: String, why: String },
     #[error(
         "`{0}` is a subagent (mode: subagent) and cannot start a session; run a primary agent, or \
          set `mode: primary` (or `all`) in its frontmatter"
@@ -38,6 +40,16 @@ pub enum RuntimeError {
     NotPrimary(String),
     #[error("cannot write the session log in {}: {error}", dir.display())]
     Log { dir: PathBuf, error: std::io::Error },
+}
+
+impl RuntimeError {
+    /// The error for `name` not being an agent of `agents`.
+    pub fn unknown(agents: &AgentSet, name: &str) -> Self {
+        RuntimeError::UnknownAgent {
+            name: name.to_string(),
+            why: agents.why_missing(name),
+        }
+    }
 }
 
 /// What `run` hands back (and `--json` prints); a durable backend sends it back from a worker.
@@ -104,7 +116,7 @@ impl Session {
         prompt: &str,
     ) -> Result<Self, RuntimeError> {
         if agents.get(agent).is_none() {
-            return Err(RuntimeError::UnknownAgent(agent.to_string()));
+            return Err(RuntimeError::unknown(&agents, agent));
         }
         let session_id = new_id();
         let correlation_id = options.correlation_id.clone().unwrap_or_else(new_id);
@@ -133,7 +145,7 @@ impl Session {
         plan: ResumePlan,
     ) -> Result<Self, RuntimeError> {
         if agents.get(&plan.agent).is_none() {
-            return Err(RuntimeError::UnknownAgent(plan.agent.clone()));
+            return Err(RuntimeError::unknown(&agents, &plan.agent));
         }
         if options.model.is_none() {
             options.model = plan.model.clone();

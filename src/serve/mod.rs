@@ -37,10 +37,11 @@ pub struct AgentServer {
     served: Vec<String>,
 }
 
-/// A name `--agent` asked for that the project does not define.
+/// A name `--agent` asked for that the project does not define: the name, and why (see
+/// [`AgentSet::why_missing`]).
 #[derive(Debug, thiserror::Error)]
-#[error("unknown agent `{0}`; `switchboard agents` lists the agents this project defines")]
-pub struct UnknownAgent(pub String);
+#[error("{1}")]
+pub struct UnknownAgent(pub String, pub String);
 
 /// The MCP tool name of an agent: MCP names allow letters, digits, `_`, `-` and `.`, so the `/`
 /// of nested agents (`team/lead`) becomes `.`.
@@ -72,7 +73,7 @@ impl AgentServer {
         } else {
             for name in only {
                 if agents.get(name).is_none() {
-                    return Err(UnknownAgent(name.clone()));
+                    return Err(UnknownAgent(name.clone(), agents.why_missing(name)));
                 }
             }
             only.to_vec()

@@ -63,6 +63,29 @@ fn errors_are_printed_once_with_exit_code_2() {
     assert!(err.contains("did you mean `lead`?"), "{err}");
     assert!(err.contains("known agents: helper, lead"), "{err}");
     could_not_run(&sb(root, &["run", "ghost", "hi"]), "unknown agent `ghost`");
+    // An agent whose file does not parse is named with the file's first error, not as unknown.
+    std::fs::write(
+        root.join("agent/broken.md"),
+        "---\ndescription: broken\nmode: primary\nsteps: [\n---\nBody.\n",
+    )
+    .unwrap();
+    for args in [
+        &["run", "broken", "hi"][..],
+        &["render", "broken"],
+        &["check", "--agent", "broken", "-"],
+    ] {
+        let err = could_not_run(&sb(root, args), "agent `broken` did not load");
+        assert!(
+            err.contains("agent/broken.md:"),
+            "{args:?} names the file: {err}"
+        );
+        assert!(
+            err.contains("[agent/yaml]"),
+            "{args:?} gives the error: {err}"
+        );
+        assert!(!err.contains("unknown agent"), "{args:?}: {err}");
+    }
+    std::fs::remove_file(root.join("agent/broken.md")).unwrap();
     could_not_run(
         &sb(root, &["run", "helper", "hi"]),
         "cannot start a session",

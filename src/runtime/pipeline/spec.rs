@@ -109,8 +109,8 @@ impl Pipeline {
         for (name, w) in &file.workers {
             if agents.get(&w.agent).is_none() {
                 problems.push(format!(
-                    "workers.{name}.agent: no agent `{}`; `switchboard agents` lists them",
-                    w.agent
+                    "workers.{name}.agent: {}",
+                    agents.why_missing(&w.agent)
                 ));
             }
             for (key, list) in [("on", &w.on), ("emits", &w.emits)] {
@@ -226,7 +226,7 @@ mod tests {
         let text = problems.join("\n");
         for want in [
             "input: no worker `nope`",
-            "workers.one.agent: no agent `ghost`",
+            "workers.one.agent: unknown agent `ghost`",
             "workers.one.on: event `c.d` is not declared",
             "events.a.b.schema:",
         ] {
