@@ -22,3 +22,4 @@ pub mod serve;
 pub mod telemetry;
 pub mod tools;
 pub mod workflow;
+pub mod yaml;

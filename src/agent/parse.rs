@@ -452,7 +452,7 @@ fn deserialize(yaml: &str) -> Result<RawFrontmatter, serde_saphyr::Error> {
     if yaml.trim().is_empty() {
         return Ok(RawFrontmatter::default());
     }
-    serde_saphyr::from_str(yaml)
+    crate::yaml::from_str(yaml)
 }
 
 /// A YAML safety limit the frontmatter ran into, said in words: what was refused and why, and
@@ -615,6 +615,7 @@ fn tolerate_unquoted_colons(yaml: &str) -> Option<(String, Vec<usize>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::SchemaSource;
 
     /// `search_first` and `delegate_first` each need one tool; set without it they warn, at
     /// their line, with the same words.
@@ -647,6 +648,32 @@ mod tests {
             let quiet = parse(&granted, "agent/a.md", "a").diagnostics;
             assert!(!quiet.iter().any(|d| d.code == code), "{key}: {quiet:?}");
         }
+    }
+
+    /// A contract schema may name properties `on`, `n` or `yes` and list `yes`/`no` as values:
+    /// YAML 1.2 reads them as strings (`crate::yaml`). Read the YAML 1.1 way, the agent did not
+    /// load at all ("did not match any variant of untagged enum SchemaSource").
+    #[test]
+    fn a_schema_with_yaml_1_1_boolean_words_loads_as_written() {
+        let text = "---\ndescription: d\ncontract:\n  name: c\n  format: json\n  schema:\n    \
+                    type: object\n    required: [on, n]\n    properties:\n      on: {type: integer}\n      \
+                    n: {enum: [yes, no]}\n---\nbody\n";
+        let parsed = parse(text, "agent/a.md", "a");
+        let Outcome::Loaded(agent) = parsed.outcome else {
+            panic!("did not load: {:?}", parsed.diagnostics);
+        };
+        let json = agent
+            .contract
+            .and_then(|c| c.json)
+            .expect("a JSON contract");
+        let SchemaSource::Inline(schema) = json.schema else {
+            panic!("an inline schema");
+        };
+        assert_eq!(schema["required"], serde_json::json!(["on", "n"]));
+        assert_eq!(
+            schema["properties"]["n"]["enum"],
+            serde_json::json!(["yes", "no"])
+        );
     }
 
     /// `delegate_first:` is one name or a list; blanks and repeats go, the order stays.

@@ -117,7 +117,7 @@ pub(super) fn explain(
         .find(|(_, l)| *l < error_line.max(1))
         .copied()?;
     let shape = SHAPES.iter().find(|s| s.key == key)?;
-    let doc: Value = serde_saphyr::from_str(yaml).ok()?;
+    let doc: Value = crate::yaml::from_str(yaml).ok()?;
     let found = kind(doc.get(key)?);
     if shape.kinds.contains(&found) {
         return None;

@@ -268,7 +268,7 @@ fn load_contract(name: &str) -> Result<Contract, miette::Report> {
     }
     let yaml = std::fs::read_to_string(path)
         .map_err(|e| miette::miette!("cannot read contract file {name}: {e}"))?;
-    let decl: ContractDecl = serde_saphyr::from_str(&yaml)
+    let decl: ContractDecl = crate::yaml::from_str(&yaml)
         .map_err(|e| miette::miette!("contract file {name} is not a contract declaration: {e}"))?;
     Contract::resolve(&decl).map_err(|e| miette::miette!("contract file {name}: {e}"))
 }

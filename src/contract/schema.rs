@@ -205,7 +205,7 @@ fn read_schema_file(
     let path = project.resolve(name).map_err(|e| err(e.to_string()))?;
     let text = std::fs::read_to_string(&path).map_err(|e| err(e.to_string()))?;
     let value = if name.ends_with(".yaml") || name.ends_with(".yml") {
-        serde_saphyr::from_str::<Value>(&text).map_err(|e| err(e.to_string()))?
+        crate::yaml::from_str::<Value>(&text).map_err(|e| err(e.to_string()))?
     } else if name.ends_with(".json") {
         serde_json::from_str::<Value>(&text).map_err(|e| err(e.to_string()))?
     } else {

@@ -97,7 +97,7 @@ pub fn load_suite(path: &Path, agents: &AgentSet) -> Result<Suite, EvalError> {
         path: name.clone(),
         reason: e.to_string(),
     })?;
-    let suite: Suite = serde_saphyr::from_str(&text).map_err(|e| EvalError::Parse {
+    let suite: Suite = crate::yaml::from_str(&text).map_err(|e| EvalError::Parse {
         path: name.clone(),
         reason: e.to_string(),
     })?;

@@ -144,7 +144,7 @@ impl PlanGate {
                     .resolve(p)
                     .ok()
                     .and_then(|path| std::fs::read_to_string(path).ok())
-                    .and_then(|text| serde_saphyr::from_str::<Value>(&text).ok()),
+                    .and_then(|text| crate::yaml::from_str::<Value>(&text).ok()),
             })
             .unwrap_or_else(|| json!({}));
         let mut parameters = json!({"type": "object"});

@@ -179,7 +179,7 @@ struct RawOutput {
 /// Parses the text of workflow file `file` (project-relative). A file that does not parse is
 /// one `workflow/yaml` problem at the place serde-saphyr stopped.
 pub fn parse(file: &str, text: &str) -> Result<Workflow, Box<Problem>> {
-    let raw: RawWorkflow = serde_saphyr::from_str(text).map_err(|err| -> Box<Problem> {
+    let raw: RawWorkflow = crate::yaml::from_str(text).map_err(|err| -> Box<Problem> {
         let (line, col) = err
             .location()
             .map(|l| (l.line() as usize, l.column() as usize))

@@ -88,7 +88,7 @@ impl Pipeline {
             .map_err(|e| unreadable(e.to_string()))?;
         let text = std::fs::read_to_string(&path).map_err(|e| unreadable(e.to_string()))?;
         let file: PipelineFile =
-            serde_saphyr::from_str(&text).map_err(|e| unreadable(e.to_string()))?;
+            crate::yaml::from_str(&text).map_err(|e| unreadable(e.to_string()))?;
         Self::check(file, name, project, agents)
     }
 

@@ -544,7 +544,7 @@ pub fn list(project: &Project) -> Result<Vec<RunEntry>, RunsError> {
 fn read_meta(dir: &Path) -> Result<RunMeta, RunsError> {
     let path = dir.join("metadata.yaml");
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-    serde_saphyr::from_str(&text).map_err(|e| RunsError::BadMetadata {
+    crate::yaml::from_str(&text).map_err(|e| RunsError::BadMetadata {
         path,
         error: e.to_string(),
     })
