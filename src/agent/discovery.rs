@@ -109,38 +109,34 @@ impl AgentSet {
         policy::callable(&self.agents, caller)
     }
 
-    /// Whether a file meant to define `name` (by its path) could not be read or parsed.
-    pub fn did_not_load(&self, name: &str) -> bool {
-        self.failed.contains_key(name)
-    }
-
-    /// Why `name` is not an agent of this set, as a sentence for an error: an agent file named
-    /// after it that did not load, with its first error and where it is, or else that no agent
-    /// has that name.
+    /// Why a file meant to define `name` (by its path) did not load: its first error and where
+    /// it is, as a sentence for an error; `None` when no such file failed.
     ///
     /// Why: `run broken` on an `agent/broken.md` with a YAML error said only "unknown agent",
     /// which sends its author looking for a typo in the name instead of at line 5 of the file.
-    pub fn why_missing(&self, name: &str) -> String {
-        let Some(file) = self.failed.get(name) else {
-            return format!(
-                "unknown agent `{name}`; `switchboard agents` lists the agents this project defines"
-            );
-        };
-        let first = self
+    pub fn load_failure(&self, name: &str) -> Option<String> {
+        let file = self.failed.get(name)?;
+        let what = match self
             .diagnostics_for(file)
-            .find(|d| d.severity == crate::problem::Severity::Error);
-        let what = first.map_or_else(String::new, |d| {
-            format!(": {} [{}] {}", d.location(), d.code, d.message)
-        });
-        format!(
-            "agent `{name}` did not load{}; fix {file} (`switchboard lint {file}` shows every \
-             problem)",
-            if what.is_empty() {
-                format!(": {file} has errors")
-            } else {
-                what
-            }
-        )
+            .find(|d| d.severity == crate::problem::Severity::Error)
+        {
+            Some(d) => format!("{} [{}] {}", d.location(), d.code, d.message),
+            None => format!("{file} has errors"),
+        };
+        Some(format!(
+            "agent `{name}` did not load: {what}; fix {file} (`switchboard lint {file}` shows \
+             every problem)"
+        ))
+    }
+
+    /// Why `name` is not an agent of this set, as a sentence for an error: its
+    /// [`AgentSet::load_failure`], or else that no agent has that name.
+    pub fn why_missing(&self, name: &str) -> String {
+        self.load_failure(name).unwrap_or_else(|| {
+            format!(
+                "unknown agent `{name}`; `switchboard agents` lists the agents this project defines"
+            )
+        })
     }
 
     /// Diagnostics for one file.

@@ -229,8 +229,8 @@ fn read_input(name: &str) -> std::io::Result<Vec<u8>> {
 /// The settled contract an agent declares.
 fn agent_contract(set: &crate::agent::AgentSet, name: &str) -> Result<Contract, miette::Report> {
     let Some(agent) = set.get(name) else {
-        if set.did_not_load(name) {
-            return Err(miette::miette!("{}", set.why_missing(name)));
+        if let Some(why) = set.load_failure(name) {
+            return Err(miette::miette!("{why}"));
         }
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
         let hint = crate::problem::nearest(name, names.iter().copied())

@@ -27,8 +27,8 @@ fn parse_var(s: &str) -> Result<(String, String), NotKeyValue> {
 pub fn run(global: &Global, args: Args) -> miette::Result<Code> {
     let (project, set) = load_agents(global)?;
     let Some(agent) = set.get(&args.agent) else {
-        if set.did_not_load(&args.agent) {
-            return Err(miette::miette!("{}", set.why_missing(&args.agent)));
+        if let Some(why) = set.load_failure(&args.agent) {
+            return Err(miette::miette!("{why}"));
         }
         let names: Vec<&str> = set.iter().map(|a| a.name.as_str()).collect();
         let hint = crate::problem::nearest(&args.agent, names.iter().copied())
