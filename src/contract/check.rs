@@ -14,7 +14,8 @@ mod placeholders;
 
 pub use evidence::has_word;
 pub(crate) use evidence::narrowings;
-use evidence::{check_evidence, stating_line, words};
+pub(crate) use evidence::words;
+use evidence::{check_evidence, stating_line};
 
 pub(crate) use evidence::{CUT_DOWN, PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
@@ -264,6 +265,59 @@ fn verified_in(env: &Envelope, text: &str, ctx: &CheckContext) -> Vec<VerifiedIt
                 references: item.references.clone(),
             });
         }
+    }
+    out
+}
+
+/// One finding of an answer as its reviewer reads it: an Evidence item, numbered from 1 in the
+/// order the answer gives them, with what the answer says of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The text of the last heading before the item (`Decision: …`), if any.
+    pub title: Option<String>,
+    /// What the answer claims with it: from that heading (or the end of the item before) to
+    /// the item's `**Evidence**` label, heading text included.
+    pub said: String,
+    /// The item's excerpt, as quoted (empty when it has none).
+    pub excerpt: String,
+    /// The files it cites, as written.
+    pub cites: Vec<String>,
+}
+
+/// The findings of any markdown `text`, each Evidence item once, in order (see [`Finding`]).
+/// A validator's objection names one by its number (`runtime::validator`), and the runtime
+/// weighs the words it objects to against that finding's own excerpt.
+pub fn findings(text: &str) -> Vec<Finding> {
+    let env = evidence_view(text);
+    let mut out = Vec::new();
+    let mut previous_end = env
+        .answer
+        .as_ref()
+        .map_or(env.body.start, |a| a.inner.start);
+    for item in &env.evidence {
+        let heading = env
+            .headings
+            .iter()
+            .rfind(|h| h.span.start < item.label.start);
+        // A heading before the item before belongs to that one: this item's claim starts where
+        // that item ended.
+        let from = match heading {
+            Some(h) if h.span.start >= previous_end => h.span.start,
+            _ => previous_end,
+        };
+        let said = text
+            .get(from..item.label.start)
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let block = item.excerpt.as_ref().and_then(|e| e.block.as_ref());
+        previous_end = block.map_or(item.label.end, |b| b.span.end);
+        out.push(Finding {
+            title: heading.map(|h| h.text.clone()),
+            said,
+            excerpt: block.map(|b| b.content.clone()).unwrap_or_default(),
+            cites: item.references.iter().map(|r| r.path.clone()).collect(),
+        });
     }
     out
 }

@@ -35,11 +35,11 @@ pub mod spec;
 pub mod trim;
 
 pub use check::{
-    assert_conforms, check, check_envelope, is_date, is_token, parse_message_id, tally_evidence,
-    verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck, EvidenceTally,
-    VerifiedItem,
+    assert_conforms, check, check_envelope, findings, is_date, is_token, parse_message_id,
+    tally_evidence, verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck,
+    EvidenceTally, Finding, VerifiedItem,
 };
-pub(crate) use check::{has_word, quoted_citation, similar_files};
+pub(crate) use check::{has_word, quoted_citation, similar_files, words};
 pub(crate) use envelope::named_path;
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,

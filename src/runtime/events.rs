@@ -351,6 +351,9 @@ pub enum EventKind {
     /// A validator's verdict on a worker's checked answer (`validator:` in the worker's
     /// frontmatter), logged on the worker's hop. `verdict` is `accept`, `revise`, `reject`, or
     /// `none` when the validator gave no usable one; `feedback` went to the worker only.
+    /// `overruled` is why the runtime did not follow a `revise` or `reject` and handed the
+    /// answer to its caller: the objection named a finding but no words of it that its excerpt
+    /// lacks (`runtime::validator`).
     #[serde(rename = "validator.verdict")]
     ValidatorVerdict {
         validator: String,
@@ -358,6 +361,8 @@ pub enum EventKind {
         round: u32,
         feedback: String,
         child_hop_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        overruled: Option<String>,
     },
     /// A pipeline event a worker emitted (`runtime::pipeline`), logged on the worker's hop:
     /// delivered to `subscribers` when `valid`, else refused with `problems` (and the worker

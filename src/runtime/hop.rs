@@ -1801,7 +1801,14 @@ impl HopState {
         if self.req.depth > 0 {
             self.permit = shared.semaphore.clone().acquire_owned().await.ok();
         }
-        let (review, verdict) = validator::judge(&result, answer, &shared.project, round, max);
+        let (review, verdict, overruled) = validator::judge(
+            &result,
+            &self.req.prompt,
+            answer,
+            &shared.project,
+            round,
+            max,
+        );
         let revised = verdict.as_ref().is_some_and(|v| v.verdict == "reject")
             && matches!(review, Review::Revise(_));
         self.ctx.emit(EventKind::ValidatorVerdict {
@@ -1812,6 +1819,7 @@ impl HopState {
             round,
             feedback: verdict.map(|v| v.feedback).unwrap_or_default(),
             child_hop_id: result.hop_id,
+            overruled,
         });
         if revised {
             self.ctx.emit(EventKind::HopSteered {

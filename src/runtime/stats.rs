@@ -141,8 +141,17 @@ pub fn tally<'a>(
         match &e.kind {
             EventKind::ContractChecked { .. } => hop.checked = true,
             EventKind::HopCompleted { .. } | EventKind::HopFailed { .. } => hop.ended = true,
-            EventKind::ValidatorVerdict { verdict, .. } => {
-                hop.verdicts.push((verdict.as_str(), hop.outcomes.len()))
+            // An objection the runtime overruled handed the answer on: the review ended as an
+            // `accept` would have.
+            EventKind::ValidatorVerdict {
+                verdict, overruled, ..
+            } => {
+                let said = if overruled.is_some() {
+                    "accept"
+                } else {
+                    verdict.as_str()
+                };
+                hop.verdicts.push((said, hop.outcomes.len()))
             }
             _ => hop.outcomes.push(&e.kind),
         }
@@ -258,6 +267,7 @@ mod tests {
                 round: 1,
                 feedback: String::new(),
                 child_hop_id: "child".into(),
+                overruled: None,
             },
             ..on_hop(
                 hop,
@@ -287,12 +297,18 @@ mod tests {
             ("c", "reject"),
             ("c", "reject"),
         ];
-        let events: Vec<Event> = rounds.iter().flat_map(|(h, v)| round(h, v)).collect();
+        let mut events: Vec<Event> = rounds.iter().flat_map(|(h, v)| round(h, v)).collect();
+        // Rejected, and the objection overruled by the runtime: the answer went on at once.
+        let [checked, mut overruled] = round("d", "reject");
+        if let EventKind::ValidatorVerdict { overruled: o, .. } = &mut overruled.kind {
+            *o = Some("the excerpt of finding 1 holds every word it objects to".into());
+        }
+        events.extend([checked, overruled]);
         let w = &tally(&events, &StatsFilter::default())["w"];
-        assert_eq!(w.valid_first_pass, 1, "{w:?}");
+        assert_eq!(w.valid_first_pass, 2, "{w:?}");
         assert_eq!(w.repaired, BTreeMap::from([(1, 1)]));
         assert_eq!(w.non_conformant, 1);
-        assert_eq!(w.total(), 3);
+        assert_eq!(w.total(), 4);
     }
 
     #[test]

@@ -21,10 +21,12 @@ use super::handoff::{HopRequest, HopResult, ParentLink};
 use super::read_first;
 use super::status::HopStatus;
 use crate::contract::{
-    schema::compile, tally_evidence, verified_items, CheckContext, FileCache, SchemaSource,
+    findings, schema::compile, tally_evidence, verified_items, words, CheckContext, FileCache,
+    SchemaSource,
 };
 use crate::model::VALIDATION_MARK;
 use crate::project::Project;
+use std::collections::BTreeSet;
 
 /// What the hop loop does after a review.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +47,14 @@ pub struct Verdict {
     pub verdict: String,
     #[serde(default)]
     pub feedback: String,
+    /// The finding a `revise` or `reject` objects to, numbered from 1 as the runtime's note
+    /// lists them ([`checked_note`]). Absent for a validator whose answers have no findings to
+    /// name; an `accept` gives 0.
+    #[serde(default)]
+    pub finding: Option<u64>,
+    /// The words of that finding its excerpt does not support, as the validator quotes them.
+    #[serde(default)]
+    pub claim: Option<String>,
 }
 
 /// The schema a verdict must satisfy.
@@ -54,6 +64,8 @@ pub fn verdict_schema() -> serde_json::Value {
         "required": ["verdict"],
         "properties": {
             "verdict": {"enum": ["accept", "revise", "reject"]},
+            "finding": {"type": "integer", "minimum": 0},
+            "claim": {"type": "string"},
             "feedback": {"type": "string"}
         },
         "additionalProperties": false,
@@ -119,7 +131,7 @@ pub(crate) fn checked_note(task: &str, answer: &str, project: &Project) -> Optio
         return None;
     }
     let verified = verified_items(answer, &ctx);
-    let named = read_first::named_files(task, project, usize::MAX);
+    let named = named_files(task, project);
     let mut out = format!(
         "\n\n{CHECKED_HEADING} (facts; do not check them again):\n- {} of {items} Evidence \
          item(s) verify: each excerpt is exactly the lines it cites.\n",
@@ -141,7 +153,93 @@ pub(crate) fn checked_note(task: &str, answer: &str, project: &Project) -> Optio
         };
         out.push_str(&format!("- cited: {line}{whose}\n"));
     }
+    out.push_str("- findings, by the number an objection gives as its finding:");
+    for (n, f) in findings(answer).iter().enumerate() {
+        let title = f.title.as_deref().unwrap_or("(no heading)");
+        out.push_str(&format!(" {}. {title};", n + 1));
+    }
+    out.pop();
+    out.push_str(".\n");
     Some(out)
+}
+
+/// The project files `task` names, relative to the root.
+fn named_files(task: &str, project: &Project) -> Vec<String> {
+    read_first::named_files(task, project, usize::MAX)
+}
+
+/// Whether `set` holds `word`, or a word one of the two begins with (4 letters at least):
+/// `parser` holds `parse`, `decisions` holds `decision`.
+fn holds(set: &BTreeSet<String>, word: &str) -> bool {
+    set.contains(word)
+        || set.iter().any(|w| {
+            let (short, long) = if w.len() <= word.len() {
+                (w.as_str(), word)
+            } else {
+                (word, w.as_str())
+            };
+            short.chars().count() >= 4 && long.starts_with(short)
+        })
+}
+
+/// Why the runtime does not follow a `revise` or `reject` that names a finding of `answer`,
+/// or `None` when the objection stands, or names no finding (a validator of answers without
+/// Evidence has none to name).
+///
+/// An objection is to what a finding says beyond its excerpt, so it must quote words of that
+/// finding its excerpt does not hold. Measured on Qwen2.5-Coder-1.5B as the evidence-validator
+/// (2026-12-03, thoughts/shared/decisions/2026-12-03-an-objection-names-its-finding.md): it
+/// rejected four answers of four, a clean one among them, with "introduces new information that
+/// is not supported by the given excerpts" and no finding named; as a yes/no judge per finding
+/// it marked titles false over excerpts that state them word for word. The words are weighed
+/// by the runtime, which never errs at it; the model still chooses which finding to doubt.
+/// A finding that cites a file the task does not name is a drift the runtime knows of: an
+/// objection to it stands whatever it quotes.
+fn unfounded(verdict: &Verdict, task: &str, answer: &str, project: &Project) -> Option<String> {
+    if !matches!(verdict.verdict.as_str(), "revise" | "reject") {
+        return None;
+    }
+    let n = verdict.finding?;
+    let all = findings(answer);
+    if all.is_empty() {
+        return None;
+    }
+    let Some(f) = n.checked_sub(1).and_then(|i| all.get(i as usize)) else {
+        return Some(format!(
+            "it names finding {n}; the answer has {} (numbered from 1)",
+            all.len()
+        ));
+    };
+    let named = named_files(task, project);
+    let resolved = |c: &String| {
+        project
+            .resolve_visible(c)
+            .map_or_else(|_| c.clone(), |p| project.relative(&p))
+    };
+    if !named.is_empty() && f.cites.iter().map(resolved).any(|c| !named.contains(&c)) {
+        return None;
+    }
+    let claim = verdict.claim.as_deref().unwrap_or("");
+    let objected = words(claim);
+    if objected.is_empty() {
+        return Some(format!("it quotes no words of finding {n}"));
+    }
+    let excerpt = words(&f.excerpt);
+    let missing: Vec<&String> = objected.iter().filter(|w| !holds(&excerpt, w)).collect();
+    if missing.is_empty() {
+        return Some(format!(
+            "the excerpt of finding {n} holds every word it objects to (\"{claim}\")"
+        ));
+    }
+    let own = words(&format!("{} {}", f.title.as_deref().unwrap_or(""), f.said));
+    if !missing.iter().any(|w| holds(&own, w)) {
+        let list: Vec<&str> = missing.iter().map(|w| w.as_str()).collect();
+        return Some(format!(
+            "finding {n} does not say the words it objects to ({})",
+            list.join(", ")
+        ));
+    }
+    None
 }
 
 /// The last words of the validator's task, after the answer under review: what to send. Without
@@ -151,8 +249,18 @@ pub const VERDICT_ASK: &str = "\n\n[runtime] Your review ends with one JSON obje
      nothing else: {\"verdict\": \"accept\" | \"revise\" | \"reject\", \"feedback\": \"one \
      sentence\"}. Do not write the answer above again.\n";
 
+/// [`VERDICT_ASK`] for an answer with findings: an objection names the one it means and the
+/// words of it that its excerpt does not support, which the runtime weighs ([`unfounded`]).
+pub const FINDING_VERDICT_ASK: &str = "\n\n[runtime] Your review ends with one JSON object \
+     and nothing else: {\"verdict\": \"accept\" | \"revise\" | \"reject\", \"finding\": the \
+     number of the finding you object to (0 to accept), \"claim\": \"the words of that finding \
+     its excerpt does not support\" (\"\" to accept), \"feedback\": \"one sentence\"}. An \
+     objection whose words are not in that finding, or are in its excerpt, is overruled. Do not \
+     write the answer above again.\n";
+
 /// The validator's hop: a child of the worker's, on the worker's task and answer, followed by
-/// what the runtime has checked of it ([`checked_note`]) and what to send ([`VERDICT_ASK`]).
+/// what the runtime has checked of it ([`checked_note`]) and what to send ([`VERDICT_ASK`], or
+/// [`FINDING_VERDICT_ASK`] when the answer has Evidence).
 pub(crate) fn request(
     validator: &str,
     worker: &HopRequest,
@@ -164,13 +272,16 @@ pub(crate) fn request(
 ) -> HopRequest {
     let mut chain = worker.chain.clone();
     chain.push(worker_agent.to_string());
-    let note = checked_note(&worker.prompt, answer, project).unwrap_or_default();
+    let note = checked_note(&worker.prompt, answer, project);
+    let ask = if note.is_some() {
+        FINDING_VERDICT_ASK
+    } else {
+        VERDICT_ASK
+    };
+    let note = note.unwrap_or_default();
     HopRequest {
         agent: validator.to_string(),
-        prompt: format!(
-            "{}{VALIDATION_MARK}{answer}{note}{VERDICT_ASK}",
-            worker.prompt
-        ),
+        prompt: format!("{}{VALIDATION_MARK}{answer}{note}{ask}", worker.prompt),
         description: format!("review the answer of `{worker_agent}`"),
         parent: Some(ParentLink {
             hop_id: worker_hop_id.to_string(),
@@ -202,13 +313,18 @@ fn all_evidence_verifies(answer: &str, project: &Project) -> bool {
 /// evidence-validator rejected a thoughts-analyzer answer whose one title ran two headings of
 /// the record together (t1, stop 58); the worker's hop ended BLOCKED, its verified items with it,
 /// and the record was never cited.
+///
+/// A `revise` or `reject` that names a finding but objects to nothing the runtime can find
+/// there ([`unfounded`]) is overruled when every Evidence item verifies: the answer goes to its
+/// caller, and the reason is the third value, for the `validator.verdict` event.
 pub(crate) fn judge(
     result: &HopResult,
+    task: &str,
     answer: &str,
     project: &Project,
     round: u32,
     max_rounds: u32,
-) -> (Review, Option<Verdict>) {
+) -> (Review, Option<Verdict>, Option<String>) {
     let who = &result.agent;
     let fix = format!(
         "make validator `{who}` answer with {{\"verdict\": \"accept\"|\"revise\"|\"reject\", \
@@ -228,6 +344,7 @@ pub(crate) fn judge(
                 action: fix,
             },
             None,
+            None,
         );
     }
     let verdict = match parse_verdict(&result.answer, project) {
@@ -239,14 +356,21 @@ pub(crate) fn judge(
                     action: fix,
                 },
                 None,
+                None,
             )
         }
     };
+    if let Some(why) = unfounded(&verdict, task, answer, project) {
+        if all_evidence_verifies(answer, project) {
+            return (Review::Accept, Some(verdict), Some(why));
+        }
+    }
+    let pointed = pointed_at(&verdict, answer);
     let review = match verdict.verdict.as_str() {
         "accept" => Review::Accept,
         "revise" if round <= max_rounds => Review::Revise(format!(
             "A reviewer read your answer and asks for a revision (round {round} of \
-             {max_rounds}):\n{}\n\nAnswer again, in full, in the same format.",
+             {max_rounds}):\n{}{pointed}\n\nAnswer again, in full, in the same format.",
             verdict.feedback
         )),
         "revise" => Review::Block {
@@ -260,7 +384,7 @@ pub(crate) fn judge(
         },
         "reject" if round <= max_rounds && all_evidence_verifies(answer, project) => {
             Review::Revise(format!(
-                "A reviewer rejected your answer (round {round} of {max_rounds}):\n{}\n\n\
+                "A reviewer rejected your answer (round {round} of {max_rounds}):\n{}{pointed}\n\n\
                  Every excerpt in it is exactly the lines it cites, so the runtime asks for a \
                  revision instead: make each finding say only what its excerpt says, drop a \
                  finding its excerpt does not support, and answer again, in full, in the same \
@@ -277,7 +401,31 @@ pub(crate) fn judge(
                 .into(),
         },
     };
-    (review, Some(verdict))
+    (review, Some(verdict), None)
+}
+
+/// The finding a standing objection names, for the worker: its number, title and the words
+/// the reviewer quoted. Empty when the verdict names none.
+fn pointed_at(verdict: &Verdict, answer: &str) -> String {
+    let Some(n) = verdict.finding.filter(|n| *n > 0) else {
+        return String::new();
+    };
+    let all = findings(answer);
+    let Some(f) = all.get(n as usize - 1) else {
+        return String::new();
+    };
+    let title = f.title.as_deref().unwrap_or("(no heading)");
+    match verdict
+        .claim
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        Some(claim) => {
+            format!("\nIt means finding {n}, `{title}`: its excerpt does not say \"{claim}\".")
+        }
+        None => format!("\nIt means finding {n}, `{title}`."),
+    }
 }
 
 #[cfg(test)]
@@ -311,19 +459,19 @@ mod tests {
     fn each_verdict_maps_to_its_review() {
         let (_d, p) = project();
         let ok = result(HopStatus::Completed, r#"{"verdict": "accept"}"#);
-        assert_eq!(judge(&ok, "", &p, 1, 2).0, Review::Accept);
+        assert_eq!(judge(&ok, "", "", &p, 1, 2).0, Review::Accept);
         let revise = result(
             HopStatus::Completed,
             r#"Here: {"verdict": "revise", "feedback": "cite line 4"}"#,
         );
-        let Review::Revise(msg) = judge(&revise, "", &p, 2, 2).0 else {
+        let Review::Revise(msg) = judge(&revise, "", "", &p, 2, 2).0 else {
             panic!()
         };
         assert!(
             msg.contains("cite line 4") && msg.contains("round 2 of 2"),
             "{msg}"
         );
-        let Review::Block { reason, .. } = judge(&revise, "", &p, 3, 2).0 else {
+        let Review::Block { reason, .. } = judge(&revise, "", "", &p, 3, 2).0 else {
             panic!()
         };
         assert!(reason.contains("after 2 round(s): cite line 4"), "{reason}");
@@ -331,7 +479,7 @@ mod tests {
             HopStatus::Completed,
             r#"{"verdict": "reject", "feedback": "invented"}"#,
         );
-        let Review::Block { reason, .. } = judge(&reject, "", &p, 1, 2).0 else {
+        let Review::Block { reason, .. } = judge(&reject, "", "", &p, 1, 2).0 else {
             panic!()
         };
         assert_eq!(reason, "validator `checker` rejected the answer: invented");
@@ -348,7 +496,7 @@ mod tests {
             HopStatus::Completed,
             r#"{"verdict": "reject", "feedback": "the title says more"}"#,
         );
-        let Review::Revise(msg) = judge(&reject, &item("alpha one"), &p, 1, 2).0 else {
+        let Review::Revise(msg) = judge(&reject, "", &item("alpha one"), &p, 1, 2).0 else {
             panic!("a verified answer is revised")
         };
         assert!(
@@ -357,14 +505,132 @@ mod tests {
         );
         // Past the rounds, or with an excerpt that is not its lines, a reject stands.
         assert!(matches!(
-            judge(&reject, &item("alpha one"), &p, 3, 2).0,
+            judge(&reject, "", &item("alpha one"), &p, 3, 2).0,
             Review::Block { .. }
         ));
         let mixed = format!("{}{}", item("alpha one"), item("not in the file"));
         assert!(matches!(
-            judge(&reject, &mixed, &p, 1, 2).0,
+            judge(&reject, "", &mixed, &p, 1, 2).0,
             Review::Block { .. }
         ));
+    }
+
+    #[test]
+    fn an_objection_stands_only_on_words_of_its_finding_that_its_excerpt_lacks() {
+        let (d, p) = project();
+        std::fs::create_dir_all(d.path().join("docs")).unwrap();
+        std::fs::write(
+            d.path().join("docs/a.md"),
+            "We chose serde-saphyr as the YAML parser.\nIt reads YAML 1.2.\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("docs/b.md"), "We chose serde-saphyr.\n").unwrap();
+        let item = |title: &str, cite: &str, line: &str| {
+            format!(
+                "#### {title}\n- **Evidence**: `{cite}`\n- **Excerpt**:\n  ```\n  {line}\n  ```\n"
+            )
+        };
+        let answer = format!(
+            "<answer>\n{}{}</answer>\n",
+            item(
+                "Decision: serde-saphyr is the YAML parser",
+                "docs/a.md:1",
+                "We chose serde-saphyr as the YAML parser."
+            ),
+            item(
+                "Spec: the parser caches files for 30 days",
+                "docs/a.md:2",
+                "It reads YAML 1.2."
+            ),
+        );
+        let task = "Analyze docs/a.md.";
+        let objection = |finding: u64, claim: &str| {
+            result(
+                HopStatus::Completed,
+                &serde_json::json!({"verdict": "reject", "finding": finding, "claim": claim,
+                    "feedback": "it introduces information the excerpts do not support"})
+                .to_string(),
+            )
+        };
+        let judged = |r: &HopResult, answer: &str| judge(r, task, answer, &p, 1, 2);
+        // The words are the excerpt's own: overruled, the answer goes on.
+        let (review, verdict, why) =
+            judged(&objection(1, "serde-saphyr is the YAML parsers"), &answer);
+        assert_eq!(review, Review::Accept);
+        assert_eq!(verdict.map(|v| v.verdict).as_deref(), Some("reject"));
+        assert!(
+            why.as_deref().unwrap_or("").contains("holds every word"),
+            "{why:?}"
+        );
+        // Words the finding says and its excerpt does not: the objection stands, and the
+        // worker is told which finding and which words.
+        let (review, _, why) = judged(&objection(2, "caches files for 30 days"), &answer);
+        assert_eq!(why, None);
+        let Review::Revise(msg) = review else {
+            panic!("a founded reject of verified quotes is a revision: {review:?}")
+        };
+        assert!(
+            msg.contains("finding 2, `Spec: the parser caches files for 30 days`")
+                && msg.contains("\"caches files for 30 days\""),
+            "{msg}"
+        );
+        // A finding the answer does not have, words it does not say, or no words: overruled.
+        for (finding, claim, said) in [
+            (3, "caches", "names finding 3; the answer has 2"),
+            (0, "caches", "names finding 0"),
+            (
+                2,
+                "written in Rust",
+                "does not say the words it objects to (rust, written)",
+            ),
+            (2, " ", "quotes no words"),
+        ] {
+            let (review, _, why) = judged(&objection(finding, claim), &answer);
+            assert_eq!(review, Review::Accept, "{claim}");
+            assert!(why.as_deref().unwrap_or("").contains(said), "{why:?}");
+        }
+        // An objection that names no finding is taken as written (a reject of verified
+        // quotes is a revision while rounds last).
+        let plain = result(
+            HopStatus::Completed,
+            r#"{"verdict": "reject", "feedback": "no"}"#,
+        );
+        assert!(matches!(
+            judged(&plain, &answer),
+            (Review::Revise(_), _, None)
+        ));
+        // A finding from a file the task does not name has drifted: the objection stands.
+        let drifted = format!(
+            "<answer>\n{}</answer>\n",
+            item(
+                "Decision: serde-saphyr",
+                "docs/b.md:1",
+                "We chose serde-saphyr."
+            )
+        );
+        assert!(matches!(
+            judged(&objection(1, "serde-saphyr"), &drifted),
+            (Review::Revise(_), _, None)
+        ));
+        // Quotes that do not all verify: nothing is overruled, the reject stands.
+        let unverified = answer.replace(
+            "</answer>",
+            &format!(
+                "{}</answer>",
+                item("Spec: YAML 1.2", "docs/a.md:2", "It reads YAML 1.1.")
+            ),
+        );
+        assert!(matches!(
+            judged(&objection(1, "serde-saphyr"), &unverified),
+            (Review::Block { .. }, _, None)
+        ));
+    }
+
+    #[test]
+    fn a_word_holds_its_longer_forms_from_four_letters() {
+        let set: BTreeSet<String> = ["parser", "decisions", "yaml"].map(String::from).into();
+        assert!(holds(&set, "parse") && holds(&set, "decision") && holds(&set, "yamls"));
+        assert!(!holds(&set, "par") && !holds(&set, "deciding"));
     }
 
     #[test]
@@ -438,6 +704,15 @@ mod tests {
         assert_eq!(req.chain, ["researcher", "thoughts-analyzer"]);
         let asked = r#"{"verdict": "accept", "feedback": "one sentence"}"#;
         assert!(parse_verdict(asked, &p).is_ok());
+        // An answer with findings: the ask names them, and a verdict that does parses.
+        std::fs::write(p.root().join("a.md"), "alpha\n").unwrap();
+        let cited = "<answer>\n#### Spec: alpha\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n  ```\n  alpha\n  ```\n</answer>";
+        let req = request("checker", &worker, "thoughts-analyzer", "h", "m", cited, &p);
+        assert!(req.prompt.ends_with(FINDING_VERDICT_ASK), "{}", req.prompt);
+        assert!(req.prompt.contains("1. Spec: alpha."), "{}", req.prompt);
+        let asked = r#"{"verdict": "revise", "finding": 1, "claim": "alpha", "feedback": "x"}"#;
+        let v = parse_verdict(asked, &p).unwrap();
+        assert_eq!((v.finding, v.claim.as_deref()), (Some(1), Some("alpha")));
     }
 
     #[test]
@@ -448,11 +723,11 @@ mod tests {
             r#"{"verdict": "reject"}"#,
             "looks fine to me",
         ] {
-            let (review, verdict) = judge(&result(HopStatus::Completed, bad), "", &p, 1, 2);
+            let (review, verdict, _) = judge(&result(HopStatus::Completed, bad), "", "", &p, 1, 2);
             assert!(matches!(review, Review::Block { .. }), "{bad}");
             assert!(verdict.is_none());
         }
-        let (review, _) = judge(&result(HopStatus::Failed, ""), "", &p, 1, 2);
+        let (review, _, _) = judge(&result(HopStatus::Failed, ""), "", "", &p, 1, 2);
         let Review::Block { reason, action } = review else {
             panic!()
         };

@@ -64,7 +64,7 @@ async fn analyze_text(
         mock.push(reply);
     }
     mock.push(answer(
-        r#"{"verdict": "accept", "feedback": "quotes hold"}"#,
+        r#"{"verdict": "accept", "finding": 0, "claim": "", "feedback": "quotes hold"}"#,
         vec![],
     ));
     let options = RunOptions {

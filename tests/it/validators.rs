@@ -339,3 +339,73 @@ async fn a_reject_of_verified_evidence_is_a_revision_first() {
         "{r:?}"
     );
 }
+
+/// An objection names a finding and the words of it its excerpt does not support; one whose
+/// words the excerpt holds is overruled and the answer goes up on its first review
+/// (`validator.verdict` with `overruled`, counted as an accept by `stats`), while one whose
+/// words the excerpt lacks goes back to the worker naming that finding. The 1.5B
+/// evidence-validator rejected every answer it reviewed, clean ones too (2026-12-03).
+#[tokio::test]
+async fn an_objection_the_excerpt_answers_is_overruled_and_one_it_does_not_stands() {
+    let (d, p) = project();
+    std::fs::write(d.path().join("a.md"), "alpha one\nalpha two\n").unwrap();
+    let item = |title: &str| {
+        format!(
+            "#### Finding: {title}\n- **Evidence**: `a.md:1`\n- **Excerpt**:\n```\nalpha one\n```"
+        )
+    };
+    let clean = item("alpha one");
+    let objection = |claim: &str| {
+        format!(
+            r#"{{"verdict": "reject", "finding": 1, "claim": "{claim}", "feedback": "it introduces information the excerpt does not support"}}"#
+        )
+    };
+    let answered = objection("alpha one");
+    let (outcome, events) = run(&p, &[&clean], &[&answered]).await;
+    assert_eq!(outcome.outcome, Outcome::Completed, "{outcome:?}");
+    let overruled: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ValidatorVerdict { overruled, .. } => overruled.as_deref(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(overruled.len(), 1, "{events:?}");
+    assert!(overruled[0].contains("holds every word"), "{overruled:?}");
+    let r = lead_results(&events);
+    assert!(!r[0].0 && r[0].1.contains("Finding: alpha one"), "{r:?}");
+    let counts = &switchboard::runtime::stats::tally(&events, &Default::default())["worker"];
+    assert_eq!(
+        (counts.valid_first_pass, counts.total()),
+        (1, 1),
+        "{counts:?}"
+    );
+
+    // Words the finding says and its excerpt lacks: sent back, naming the finding.
+    let (d, p) = project();
+    std::fs::write(d.path().join("a.md"), "alpha one\nalpha two\n").unwrap();
+    let (bold, fixed) = (item("alpha one beats gamma"), item("alpha one"));
+    let standing = objection("beats gamma");
+    let (outcome, events) = run(
+        &p,
+        &[&bold, &fixed],
+        &[
+            &standing,
+            r#"{"verdict": "accept", "finding": 0, "claim": "", "feedback": "ok"}"#,
+        ],
+    )
+    .await;
+    assert_eq!(outcome.outcome, Outcome::Completed, "{outcome:?}");
+    assert_eq!(
+        verdict_events(&events),
+        [("reject".to_string(), 1), ("accept".to_string(), 2)]
+    );
+    let told = events
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("worker"))
+        .any(|e| match &e.kind {
+            EventKind::HopSteered { why, .. } => why == "reject_revised",
+            _ => false,
+        });
+    assert!(told, "{events:?}");
+}

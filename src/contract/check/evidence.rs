@@ -463,7 +463,7 @@ pub(super) fn stating_line(
 
 /// The words of `text` that carry meaning: lowercase runs of letters and digits, three or more
 /// long, without the commonest English ones.
-pub(super) fn words(text: &str) -> std::collections::BTreeSet<String> {
+pub(crate) fn words(text: &str) -> std::collections::BTreeSet<String> {
     const COMMON: &[&str] = &[
         "the", "and", "for", "with", "from", "that", "this", "are", "was", "not", "our", "its",
         "into", "over", "use", "uses", "used",

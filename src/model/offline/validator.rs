@@ -29,25 +29,38 @@ pub fn verdict(history: &History) -> String {
         .split_once(VALIDATION_MARK)
         .unwrap_or((history.task, ""));
     if answer.trim().is_empty() {
-        return serde_json::json!({"verdict": "reject", "feedback": "the answer is empty"})
-            .to_string();
+        return serde_json::json!({"verdict": "reject", "finding": 0, "claim": "",
+            "feedback": "the answer is empty"})
+        .to_string();
     }
     let named: Vec<&str> = NAMED.find_iter(task).map(|m| m.as_str()).collect();
-    let cited: Vec<&str> = answer
+    // Each Evidence line is one finding, numbered from 1 as the runtime's note numbers them.
+    let items: Vec<Vec<&str>> = answer
         .lines()
         .filter(|l| l.contains("Evidence"))
-        .flat_map(|l| CITED.captures_iter(l).filter_map(|c| c.get(1)))
-        .map(|m| m.as_str())
+        .map(|l| {
+            CITED
+                .captures_iter(l)
+                .filter_map(|c| c.get(1))
+                .map(|m| m.as_str())
+                .collect()
+        })
         .collect();
+    let cited: Vec<&str> = items.iter().flatten().copied().collect();
     if !named.is_empty() {
         let stray: Vec<&str> = cited
             .iter()
             .filter(|c| !named.contains(c))
             .copied()
             .collect();
-        if !stray.is_empty() {
+        let first = items
+            .iter()
+            .position(|item| item.iter().any(|c| !named.contains(c)));
+        if let Some(i) = first {
             return serde_json::json!({
                 "verdict": "revise",
+                "finding": i + 1,
+                "claim": stray[0],
                 "feedback": format!(
                     "Evidence must come from the document(s) your task names ({}); these are \
                      other files: {}. Quote the named document instead.",
@@ -60,6 +73,8 @@ pub fn verdict(history: &History) -> String {
     }
     serde_json::json!({
         "verdict": "accept",
+        "finding": 0,
+        "claim": "",
         "feedback": format!("{} Evidence item(s), each from a document the task names", cited.len()),
     })
     .to_string()
@@ -85,6 +100,10 @@ mod tests {
         let bad = "<answer>\n- x\n  **Evidence**: `thoughts/shared/other.md:3`\n</answer>";
         let v = review(task, bad);
         assert_eq!(v["verdict"], "revise");
+        assert_eq!(
+            (v["finding"].as_u64(), v["claim"].as_str()),
+            (Some(1), Some("thoughts/shared/other.md"))
+        );
         assert!(v["feedback"]
             .as_str()
             .unwrap()

@@ -440,13 +440,19 @@ fn decisions(events: &[Value]) -> String {
                 s(e, "action")
             ),
             "hop.checkpoint" => format!("checkpoint (PARTIAL): {}", s(e, "reason")),
-            "validator.verdict" => format!(
-                "validator `{}` round {}: {} — {}",
-                s(e, "validator"),
-                e.get("round").and_then(Value::as_u64).unwrap_or(0),
-                s(e, "verdict"),
-                s(e, "feedback")
-            ),
+            "validator.verdict" => {
+                let line = format!(
+                    "validator `{}` round {}: {} — {}",
+                    s(e, "validator"),
+                    e.get("round").and_then(Value::as_u64).unwrap_or(0),
+                    s(e, "verdict"),
+                    s(e, "feedback")
+                );
+                match e.get("overruled").and_then(Value::as_str) {
+                    Some(why) => format!("{line} (overruled by the runtime: {why})"),
+                    None => line,
+                }
+            }
             "model.tools_fallback" => format!("tools fallback: {}", s(e, "reason")),
             "gate.plan" => {
                 let list = |key: &str| {
