@@ -22,7 +22,7 @@ use super::read_first;
 use super::status::HopStatus;
 use crate::contract::{
     findings, schema::compile, tally_evidence, verified_items, words, CheckContext, FileCache,
-    SchemaSource,
+    Finding, SchemaSource,
 };
 use crate::model::VALIDATION_MARK;
 use crate::project::Project;
@@ -219,8 +219,11 @@ fn unfounded(verdict: &Verdict, task: &str, answer: &str, project: &Project) -> 
     if !named.is_empty() && f.cites.iter().map(resolved).any(|c| !named.contains(&c)) {
         return None;
     }
-    let claim = verdict.claim.as_deref().unwrap_or("");
-    let objected = words(claim);
+    let objected = words(&format!(
+        "{} {}",
+        verdict.claim.as_deref().unwrap_or(""),
+        verdict.feedback
+    ));
     if objected.is_empty() {
         return Some(format!("it quotes no words of finding {n}"));
     }
@@ -228,11 +231,10 @@ fn unfounded(verdict: &Verdict, task: &str, answer: &str, project: &Project) -> 
     let missing: Vec<&String> = objected.iter().filter(|w| !holds(&excerpt, w)).collect();
     if missing.is_empty() {
         return Some(format!(
-            "the excerpt of finding {n} holds every word it objects to (\"{claim}\")"
+            "the excerpt of finding {n} holds every word it objects to"
         ));
     }
-    let own = words(&format!("{} {}", f.title.as_deref().unwrap_or(""), f.said));
-    if !missing.iter().any(|w| holds(&own, w)) {
+    if standing_words(verdict, f).is_empty() {
         let list: Vec<&str> = missing.iter().map(|w| w.as_str()).collect();
         return Some(format!(
             "finding {n} does not say the words it objects to ({})",
@@ -240,6 +242,24 @@ fn unfounded(verdict: &Verdict, task: &str, answer: &str, project: &Project) -> 
         ));
     }
     None
+}
+
+/// The words an objection to `f` stands on: those of its `claim` and `feedback` that the
+/// finding says (its title and text) and its excerpt does not hold. The claim alone is not
+/// enough: the 1.5B validator wrote a sentence of its own as `claim` ("The excerpt does not
+/// support the claim that …") and named the word it meant, `infers`, in its feedback.
+fn standing_words(verdict: &Verdict, f: &Finding) -> Vec<String> {
+    let objected = words(&format!(
+        "{} {}",
+        verdict.claim.as_deref().unwrap_or(""),
+        verdict.feedback
+    ));
+    let excerpt = words(&f.excerpt);
+    let own = words(&format!("{} {}", f.title.as_deref().unwrap_or(""), f.said));
+    objected
+        .into_iter()
+        .filter(|w| !holds(&excerpt, w) && holds(&own, w))
+        .collect()
 }
 
 /// The last words of the validator's task, after the answer under review: what to send. Without
@@ -415,17 +435,15 @@ fn pointed_at(verdict: &Verdict, answer: &str) -> String {
         return String::new();
     };
     let title = f.title.as_deref().unwrap_or("(no heading)");
-    match verdict
-        .claim
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-    {
-        Some(claim) => {
-            format!("\nIt means finding {n}, `{title}`: its excerpt does not say \"{claim}\".")
-        }
-        None => format!("\nIt means finding {n}, `{title}`."),
+    let standing = standing_words(verdict, f);
+    if standing.is_empty() {
+        return format!("\nIt means finding {n}, `{title}`.");
     }
+    let quoted: Vec<String> = standing.iter().map(|w| format!("\"{w}\"")).collect();
+    format!(
+        "\nIt means finding {n}, `{title}`: its excerpt does not say {}.",
+        quoted.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -554,14 +572,40 @@ mod tests {
         };
         let judged = |r: &HopResult, answer: &str| judge(r, task, answer, &p, 1, 2);
         // The words are the excerpt's own: overruled, the answer goes on.
-        let (review, verdict, why) =
-            judged(&objection(1, "serde-saphyr is the YAML parsers"), &answer);
+        let own_words = result(
+            HopStatus::Completed,
+            r#"{"verdict": "reject", "finding": 1, "claim": "serde-saphyr is the YAML parsers",
+                "feedback": "YAML parser: serde-saphyr"}"#,
+        );
+        let (review, verdict, why) = judged(&own_words, &answer);
         assert_eq!(review, Review::Accept);
         assert_eq!(verdict.map(|v| v.verdict).as_deref(), Some("reject"));
         assert!(
             why.as_deref().unwrap_or("").contains("holds every word"),
             "{why:?}"
         );
+        // The same with a generic sentence beside: its words are not the finding's.
+        let (review, _, why) = judged(&objection(1, "serde-saphyr is the YAML parsers"), &answer);
+        assert_eq!(review, Review::Accept);
+        assert!(
+            why.as_deref()
+                .unwrap_or("")
+                .contains("does not say the words"),
+            "{why:?}"
+        );
+        // A claim of the model's own words, and the finding's word it means in the feedback:
+        // the objection stands on that word (the 1.5B validator, 2026-12-03).
+        let in_feedback = result(
+            HopStatus::Completed,
+            r#"{"verdict": "revise", "finding": 2, "claim": "The excerpt does not support the claim",
+                "feedback": "The excerpt says nothing about how long files are cached."}"#,
+        );
+        let (review, _, why) = judged(&in_feedback, &answer);
+        assert_eq!(why, None);
+        let Review::Revise(msg) = review else {
+            panic!("{review:?}")
+        };
+        assert!(msg.contains("its excerpt does not say \"files\""), "{msg}");
         // Words the finding says and its excerpt does not: the objection stands, and the
         // worker is told which finding and which words.
         let (review, _, why) = judged(&objection(2, "caches files for 30 days"), &answer);
@@ -571,7 +615,7 @@ mod tests {
         };
         assert!(
             msg.contains("finding 2, `Spec: the parser caches files for 30 days`")
-                && msg.contains("\"caches files for 30 days\""),
+                && msg.contains("\"caches\", \"days\", \"files\""),
             "{msg}"
         );
         // A finding the answer does not have, words it does not say, or no words: overruled.
@@ -581,9 +625,9 @@ mod tests {
             (
                 2,
                 "written in Rust",
-                "does not say the words it objects to (rust, written)",
+                "does not say the words it objects to (excerpts, information, introduces, rust, support, written)",
             ),
-            (2, " ", "quotes no words"),
+            (2, " ", "does not say the words it objects to (excerpts,"),
         ] {
             let (review, _, why) = judged(&objection(finding, claim), &answer);
             assert_eq!(review, Review::Accept, "{claim}");

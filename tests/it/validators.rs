@@ -371,7 +371,10 @@ async fn an_objection_the_excerpt_answers_is_overruled_and_one_it_does_not_stand
         })
         .collect();
     assert_eq!(overruled.len(), 1, "{events:?}");
-    assert!(overruled[0].contains("holds every word"), "{overruled:?}");
+    assert!(
+        overruled[0].contains("does not say the words"),
+        "{overruled:?}"
+    );
     let r = lead_results(&events);
     assert!(!r[0].0 && r[0].1.contains("Finding: alpha one"), "{r:?}");
     let counts = &switchboard::runtime::stats::tally(&events, &Default::default())["worker"];
