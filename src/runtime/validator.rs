@@ -139,9 +139,7 @@ pub(crate) fn checked_note(task: &str, answer: &str, project: &Project) -> Optio
     );
     let mut seen = std::collections::HashSet::new();
     for c in verified.iter().flat_map(|v| &v.references) {
-        let path = project
-            .resolve_visible(&c.path)
-            .map_or_else(|_| c.path.clone(), |p| project.relative(&p));
+        let path = as_named(&c.path, project);
         let line = format!("{path} lines {}-{}", c.first, c.last);
         if !seen.insert(line.clone()) {
             continue;
@@ -168,6 +166,14 @@ fn named_files(task: &str, project: &Project) -> Vec<String> {
     read_first::named_files(task, project, usize::MAX)
 }
 
+/// A cited `path` as [`named_files`] spells it (relative to the root), or as written when it
+/// does not resolve.
+fn as_named(path: &str, project: &Project) -> String {
+    project
+        .resolve_visible(path)
+        .map_or_else(|_| path.to_string(), |p| project.relative(&p))
+}
+
 /// Whether `set` holds `word`, or a word one of the two begins with (4 letters at least):
 /// `parser` holds `parse`, `decisions` holds `decision`.
 fn holds(set: &BTreeSet<String>, word: &str) -> bool {
@@ -182,7 +188,7 @@ fn holds(set: &BTreeSet<String>, word: &str) -> bool {
         })
 }
 
-/// Why the runtime does not follow a `revise` or `reject` that names a finding of `answer`,
+/// Why the runtime does not follow a `revise` or `reject` that names one of the findings `all`,
 /// or `None` when the objection stands, or names no finding (a validator of answers without
 /// Evidence has none to name).
 ///
@@ -195,60 +201,67 @@ fn holds(set: &BTreeSet<String>, word: &str) -> bool {
 /// by the runtime, which never errs at it; the model still chooses which finding to doubt.
 /// A finding that cites a file the task does not name is a drift the runtime knows of: an
 /// objection to it stands whatever it quotes.
-fn unfounded(verdict: &Verdict, task: &str, answer: &str, project: &Project) -> Option<String> {
+fn unfounded(verdict: &Verdict, task: &str, all: &[Finding], project: &Project) -> Option<String> {
     if !matches!(verdict.verdict.as_str(), "revise" | "reject") {
         return None;
     }
     let n = verdict.finding?;
-    let all = findings(answer);
     if all.is_empty() {
         return None;
     }
-    let Some(f) = n.checked_sub(1).and_then(|i| all.get(i as usize)) else {
+    let Some(f) = named_finding(verdict, all) else {
         return Some(format!(
             "it names finding {n}; the answer has {} (numbered from 1)",
             all.len()
         ));
     };
     let named = named_files(task, project);
-    let resolved = |c: &String| {
-        project
-            .resolve_visible(c)
-            .map_or_else(|_| c.clone(), |p| project.relative(&p))
-    };
-    if !named.is_empty() && f.cites.iter().map(resolved).any(|c| !named.contains(&c)) {
+    if !named.is_empty()
+        && f.cites
+            .iter()
+            .any(|c| !named.contains(&as_named(c, project)))
+    {
         return None;
     }
-    let objected = words(&format!(
-        "{} {}",
-        verdict.claim.as_deref().unwrap_or(""),
-        verdict.feedback
-    ));
-    if objected.is_empty() {
-        return Some(format!("it quotes no words of finding {n}"));
+    let Weighed {
+        objected,
+        missing,
+        standing,
+    } = weigh(verdict, f);
+    if !standing.is_empty() {
+        return None;
     }
-    let excerpt = words(&f.excerpt);
-    let missing: Vec<&String> = objected.iter().filter(|w| !holds(&excerpt, w)).collect();
-    if missing.is_empty() {
-        return Some(format!(
-            "the excerpt of finding {n} holds every word it objects to"
-        ));
-    }
-    if standing_words(verdict, f).is_empty() {
-        let list: Vec<&str> = missing.iter().map(|w| w.as_str()).collect();
-        return Some(format!(
+    Some(if objected == 0 {
+        format!("it quotes no words of finding {n}")
+    } else if missing.is_empty() {
+        format!("the excerpt of finding {n} holds every word it objects to")
+    } else {
+        format!(
             "finding {n} does not say the words it objects to ({})",
-            list.join(", ")
-        ));
-    }
-    None
+            missing.join(", ")
+        )
+    })
 }
 
-/// The words an objection to `f` stands on: those of its `claim` and `feedback` that the
-/// finding says (its title and text) and its excerpt does not hold. The claim alone is not
-/// enough: the 1.5B validator wrote a sentence of its own as `claim` ("The excerpt does not
-/// support the claim that …") and named the word it meant, `infers`, in its feedback.
-fn standing_words(verdict: &Verdict, f: &Finding) -> Vec<String> {
+/// The finding a verdict names, if the answer has it.
+fn named_finding<'a>(verdict: &Verdict, all: &'a [Finding]) -> Option<&'a Finding> {
+    let i = verdict.finding?.checked_sub(1)?;
+    all.get(usize::try_from(i).ok()?)
+}
+
+/// An objection's words weighed against the finding it names: those of its `claim` and
+/// `feedback` together that the excerpt does not hold (`missing`), and of those, the ones the
+/// finding says in its title or text (`standing`), which the objection stands on. The claim
+/// alone is not enough: the 1.5B validator wrote a sentence of its own as `claim` ("The excerpt
+/// does not support the claim that …") and named the word it meant, `infers`, in its feedback.
+struct Weighed {
+    /// How many words the objection has at all.
+    objected: usize,
+    missing: Vec<String>,
+    standing: Vec<String>,
+}
+
+fn weigh(verdict: &Verdict, f: &Finding) -> Weighed {
     let objected = words(&format!(
         "{} {}",
         verdict.claim.as_deref().unwrap_or(""),
@@ -256,10 +269,17 @@ fn standing_words(verdict: &Verdict, f: &Finding) -> Vec<String> {
     ));
     let excerpt = words(&f.excerpt);
     let own = words(&format!("{} {}", f.title.as_deref().unwrap_or(""), f.said));
-    objected
+    let count = objected.len();
+    let missing: Vec<String> = objected
         .into_iter()
-        .filter(|w| !holds(&excerpt, w) && holds(&own, w))
-        .collect()
+        .filter(|w| !holds(&excerpt, w))
+        .collect();
+    let standing = missing.iter().filter(|w| holds(&own, w)).cloned().collect();
+    Weighed {
+        objected: count,
+        missing,
+        standing,
+    }
 }
 
 /// The last words of the validator's task, after the answer under review: what to send. Without
@@ -380,12 +400,13 @@ pub(crate) fn judge(
             )
         }
     };
-    if let Some(why) = unfounded(&verdict, task, answer, project) {
+    let all = findings(answer);
+    if let Some(why) = unfounded(&verdict, task, &all, project) {
         if all_evidence_verifies(answer, project) {
             return (Review::Accept, Some(verdict), Some(why));
         }
     }
-    let pointed = pointed_at(&verdict, answer);
+    let pointed = pointed_at(&verdict, &all);
     let review = match verdict.verdict.as_str() {
         "accept" => Review::Accept,
         "revise" if round <= max_rounds => Review::Revise(format!(
@@ -426,16 +447,12 @@ pub(crate) fn judge(
 
 /// The finding a standing objection names, for the worker: its number, title and the words
 /// the reviewer quoted. Empty when the verdict names none.
-fn pointed_at(verdict: &Verdict, answer: &str) -> String {
-    let Some(n) = verdict.finding.filter(|n| *n > 0) else {
-        return String::new();
-    };
-    let all = findings(answer);
-    let Some(f) = all.get(n as usize - 1) else {
+fn pointed_at(verdict: &Verdict, all: &[Finding]) -> String {
+    let (Some(n), Some(f)) = (verdict.finding, named_finding(verdict, all)) else {
         return String::new();
     };
     let title = f.title.as_deref().unwrap_or("(no heading)");
-    let standing = standing_words(verdict, f);
+    let standing = weigh(verdict, f).standing;
     if standing.is_empty() {
         return format!("\nIt means finding {n}, `{title}`.");
     }
