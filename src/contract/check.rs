@@ -14,8 +14,8 @@ mod placeholders;
 
 pub use evidence::has_word;
 pub(crate) use evidence::narrowings;
-pub(crate) use evidence::words;
 use evidence::{check_evidence, stating_line};
+pub(crate) use evidence::{most_stating, words};
 
 pub(crate) use evidence::{CUT_DOWN, PART_FOUND, RELOCATED, SHORTENED};
 use fields::check_fields;
@@ -472,7 +472,7 @@ pub(crate) const STATED_AT: &str = "the line that states it is";
 
 /// Words an item's statement needs before its excerpt is weighed against it: a title of two or
 /// three words shares them with too many lines to point at one.
-const MIN_STATEMENT_WORDS: usize = 4;
+pub(crate) const MIN_STATEMENT_WORDS: usize = 4;
 
 /// A problem for `item` (of the signal `title`, stating `statement`) when its excerpt does not
 /// say what the statement says and one line of the answer's sources does: that line shares at

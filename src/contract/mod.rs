@@ -39,7 +39,9 @@ pub use check::{
     tally_evidence, verified_items, verify_document, verify_evidence, CheckContext, DocumentCheck,
     EvidenceTally, Finding, VerifiedItem,
 };
-pub(crate) use check::{has_word, quoted_citation, similar_files, words};
+pub(crate) use check::{
+    has_word, most_stating, quoted_citation, similar_files, words, MIN_STATEMENT_WORDS,
+};
 pub(crate) use envelope::named_path;
 pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,

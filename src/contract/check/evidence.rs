@@ -445,13 +445,10 @@ pub(super) fn stating_line(
         };
         // The frontmatter is metadata: its `topic:` line shares words with every title.
         let body = file.frontmatter_end().map_or(1, |end| end + 1);
-        for n in body..=file.line_count().min(MAX_SCAN_LINES) {
-            let Some(line) = file.line(n) else { continue };
-            let shared = words(line).intersection(&want).count();
-            if shared >= 2
-                && shared * 5 >= want.len() * 3
-                && best.as_ref().is_none_or(|(b, _, _)| shared > *b)
-            {
+        let lines = (body..=file.line_count().min(MAX_SCAN_LINES))
+            .filter_map(|n| file.line(n).map(|line| (n, line)));
+        if let Some((shared, n)) = most_stating(&want, lines) {
+            if best.as_ref().is_none_or(|(b, _, _)| shared > *b) {
                 best = Some((shared, file.clone(), n));
             }
         }
@@ -459,6 +456,24 @@ pub(super) fn stating_line(
     let (_, file, n) = best?;
     let line = file.line(n)?.to_string();
     Some((format!("{}:{n}-{n}", file.name), line))
+}
+
+/// Among `lines` (number, text), the first that shares the most of `want`'s words with it, as
+/// (words shared, number): only one holding at least two and at least 60 % of them, so a stray
+/// word never counts. [`stating_line`] offers it in a repair; the local sampler's number guard
+/// (`model::local::fresh`) has an item cite it while the item is written.
+pub(crate) fn most_stating<'l>(
+    want: &std::collections::BTreeSet<String>,
+    lines: impl IntoIterator<Item = (usize, &'l str)>,
+) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for (n, line) in lines {
+        let shared = words(line).intersection(want).count();
+        if shared >= 2 && shared * 5 >= want.len() * 3 && best.is_none_or(|(b, _)| shared > b) {
+            best = Some((shared, n));
+        }
+    }
+    best
 }
 
 /// The words of `text` that carry meaning: lowercase runs of letters and digits, three or more
