@@ -1,4 +1,5 @@
-//! An excerpt never opens on a line that an earlier excerpt of the same answer quoted.
+//! An excerpt never opens on a line that an earlier excerpt of the same answer quoted, and an
+//! item whose title one line of the file states cites that line ([`number_guard`]).
 //!
 //! The grammar makes each excerpt of a quotable file a run of that file's lines, but GBNF
 //! cannot remember which runs the answer has already written. The 1.5B planner's `scope` step
@@ -131,7 +132,9 @@ impl OpenNumber {
 }
 
 /// [`OpenNumber`] when `text` ends inside the first number of a fenced Evidence item's
-/// reference to a quoted file of which an earlier excerpt was written; `None` otherwise.
+/// reference to a quoted file of which an earlier excerpt was written, or whose item's title
+/// one free line of the file states ([`stated_line`]: then that line is the only number);
+/// `None` otherwise.
 pub fn number_guard(text: &[u8], quoting: &Quoting) -> Option<OpenNumber> {
     if quoting.files.is_empty() {
         return None;
@@ -146,15 +149,67 @@ pub fn number_guard(text: &[u8], quoting: &Quoting) -> Option<OpenNumber> {
     let path = &reference[..colon];
     let file = quoting.files.iter().find(|q| q.path.as_bytes() == path)?;
     let opens = openings(quoting, file, Shape::Markdown)?;
-    let used = covered(&excerpts(&text[..open]), file)?;
-    let free = (0..file.lines.len())
-        .filter(|&o| opens[o] && !used[o])
-        .map(|o| (o + 1).to_string())
-        .collect();
+    let used = covered(&excerpts(&text[..open]), file);
+    let stated = stated_line(&text[..open], file, opens, used.as_deref());
+    if used.is_none() && stated.is_none() {
+        return None;
+    }
+    let used = used.unwrap_or_else(|| vec![false; file.lines.len()]);
+    let free = match stated {
+        Some(line) => vec![(line + 1).to_string()],
+        None => (0..file.lines.len())
+            .filter(|&o| opens[o] && !used[o])
+            .map(|o| (o + 1).to_string())
+            .collect(),
+    };
     Some(OpenNumber {
         free,
         digits: digits.to_vec(),
     })
+}
+
+/// The line (0-based) of `file` the item whose Evidence is being written must open on: the one
+/// that states its title, when the text before the reference (`before`) ends in a signal item's
+/// heading (`#### Decision: title`, perhaps prose under it) whose title has at least
+/// `contract::MIN_STATEMENT_WORDS` words, and one body line of the file holds most of them (the
+/// rule of the checker's `signal-stated-elsewhere`, `contract::most_stating`), free for an
+/// excerpt to open on. Qwen2.5-Coder-1.5B, given a decision record whose title is
+/// `# Decision: a deterministic offline provider that infers its role`, titled its first item
+/// with those words and quoted lines 19-21 under them (3 of the title's 5 words); the checker
+/// moved the item to line 8 after the fact (`contract::fix`), so the answer went up repaired,
+/// not as written. Held while the number is written, the item cites that line itself.
+fn stated_line(
+    before: &[u8],
+    file: &Quotable,
+    opens: &[bool],
+    used: Option<&[bool]>,
+) -> Option<usize> {
+    let heading = rfind(before, b"\n#### ")? + 1;
+    let rest = &before[heading..];
+    // The heading's own item: no Evidence of another item between it and this reference.
+    // (nor a fence: a `#### ` line inside an earlier excerpt is no heading).
+    if find(rest, EVIDENCE_OPEN).is_some() || find(rest, b"```").is_some() {
+        return None;
+    }
+    let line_end = rest.iter().position(|&b| b == b'\n')?;
+    let title = std::str::from_utf8(&rest[b"#### ".len()..line_end]).ok()?;
+    let statement = title.split_once(':').map_or(title, |(_, s)| s);
+    let want = crate::contract::words(statement);
+    if want.len() < crate::contract::MIN_STATEMENT_WORDS {
+        return None;
+    }
+    // The frontmatter is metadata, as the checker has it: its `topic:` shares every title's words.
+    let body = match file.lines.first().map(String::as_str) {
+        Some("---") => file.lines[1..]
+            .iter()
+            .position(|l| l == "---")
+            .map_or(0, |e| e + 2),
+        _ => 0,
+    };
+    let lines = (body..file.lines.len()).map(|i| (i, file.lines[i].as_str()));
+    let (_, line) = crate::contract::most_stating(&want, lines)?;
+    let free = opens[line] && used.is_none_or(|u| !u[line]);
+    free.then_some(line)
 }
 
 /// The lines the grammar lets an excerpt of `file` in `shape` open on.
@@ -478,6 +533,73 @@ mod tests {
         // The first reference of the file holds nothing.
         let first = "### Findings\n- **Evidence**: `src/cli/run.rs:";
         assert!(number_guard(first.as_bytes(), &quoted).is_none());
+    }
+
+    /// A decision record: frontmatter, its title, and the lines of its decision.
+    fn record() -> Quoting {
+        let lines: Vec<String> = [
+            "---",
+            "topic: \"a deterministic offline provider that plays a role\"",
+            "---",
+            "# Decision: a deterministic offline provider that infers its role",
+            "",
+            "We ship an `offline` provider. It is deterministic: the same request, the same reply.",
+            "It uses no network and no key.",
+            "### It plays a role from what the agent declares",
+        ]
+        .map(String::from)
+        .to_vec();
+        let path = "thoughts/offline.md".to_string();
+        Quoting {
+            openings: vec![Opening {
+                path: path.clone(),
+                shape: Shape::Markdown,
+                lines: lines.iter().map(|l| !l.is_empty()).collect(),
+            }],
+            files: vec![Quotable { path, lines }],
+        }
+    }
+
+    /// An item whose title one line of the file states cites that line (the checker's
+    /// `signal-stated-elsewhere`, held while the number is written), the first item as well.
+    #[test]
+    fn an_item_cites_the_line_that_states_its_title() {
+        let quoted = record();
+        let title = "#### Decision: a deterministic offline provider that infers its role\n";
+        let first = format!("<answer>\n{title}- **Evidence**: `thoughts/offline.md:");
+        let open = number_guard(first.as_bytes(), &quoted).expect("the title holds the number");
+        assert!(open.admits(b"4"), "line 4 states the title");
+        assert!(open.admits(b"4-"), "a range from it");
+        assert!(!open.admits(b"6"), "line 6 holds 3 of its 5 words");
+        assert!(
+            !open.admits(b"2"),
+            "the frontmatter's topic is no statement"
+        );
+        // Prose under the heading is still the heading's item.
+        let prose =
+            format!("<answer>\n{title}Why it matters.\n- **Evidence**: `thoughts/offline.md:");
+        assert!(!number_guard(prose.as_bytes(), &quoted)
+            .unwrap()
+            .admits(b"6"));
+        // The same title again, once line 4 is quoted: the free lines, as before.
+        let again = format!(
+            "{first}4-4`\n- **Excerpt**:\n```\n{}\n```\n\n{title}- **Evidence**: `thoughts/offline.md:",
+            quoted.files[0].lines[3]
+        );
+        let open = number_guard(again.as_bytes(), &quoted).expect("an earlier excerpt");
+        assert!(!open.admits(b"4`"), "line 4 was quoted");
+        assert!(open.admits(b"6"), "line 6 is free");
+        // A title too short to point at a line, or one no line states, holds nothing on its own.
+        for title in [
+            "#### Decision: offline provider\n",
+            "#### Spec: retries wait longer each attempt\n",
+        ] {
+            let text = format!("<answer>\n{title}- **Evidence**: `thoughts/offline.md:");
+            assert!(number_guard(text.as_bytes(), &quoted).is_none(), "{title}");
+        }
+        // A bare Evidence item after an excerpt that holds a `#### ` line takes no title from it.
+        let inside = "<answer>\n- **Evidence**: `notes.md:1-1`\n- **Excerpt**:\n```\n#### Decision: a deterministic offline provider that infers its role\n```\n- **Evidence**: `thoughts/offline.md:";
+        assert!(number_guard(inside.as_bytes(), &quoted).is_none());
     }
 
     /// The digits written so far are a prefix: `1` may still become a free `12`.
