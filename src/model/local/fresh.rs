@@ -455,9 +455,28 @@ fn decode(raw: &[u8], shape: Shape) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// One quotable file at `path` holding `lines`, each an opening in every shape of `shapes`
+    /// where `opens` says so.
+    fn quoting(path: &str, lines: &[&str], shapes: &[Shape], opens: fn(&str) -> bool) -> Quoting {
+        Quoting {
+            openings: shapes
+                .iter()
+                .map(|&shape| Opening {
+                    path: path.to_string(),
+                    shape,
+                    lines: lines.iter().map(|l| opens(l)).collect(),
+                })
+                .collect(),
+            files: vec![Quotable {
+                path: path.to_string(),
+                lines: lines.iter().map(|l| l.to_string()).collect(),
+            }],
+        }
+    }
+
     /// `src/cli/run.rs`, every line with text an opening in both shapes.
     fn file() -> Quoting {
-        let lines: Vec<String> = [
+        let lines = [
             "use crate::project::Project;",
             "use crate::runtime::Session;",
             "",
@@ -465,21 +484,13 @@ mod tests {
             "    /// The primary agent to run",
             "    pub agent: String,",
             "}",
-        ]
-        .map(String::from)
-        .to_vec();
-        let opens: Vec<bool> = lines.iter().map(|l| !l.is_empty()).collect();
-        let path = "src/cli/run.rs".to_string();
-        Quoting {
-            openings: [Shape::Json, Shape::Markdown]
-                .map(|shape| Opening {
-                    path: path.clone(),
-                    shape,
-                    lines: opens.clone(),
-                })
-                .to_vec(),
-            files: vec![Quotable { path, lines }],
-        }
+        ];
+        quoting(
+            "src/cli/run.rs",
+            &lines,
+            &[Shape::Json, Shape::Markdown],
+            |l| !l.is_empty(),
+        )
     }
 
     #[test]
@@ -537,7 +548,7 @@ mod tests {
 
     /// A decision record: frontmatter, its title, and the lines of its decision.
     fn record() -> Quoting {
-        let lines: Vec<String> = [
+        let lines = [
             "---",
             "topic: \"a deterministic offline provider that plays a role\"",
             "---",
@@ -546,18 +557,10 @@ mod tests {
             "We ship an `offline` provider. It is deterministic: the same request, the same reply.",
             "It uses no network and no key.",
             "### It plays a role from what the agent declares",
-        ]
-        .map(String::from)
-        .to_vec();
-        let path = "thoughts/offline.md".to_string();
-        Quoting {
-            openings: vec![Opening {
-                path: path.clone(),
-                shape: Shape::Markdown,
-                lines: lines.iter().map(|l| !l.is_empty()).collect(),
-            }],
-            files: vec![Quotable { path, lines }],
-        }
+        ];
+        quoting("thoughts/offline.md", &lines, &[Shape::Markdown], |l| {
+            !l.is_empty()
+        })
     }
 
     /// An item whose title one line of the file states cites that line (the checker's
@@ -659,24 +662,14 @@ mod tests {
     /// second copy must go on with the second copy's lines, not the first's.
     #[test]
     fn a_line_the_file_holds_twice_opens_only_the_run_not_yet_quoted() {
-        let lines: Vec<String> = [
+        let lines = [
             "impl RetryPolicy {",
             "    /// The wait before retry number `retry`.",
             "}",
             "impl RetryPolicy {",
             "    pub fn none() -> Self {",
-        ]
-        .map(String::from)
-        .to_vec();
-        let path = "src/model/retry.rs".to_string();
-        let quoted = Quoting {
-            openings: vec![Opening {
-                path: path.clone(),
-                shape: Shape::Json,
-                lines: vec![true; lines.len()],
-            }],
-            files: vec![Quotable { path, lines }],
-        };
+        ];
+        let quoted = quoting("src/model/retry.rs", &lines, &[Shape::Json], |_| true);
         let text = r#"[{"path": "src/model/retry.rs", "excerpt": "impl RetryPolicy {\n    /// The wait before retry number `retry`."}, {"path": "src/model/retry.rs", "excerpt": "impl RetryPolicy {\n    "#;
         let open = excerpt_guard(text.as_bytes(), &quoted).expect("an excerpt is open");
         assert!(!open.admits(b"/// The"), "the run of lines 1-2 was quoted");
