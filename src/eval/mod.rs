@@ -825,11 +825,11 @@ mod tests {
                 "- **Evidence**: `a.txt:2`\n- **Excerpt**:\n  ```\n  two\n  ```\n\
                  - **Evidence**: `a.txt:1`\n- **Excerpt**:\n  ```\n  two\n  ```\n",
             ),
-            outcome("locator", "valid", 0),
-            outcome("locator", "repaired", 1),
-            outcome("researcher", "fallback", 2),
-            outcome("researcher", "failed", 2),
-            outcome("researcher", "non_conformant", 2),
+            on_hop("h1", outcome("locator", "valid", 0)),
+            on_hop("h3", outcome("locator", "repaired", 1)),
+            on_hop("r1", outcome("researcher", "fallback", 2)),
+            on_hop("r2", outcome("researcher", "failed", 2)),
+            on_hop("r3", outcome("researcher", "non_conformant", 2)),
         ];
         r.add_session(&project, &task, &events, (100, 20), 1.5);
         let loc = &r.agents["locator"];

@@ -167,9 +167,18 @@ pub fn tally<'a>(
             continue;
         }
         let sent_back = hop.verdicts.iter().filter(|(v, _)| *v != "accept").count();
+        // Not sent back: its first settled answer, and each answer to a question it asked (the
+        // user's reply is a new turn). Any other later answer is the runtime asking an accepted
+        // one again (`search_first` for a file it left out, `evidence_goal` for more items);
+        // counted each, the 1.5B codebase-locator's one hop stood as two first-pass answers in
+        // the eval's subagent suite (2026-12-04).
         if sent_back == 0 {
+            let mut after_question = true;
             for kind in hop.outcomes {
-                counts.add(kind);
+                if after_question {
+                    counts.add(kind);
+                }
+                after_question = matches!(kind, EventKind::ContractOutcome { question: true, .. });
             }
             continue;
         }
@@ -311,6 +320,30 @@ mod tests {
         assert_eq!(w.total(), 4);
     }
 
+    /// The runtime asking an accepted answer again (no validator involved) makes no second hop;
+    /// the hop stands by its first answer. An answer after a question is a new one.
+    #[test]
+    fn a_hop_asked_again_by_the_runtime_counts_once_by_its_first_answer() {
+        let at = "2026-11-20T10:00:00Z";
+        let events = [
+            on_hop("a", outcome("w", at, "valid", 0, None)),
+            on_hop("a", outcome("w", at, "valid", 0, None)),
+            on_hop("b", outcome("w", at, "valid", 0, None)),
+            on_hop("b", outcome("w", at, "repaired", 1, None)),
+        ];
+        let w = &tally(&events, &StatsFilter::default())["w"];
+        assert_eq!(w.valid_first_pass, 2, "{w:?}");
+        assert!(w.repaired.is_empty(), "{w:?}");
+        assert_eq!(w.total(), 2);
+        // `outcome` marks a repaired answer as a question: the valid answer after it counts.
+        let asked = [
+            on_hop("q", outcome("w", at, "repaired", 1, None)),
+            on_hop("q", outcome("w", at, "valid", 0, None)),
+        ];
+        let w = &tally(&asked, &StatsFilter::default())["w"];
+        assert_eq!((w.valid_first_pass, w.questions, w.total()), (1, 1, 2));
+    }
+
     #[test]
     fn a_hop_checked_and_ended_with_nothing_settled_counts_as_failed() {
         let base = on_hop("p", outcome("w", "2026-11-20T10:00:00Z", "valid", 0, None));
@@ -343,6 +376,7 @@ mod tests {
 
     #[test]
     fn outcomes_are_counted_per_agent_and_filtered() {
+        // Five hops, one settled answer each.
         let events = [
             outcome("analyst", "2026-11-20T10:00:00Z", "valid", 0, None),
             outcome("analyst", "2026-11-21T10:00:00Z", "repaired", 2, None),
@@ -361,7 +395,11 @@ mod tests {
                 Some("conflict"),
             ),
             outcome("other", "2026-11-22T11:00:00Z", "failed", 1, Some("schema")),
-        ];
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| on_hop(&format!("h{i}"), e))
+        .collect::<Vec<_>>();
         let all = tally(&events, &StatsFilter::default());
         let a = &all["analyst"];
         assert_eq!(a.valid_first_pass, 1);
