@@ -51,12 +51,21 @@ impl SourceFile {
     /// The line of the `---` that closes a YAML frontmatter opened on line 1, if the file has
     /// one: lines up to it are the document's metadata, never its content.
     pub fn frontmatter_end(&self) -> Option<usize> {
-        if self.line(1).map(str::trim_end) != Some("---") {
-            return None;
-        }
-        (2..=self.line_count().min(FRONTMATTER_MAX_LINES))
-            .find(|&n| self.line(n).map(str::trim_end) == Some("---"))
+        frontmatter_close(|n| self.line(n), self.line_count())
     }
+}
+
+/// [`SourceFile::frontmatter_end`] over any `count` lines that `line` gives by 1-based number:
+/// the local sampler holds an item to a body line by the same rule as the checker, on the
+/// lines the conversation showed (`model::local::fresh`).
+pub(crate) fn frontmatter_close<'a>(
+    line: impl Fn(usize) -> Option<&'a str>,
+    count: usize,
+) -> Option<usize> {
+    if line(1).map(str::trim_end) != Some("---") {
+        return None;
+    }
+    (2..=count.min(FRONTMATTER_MAX_LINES)).find(|&n| line(n).map(str::trim_end) == Some("---"))
 }
 
 /// Lines looked through for the end of a frontmatter block.

@@ -47,6 +47,7 @@ pub use envelope::{
     parse, parse_document, parse_reference, Citation, Envelope, EvidenceItem, Excerpt,
     ExcerptBlock, Field, FieldValue, Heading, Label, TagBlock,
 };
+pub(crate) use files::frontmatter_close;
 pub use files::{CitedFileError, FileCache, SourceFile, MAX_CITED_FILE_BYTES};
 pub use json::{check_json_detailed, FailureReason, JsonCheck};
 pub use report::Report;

@@ -150,17 +150,15 @@ pub fn number_guard(text: &[u8], quoting: &Quoting) -> Option<OpenNumber> {
     let file = quoting.files.iter().find(|q| q.path.as_bytes() == path)?;
     let opens = openings(quoting, file, Shape::Markdown)?;
     let used = covered(&excerpts(&text[..open]), file);
-    let stated = stated_line(&text[..open], file, opens, used.as_deref());
-    if used.is_none() && stated.is_none() {
-        return None;
-    }
-    let used = used.unwrap_or_else(|| vec![false; file.lines.len()]);
-    let free = match stated {
+    let free = match stated_line(&text[..open], file, opens, used.as_deref()) {
         Some(line) => vec![(line + 1).to_string()],
-        None => (0..file.lines.len())
-            .filter(|&o| opens[o] && !used[o])
-            .map(|o| (o + 1).to_string())
-            .collect(),
+        None => {
+            let used = used?;
+            (0..file.lines.len())
+                .filter(|&o| opens[o] && !used[o])
+                .map(|o| (o + 1).to_string())
+                .collect()
+        }
     };
     Some(OpenNumber {
         free,
@@ -199,13 +197,13 @@ fn stated_line(
         return None;
     }
     // The frontmatter is metadata, as the checker has it: its `topic:` shares every title's words.
-    let body = match file.lines.first().map(String::as_str) {
-        Some("---") => file.lines[1..]
-            .iter()
-            .position(|l| l == "---")
-            .map_or(0, |e| e + 2),
-        _ => 0,
+    // Its closing line's 1-based number is the 0-based index of the first body line.
+    let line = |n: usize| {
+        n.checked_sub(1)
+            .and_then(|i| file.lines.get(i))
+            .map(String::as_str)
     };
+    let body = crate::contract::frontmatter_close(line, file.lines.len()).unwrap_or(0);
     let lines = (body..file.lines.len()).map(|i| (i, file.lines[i].as_str()));
     let (_, line) = crate::contract::most_stating(&want, lines)?;
     let free = opens[line] && used.is_none_or(|u| !u[line]);
