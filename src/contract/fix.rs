@@ -8,12 +8,18 @@
 //!   folder was wrong), becomes that file's path;
 //! * a list item whose only blanks are the template's title/date/status placeholders becomes
 //!   its path alone;
+//! * a line of the answer that says nothing but the template's placeholders (at most a short
+//!   label such as `Start with:` beside them) is left out;
 //! * the template's `path:<line>` left unfilled inside a code span loses its `:<line>`;
 //! * an Evidence line whose reference is not in backticks becomes the line its problem's help
 //!   writes out (``- **Evidence**: `path:N-M` ``);
 //! * a frontmatter never closed gets its `---` after its `key: value` lines, when a blank line
 //!   or `<thinking>` follows them;
 //! * a `correlation_id` within two characters of the caller's UUID becomes the caller's;
+//! * a `message_id` with the runtime's prefix and date but another sequence number (or within
+//!   two characters of the runtime's id) becomes the runtime's: over llama-server the 1.5B
+//!   thoughts-locator wrote `locator-…-002` where its prompt said `-001`, three times, and a
+//!   list naming the right record was BLOCKED on that alone;
 //! * text after the closing `</answer>` goes;
 //! * an `<answer>` never closed, with no `</answer>` anywhere, is closed at the end of the text
 //!   (over llama-server, no grammar, the 1.5B codebase-locator left it open in two sessions of
@@ -83,6 +89,8 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 let indent = &answer[start
                     ..start + (answer[start..end].len() - answer[start..end].trim_start().len())];
                 edits.push((start..end, format!("{indent}{item}")));
+            } else if let Some(line) = blank_line(answer, span.clone()) {
+                edits.push((line, String::new()));
             }
         } else if p.code == Rule::ReferenceFormat.code() {
             let wrapped = p
@@ -131,6 +139,15 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
             if let (true, Some(expected)) = (slip, expected) {
                 edits.push((span, expected.to_string()));
             }
+        } else if p.code == Rule::MessageIdMismatch.code() {
+            let expected = p
+                .help
+                .as_deref()
+                .and_then(|h| h.strip_prefix("copy the id exactly: `message_id: "))
+                .and_then(|rest| rest.strip_suffix('`'));
+            if let Some(expected) = expected.filter(|e| id_slip(&answer[span.clone()], e)) {
+                edits.push((span, expected.to_string()));
+            }
         } else if p.code == Rule::FrontmatterUnclosed.code() {
             if let Some(at) = frontmatter_end(answer) {
                 edits.push((at..at, "---\n".to_string()));
@@ -170,6 +187,19 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
         floor = range.start;
     }
     (fixed != answer).then_some(fixed)
+}
+
+/// Whether `written` is the runtime's message id `expected` copied with a slip: the same
+/// `<prefix>-YYYY-MM-DD` and another sequence number, or at most [`MAX_ID_SLIP`] characters
+/// off. A subagent's conversation shows it no id of that prefix and day but its own, so such an
+/// id can only be its own miscopied; one of another prefix or day is left to the repair turn.
+fn id_slip(written: &str, expected: &str) -> bool {
+    use super::check::parse_message_id;
+    let same_day = matches!(
+        (parse_message_id(written), parse_message_id(expected)),
+        (Ok(w), Ok(e)) if w == e
+    );
+    !written.is_empty() && (same_day || strsim::levenshtein(written, expected) <= MAX_ID_SLIP)
 }
 
 /// `text` with its frontmatter closed where [`frontmatter_end`] finds it left open, or `None`.
@@ -216,6 +246,43 @@ fn line_suffix(answer: &str, span: std::ops::Range<usize>) -> Option<std::ops::R
     let path = &answer[opened + 1..colon];
     let is_path = path.contains(['/', '.']) && !path.contains(['<', '>', ' ']);
     is_path.then_some(colon..span.end)
+}
+
+/// The whole line (its line end included) that the placeholder at `span` stands on, when the line
+/// says nothing but the template's placeholders: no letter or digit outside them but at most a
+/// short label (`Start with:`, up to four words and one colon, at its end), inside `<answer>`.
+/// Leaving such a line out is what the placeholder's help offers; over llama-server the 1.5B
+/// codebase-locator ended a list of real paths with ``Start with: `<the two or three files an
+/// analyzer should read first>` `` through both repairs and was BLOCKED on that line alone.
+fn blank_line(answer: &str, span: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+    let open = answer.find("<answer>")? + "<answer>".len();
+    let start = answer[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    if start < open {
+        return None;
+    }
+    let end = answer[span.start..]
+        .find('\n')
+        .map_or(answer.len(), |i| span.start + i + 1);
+    let line = &answer[start..end];
+    if line.contains("answer>") {
+        return None;
+    }
+    let mut left = String::new();
+    let mut rest = line;
+    while let Some(lt) = rest.find('<') {
+        left.push_str(&rest[..lt]);
+        let gt = rest[lt..].find('>')? + lt;
+        rest = &rest[gt + 1..];
+    }
+    left.push_str(rest);
+    let bare: String = left.chars().filter(|c| *c != '`').collect();
+    let bare = bare.trim().trim_start_matches(['-', '*']).trim();
+    let says_nothing = !bare.chars().any(char::is_alphanumeric);
+    let label = bare.strip_suffix(':').is_some_and(|words| {
+        words.split_whitespace().count() <= 4
+            && words.chars().all(|c| c.is_alphabetic() || c == ' ')
+    });
+    (says_nothing || label).then_some(start..end)
 }
 
 /// `answer` with each Evidence reference that cites more lines than its excerpt quotes narrowed
@@ -344,6 +411,44 @@ mod tests {
     }
 
     #[test]
+    fn a_message_id_miscopied_in_its_number_is_the_runtime_s_and_another_is_not() {
+        use crate::contract::{check, CheckContext, Contract, FileCache};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::open(dir.path()).expect("project");
+        let files = FileCache::new();
+        let own = "locator-2026-12-07-001";
+        let ctx = CheckContext::new(&project, &files).with_message_id(own);
+        let answer = |id: &str| {
+            format!(
+                "---\nmessage_id: {id}\ncorrelation_id: c-1\ntimestamp: 2026-12-07T16:06:00Z\n\
+                 message_type: LOCATOR_RESPONSE\n---\n\n<thinking>\nt\n</thinking>\n\n\
+                 <answer>\n- `a.md`\n</answer>\n"
+            )
+        };
+        // What the checker reports is what the fix reads: the help that names the id to copy.
+        let fixed = |id: &str| {
+            let text = answer(id);
+            let problems = check(&text, &Contract::envelope(), &ctx).violations;
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.code == Rule::MessageIdMismatch.code()),
+                "{id}: {problems:?}"
+            );
+            apply(&text, &problems, &project)
+        };
+        // Another number of the same prefix and day (the 1.5B locator's `-002`), or a dropped
+        // digit: the runtime's own id.
+        for slip in ["locator-2026-12-07-002", "locator-2026-12-07-01"] {
+            assert_eq!(fixed(slip), Some(answer(own)), "{slip}");
+        }
+        // Another prefix or another day is no slip of this id: left to the repair turn.
+        for other in ["thoughts-2026-12-07-001", "locator-2026-11-30-004", "x"] {
+            assert_eq!(fixed(other), None, "{other}");
+        }
+    }
+
+    #[test]
     fn a_frontmatter_left_open_is_closed_after_its_fields() {
         let dir = tempfile::tempdir().expect("tempdir");
         let project = Project::open(dir.path()).expect("project");
@@ -404,6 +509,52 @@ mod tests {
                 None,
                 "{other}"
             );
+        }
+    }
+
+    #[test]
+    fn a_line_that_is_only_the_template_s_placeholder_is_left_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::open(dir.path()).expect("project");
+        let fix = |answer: &str, token: &str| {
+            let at = answer.find(token).expect("placeholder");
+            let p = Problem {
+                span: Some(at..at + token.len()),
+                ..Rule::Placeholder.problem(0..0, "m")
+            };
+            apply(answer, &[p], &project)
+        };
+        // The 1.5B codebase-locator's last line over llama-server, through both repairs.
+        let start = "<the two or three files an analyzer should read first>";
+        let answer =
+            format!("<answer>\n- `src/cli/sessions.rs`\n\nStart with: `{start}`\n</answer>\n");
+        assert_eq!(
+            fix(&answer, start).as_deref(),
+            Some("<answer>\n- `src/cli/sessions.rs`\n\n</answer>\n")
+        );
+        // A list item of nothing but blanks goes too.
+        let item = "<answer>\n- `a/b.md`\n- `<path>` — <why>\n</answer>\n";
+        assert_eq!(
+            fix(item, "<path>").as_deref(),
+            Some("<answer>\n- `a/b.md`\n</answer>\n")
+        );
+        // A line that says something besides the blank, or stands outside the answer, stays.
+        for (other, token) in [
+            (
+                "<answer>\nStart with: the parser, then <file>\n</answer>\n",
+                "<file>",
+            ),
+            (
+                "<answer>\nThe parser reads <file> first.\n</answer>\n",
+                "<file>",
+            ),
+            (
+                "<thinking>\nStart with: <file>\n</thinking>\n<answer>\nx\n</answer>\n",
+                "<file>",
+            ),
+            ("<answer>\nStart with: <file></answer>\n", "<file>"),
+        ] {
+            assert_eq!(fix(other, token), None, "{other}");
         }
     }
 
