@@ -262,17 +262,40 @@ pub fn leading_call(answer: &str, offered: &Offered, turn: u32) -> Option<(Recov
 /// like a call's arguments; `None` when the answer holds anything else. For a workflow agent that
 /// writes a step's result as its answer without the `step` call around it.
 pub fn sole_object(answer: &str) -> Option<Map<String, Value>> {
-    let text = crate::markdown::whole_fence(answer)
-        .unwrap_or(answer)
-        .trim();
-    let (value, used) = literal(text)?;
-    if !text[used..].trim().is_empty() {
-        return None;
+    let mut objects = sole_objects(answer)?;
+    (objects.len() == 1).then(|| objects.remove(0))
+}
+
+/// The JSON objects an answer consists of, in order: each bare or alone in its own code fence,
+/// nothing but white space between them, read leniently like a call's arguments; `None` when the
+/// answer holds anything else (prose, an array, an empty object) or no object at all. Over
+/// llama-server the 1.5B planner wrote the `intent` step it had reported again and the `clarify`
+/// step it owed as two fenced objects in one answer, three turns running.
+pub fn sole_objects(answer: &str) -> Option<Vec<Map<String, Value>>> {
+    let mut objects = Vec::new();
+    let mut rest = answer.trim();
+    while !rest.is_empty() {
+        let (text, after) = match crate::markdown::leading_fence(rest) {
+            Some((content, after)) => (content.trim(), after),
+            None => (rest, ""),
+        };
+        let (value, used) = literal(text)?;
+        let tail = text[used..].trim();
+        // A bare object may be followed by the next one; a fenced one holds nothing else.
+        let next = if after.is_empty() && rest.starts_with(['{', '[']) {
+            tail
+        } else if tail.is_empty() {
+            after.trim()
+        } else {
+            return None;
+        };
+        match value {
+            Value::Object(map) if !map.is_empty() => objects.push(map),
+            _ => return None,
+        }
+        rest = next;
     }
-    match value {
-        Value::Object(map) if !map.is_empty() => Some(map),
-        _ => None,
-    }
+    (!objects.is_empty()).then_some(objects)
 }
 
 /// One place in the answer that holds calls: byte range, form, and `(name, arguments)` pairs.
@@ -770,6 +793,40 @@ mod tests {
             "plain",
         ] {
             assert!(sole_object(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn an_answer_of_several_objects_is_read_in_order_and_any_prose_spoils_it() {
+        // The 1.5B planner's answer over llama-server, three turns running.
+        let two = "```json\n{\n  \"name\": \"intent\",\n  \"result\": {\"action\": \"PROCEED\"}\n}\n```\n```json\n{\n  \"name\": \"clarify\",\n  \"result\": {\"action\": \"PROCEED\", \"assumptions\": []}\n}\n```";
+        let names = |text: &str| {
+            sole_objects(text).map(|objects| {
+                objects
+                    .iter()
+                    .map(|o| o["name"].as_str().unwrap_or("").to_string())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(names(two), Some(vec!["intent".into(), "clarify".into()]));
+        assert_eq!(
+            names("{\"name\": \"a\"}\n\n{\"name\": \"b\"}"),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            names("{\"name\": \"a\"}\n```json\n{\"name\": \"b\"}\n```"),
+            Some(vec!["a".into(), "b".into()])
+        );
+        // Two objects are no sole object.
+        assert!(sole_object(two).is_none());
+        for text in [
+            "```json\n{\"a\": 1}\n```\nThen I will scope it.",
+            "{\"a\": 1}\nNext: {\"b\": 2}",
+            "```json\n{\"a\": 1}\n```\n```json\n[1]\n```",
+            "```json\n{\"a\": 1} and more\n```",
+            "",
+        ] {
+            assert!(sole_objects(text).is_none(), "{text}");
         }
     }
 

@@ -1219,8 +1219,12 @@ impl HopState {
         if !offered.contains(tool) {
             return None;
         }
-        let result = recover::sole_object(answer)?;
+        let mut objects = recover::sole_objects(answer)?;
         let next = crate::workflow::tool::next_step_name(&self.workflow_call(&self.ctx.shared))?;
+        if objects.len() > 1 {
+            return owed_step_calls(objects, &next, tool, turn);
+        }
+        let result = objects.remove(0);
         // The runtime's own reply to a step (`{"action", "step", "errors"|"next"}`) copied back
         // as the answer is an echo, not a result: no step schema has a `step` field. Unless its
         // `next_call` (the call the reply wrote out) is the step owed: the 1.5B planner sent
@@ -1886,4 +1890,43 @@ enum Owed {
     Met,
     Repair(String),
     Partial(String),
+}
+
+/// Several `step` calls' arguments written as one answer (`{"name", "result"}` each, bare or
+/// fenced): the calls from the step owed (`next`) on, in order; `None` when any object is not
+/// such a call or none is the step owed. Over llama-server the 1.5B planner wrote the `intent`
+/// step it had already reported and then the `clarify` step it owed, as two fenced objects, three
+/// turns running, and its session ended PARTIAL with neither read. A step before the one owed is
+/// one already reported: sent again, it would reopen the workflow there.
+fn owed_step_calls(
+    objects: Vec<serde_json::Map<String, serde_json::Value>>,
+    next: &str,
+    tool: &str,
+    turn: u32,
+) -> Option<recover::Recovered> {
+    let is_call = |o: &serde_json::Map<String, serde_json::Value>| {
+        o.len() == 2
+            && o.get("name").is_some_and(serde_json::Value::is_string)
+            && o.get("result").is_some_and(serde_json::Value::is_object)
+    };
+    if !objects.iter().all(is_call) {
+        return None;
+    }
+    let from = objects
+        .iter()
+        .position(|o| o.get("name").and_then(serde_json::Value::as_str) == Some(next))?;
+    let calls = objects
+        .into_iter()
+        .skip(from)
+        .enumerate()
+        .map(|(i, o)| crate::model::ToolCall {
+            id: format!("recovered_t{turn}_{}", i + 1),
+            name: tool.to_string(),
+            arguments: serde_json::Value::Object(o),
+        })
+        .collect();
+    Some(recover::Recovered {
+        calls,
+        form: recover::Form::StepResult,
+    })
 }

@@ -592,6 +592,50 @@ async fn a_step_written_as_a_tool_named_after_it_is_that_step() {
     );
 }
 
+/// Two steps written as one answer, the one already reported and the one owed (the 1.5B planner
+/// over llama-server wrote `intent` again and then `clarify`, as two fenced objects, three turns
+/// running): the owed step and what follows it are reported, the earlier one is not sent again.
+#[tokio::test]
+async fn steps_written_together_as_the_answer_are_reported_from_the_one_owed() {
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let both = format!(
+        "```json\n{}\n```\n```json\n{}\n```",
+        serde_json::to_string_pretty(&intent).unwrap(),
+        r#"{"name": "clarify", "result": {"action": "PROCEED", "assumptions": ["The flag goes on `run`."]}}"#
+    );
+    let mut replies = vec![
+        answer("", vec![call("c1", "step", intent.clone())]),
+        answer(&both, vec![]),
+    ];
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_outcome, events) = planner_session(replies).await;
+    assert_eq!(
+        judged_steps(&events),
+        [
+            ("intent".to_string(), "PROCEED".to_string()),
+            ("clarify".to_string(), "PROCEED".to_string())
+        ]
+    );
+
+    // With prose after them, or an object that is no step call, nothing is read as a step.
+    for spoilt in [
+        format!("{both}\nNext I will scope the change."),
+        format!("{both}\n```json\n{{\"scope\": []}}\n```"),
+    ] {
+        let mut replies = vec![
+            answer("", vec![call("c1", "step", intent.clone())]),
+            answer(&spoilt, vec![]),
+        ];
+        replies.extend((0..4).map(|_| answer("Done.", vec![])));
+        let (_outcome, events) = planner_session(replies).await;
+        assert_eq!(
+            judged_steps(&events),
+            [("intent".to_string(), "PROCEED".to_string())],
+            "{spoilt}"
+        );
+    }
+}
+
 /// The file the locator's runtime search ranked first leads the files the planner's scope is
 /// offered, wherever the locator's answer lists it: the 1.5B locator listed `src/cli/mod.rs`
 /// first and `src/cli/run.rs` second, and the plan cited `mod.rs` only.
