@@ -603,36 +603,29 @@ async fn steps_written_together_as_the_answer_are_reported_from_the_one_owed() {
         serde_json::to_string_pretty(&intent).unwrap(),
         r#"{"name": "clarify", "result": {"action": "PROCEED", "assumptions": ["The flag goes on `run`."]}}"#
     );
-    let mut replies = vec![
-        answer("", vec![call("c1", "step", intent.clone())]),
-        answer(&both, vec![]),
-    ];
-    replies.extend((0..4).map(|_| answer("Done.", vec![])));
-    let (_outcome, events) = planner_session(replies).await;
+    // `intent` reported by a real call, then `text` as the answer: the steps judged.
+    let judged = |text: String| {
+        let intent = intent.clone();
+        async move {
+            let mut replies = vec![
+                answer("", vec![call("c1", "step", intent)]),
+                answer(&text, vec![]),
+            ];
+            replies.extend((0..4).map(|_| answer("Done.", vec![])));
+            judged_steps(&planner_session(replies).await.1)
+        }
+    };
+    let step = |name: &str| (name.to_string(), "PROCEED".to_string());
     assert_eq!(
-        judged_steps(&events),
-        [
-            ("intent".to_string(), "PROCEED".to_string()),
-            ("clarify".to_string(), "PROCEED".to_string())
-        ]
+        judged(both.clone()).await,
+        [step("intent"), step("clarify")]
     );
-
     // With prose after them, or an object that is no step call, nothing is read as a step.
     for spoilt in [
         format!("{both}\nNext I will scope the change."),
         format!("{both}\n```json\n{{\"scope\": []}}\n```"),
     ] {
-        let mut replies = vec![
-            answer("", vec![call("c1", "step", intent.clone())]),
-            answer(&spoilt, vec![]),
-        ];
-        replies.extend((0..4).map(|_| answer("Done.", vec![])));
-        let (_outcome, events) = planner_session(replies).await;
-        assert_eq!(
-            judged_steps(&events),
-            [("intent".to_string(), "PROCEED".to_string())],
-            "{spoilt}"
-        );
+        assert_eq!(judged(spoilt.clone()).await, [step("intent")], "{spoilt}");
     }
 }
 
@@ -685,6 +678,53 @@ async fn the_file_the_search_ranked_first_leads_the_offered_scope() {
         "{offered:?}: {clarified}"
     );
     assert!(offered.contains(&"src/cli/mod.rs"), "{offered:?}");
+}
+
+/// A locator BLOCKED on its answer's form (the 1.5B locators over llama-server, on a miscopied
+/// id or a placeholder line) still leaves the file its runtime search ranked first: the planner
+/// is told so and is offered it, instead of going on with nothing found.
+#[tokio::test]
+async fn a_blocked_locator_leaves_the_file_its_search_ranked_first() {
+    let files = [
+        (
+            "src/cli/run.rs",
+            "//! `switchboard run`: runs one session of an agent.\n/// The flags of the run command.\npub struct Args {\n    pub verbose: bool,\n}\n",
+        ),
+        ("src/cli/mod.rs", "//! The command line.\npub mod run;\n"),
+    ];
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let clarify = json!({"name": "clarify", "result": {"action": "PROCEED", "assumptions": ["The flag goes on `run`."], "questions": []}});
+    // The locator's answer and both repairs hold no envelope: BLOCKED.
+    let mut replies: Vec<_> = (0..3).map(|_| answer("Nothing to list.", vec![])).collect();
+    replies.push(answer("", vec![call("c1", "step", intent)]));
+    replies.push(answer("", vec![call("c2", "step", clarify)]));
+    replies.extend((0..4).map(|_| answer("Done.", vec![])));
+    let (_dir, _outcome, events) = planner_session_in(replies, true, &files).await;
+    let located = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id, output, ..
+            } if call_id == "delegate_first" => Some(output.clone()),
+            _ => None,
+        })
+        .expect("the locator's result");
+    assert!(located.contains("BLOCKED"), "{located}");
+    assert!(
+        located.contains("ranked `src/cli/run.rs` first"),
+        "{located}"
+    );
+    let results = step_results(&events);
+    let clarified: serde_json::Value = results
+        .iter()
+        .find_map(|(_, out)| {
+            serde_json::from_str::<serde_json::Value>(out)
+                .ok()
+                .filter(|v| v["step"] == "clarify")
+        })
+        .unwrap_or_else(|| panic!("the clarify step's reply: {results:?}"));
+    let offered = &clarified["next_call"]["result"]["evidence"][0]["path"];
+    assert_eq!(offered, "src/cli/run.rs", "{clarified}");
 }
 
 /// The PROCEED reply sent back as the answer with its `next_call` filled in (the 1.5B planner,
@@ -943,8 +983,9 @@ async fn a_plan_that_opens_nothing_is_asked_for_again_before_the_first_turn() {
 
 /// A locator that copies its answer template unfilled, or lists a path that is not there
 /// (Qwen2.5-Coder-1.5B did both without searching), is told which placeholder and which path,
-/// through every repair; once it is BLOCKED, the researcher's identical call is not run again, and the repair
-/// of the researcher's empty-handed answer names the plan's next subagent instead of it.
+/// through every repair; once it is BLOCKED, the researcher's identical call is not run again, and
+/// the file the locator's runtime search ranked first is analysed for the researcher's
+/// empty-handed answer by the plan's next subagent.
 #[tokio::test]
 async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_agent() {
     let (_dir, project) = scripted_researcher(
@@ -1013,12 +1054,21 @@ async fn an_invented_path_blocks_the_locator_and_the_next_delegation_is_another_
         after_repeat.contains("not run: you made this exact `task` call already"),
         "{after_repeat}"
     );
-    // The researcher's repair after "Nothing found." names the doc source's other subagent.
-    let repaired = requests[8].body["messages"].to_string();
-    assert!(repaired.contains("Next, delegate"), "{repaired}");
+    // The locator is BLOCKED, but the file its runtime search ranked first is kept as found,
+    // and the researcher is told so …
+    let record = "thoughts/shared/decisions/2026-11-02-yaml-parser.md";
+    let told = requests[6].body["messages"].to_string();
+    assert!(told.contains(&format!("ranked `{record}` first")), "{told}");
+    // … so when it answers empty-handed, the runtime has that file analysed (`delegate_owed`)
+    // by the doc source's reader.
+    let analysed = requests[8].body["messages"].to_string();
     assert!(
-        repaired.contains(r#"\"subagent_type\":\"thoughts-analyzer\""#),
-        "{repaired}"
+        analysed.contains("You are `thoughts-analyzer`"),
+        "{analysed}"
+    );
+    assert!(
+        analysed.contains(&format!("The runtime has read `{record}` for you")),
+        "{analysed}"
     );
 }
 

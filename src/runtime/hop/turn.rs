@@ -534,6 +534,11 @@ impl HopState {
                     let blocked = result.status == HopStatus::Blocked;
                     if blocked {
                         self.blocked.insert(result.agent.clone());
+                        if let Some(note) = self.note_searched_first(&result.agent, &result.hop_id)
+                        {
+                            message.content.push_str("\n\n[runtime] ");
+                            message.content.push_str(&note);
+                        }
                     }
                     let remember = blocked || result.status == HopStatus::Completed;
                     (
@@ -647,6 +652,25 @@ impl HopState {
                 self.found_by.push(agent.to_string());
             }
         }
+    }
+
+    /// For a subagent that ended BLOCKED: the file its runtime search (`search_first:`) ranked
+    /// first is kept as found, as an accepted answer's paths are (see [`Self::note_found_paths`]),
+    /// and the note saying so. The answer failed its contract, but the search was the runtime's
+    /// own `grep` of the tree, no claim of the model's. Over llama-server the 1.5B locators were
+    /// BLOCKED on one slip of form with the right file ranked first, and with nothing found the
+    /// planner asked the user "What files does `codebase-locator` need to read first?" and the
+    /// researcher's record went unread. `None` when the subagent searched nothing first.
+    fn note_searched_first(&mut self, agent: &str, hop_id: &str) -> Option<String> {
+        let path = self.ctx.shared.ranked_first(hop_id)?;
+        if !self.found_paths.contains(&path) {
+            self.found_paths.push(path.clone());
+            self.found_by.push(agent.to_string());
+        }
+        Some(format!(
+            "`{agent}`'s answer did not hold, but the runtime's own search for this task ranked \
+             `{path}` first: it counts as found. Go on with it."
+        ))
     }
 
     /// What makes two calls the same for [`SeenCall`]: the tool, its arguments, and what the
