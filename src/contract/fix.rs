@@ -122,11 +122,7 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 edits.extend(cite_elsewhere(answer, span, &actual.from, &actual.lines));
             }
         } else if p.code == Rule::CorrelationMismatch.code() {
-            let expected = p
-                .help
-                .as_deref()
-                .and_then(|h| h.strip_prefix("copy it exactly: `correlation_id: "))
-                .and_then(|rest| rest.strip_suffix('`'));
+            let expected = id_to_copy(p, "copy it exactly: `correlation_id: ");
             let written = &answer[span.clone()];
             // Only a UUID (the runtime's own ids): no other is within two characters of it,
             // while a name such as `corr-1` or `research-2026-01-19` has neighbours that are
@@ -140,11 +136,7 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
                 edits.push((span, expected.to_string()));
             }
         } else if p.code == Rule::MessageIdMismatch.code() {
-            let expected = p
-                .help
-                .as_deref()
-                .and_then(|h| h.strip_prefix("copy the id exactly: `message_id: "))
-                .and_then(|rest| rest.strip_suffix('`'));
+            let expected = id_to_copy(p, "copy the id exactly: `message_id: ");
             if let Some(expected) = expected.filter(|e| id_slip(&answer[span.clone()], e)) {
                 edits.push((span, expected.to_string()));
             }
@@ -187,6 +179,14 @@ pub fn apply(answer: &str, problems: &[Problem], project: &Project) -> Option<St
         floor = range.start;
     }
     (fixed != answer).then_some(fixed)
+}
+
+/// The id a mismatch's help tells the model to copy (`<lead>ID\``), as the checker writes it.
+fn id_to_copy<'p>(p: &'p Problem, lead: &str) -> Option<&'p str> {
+    p.help
+        .as_deref()
+        .and_then(|h| h.strip_prefix(lead))
+        .and_then(|rest| rest.strip_suffix('`'))
 }
 
 /// Whether `written` is the runtime's message id `expected` copied with a slip: the same
