@@ -123,6 +123,13 @@ enum By {
 /// new from its tools. Qwen2.5-Coder-1.5B, its subagents all BLOCKED, made 17 refused `task` calls in
 /// a row until the session's wall-clock limit; two are enough to tell.
 pub const STALLED_TURNS: u32 = 2;
+/// Turns in a row whose every `step` call was an accepted step sent again unchanged, after
+/// which the hop ends PARTIAL. Not a stall: a stalled hop is offered no tools, and the step it
+/// owes is a tool call. Over llama-server the 1.5B planner sent its accepted `intent`
+/// seventeen turns running (77k tokens) and never the step after it; each UNCHANGED reply
+/// names that step and its call, and the turns after it are sampled warmer, so three in a
+/// row say the model is not going to report it.
+pub const UNCHANGED_TURNS: u32 = 3;
 /// How much warmer a turn is sampled for each turn of refused repeats before it, up to
 /// [`WARMEST`]. Asked again as before, a model gives the same call again: the 1.5B planner
 /// (temperature 0.2, one seed) sent a refused `step` call three times over. Whisper's decoder
@@ -319,6 +326,7 @@ pub(crate) fn run_hop_on(
             read_ahead: Vec::new(),
             read_files: Vec::new(),
             refused_turns: 0,
+            unchanged_steps: 0,
             observed_again: false,
             asked_user: None,
             noted_findings: None,
@@ -390,6 +398,9 @@ struct HopState {
     found_by: Vec<String>,
     /// Turns in a row whose every call was refused as a repeat (see [`STALLED_TURNS`]).
     refused_turns: u32,
+    /// Turns in a row whose every `step` call came back UNCHANGED (an accepted step sent again
+    /// with its very result): each is sampled warmer, and [`UNCHANGED_TURNS`] end the hop.
+    unchanged_steps: u32,
     /// Whether the last turn's every call repeated a read or search that had succeeded (see
     /// [`Self::stall_now`]).
     observed_again: bool,
@@ -705,6 +716,15 @@ impl HopState {
                      No more tool calls.",
                 ));
             }
+            if self.unchanged_steps >= UNCHANGED_TURNS && !pieces.waiting() {
+                let owed = crate::workflow::tool::next_step_name(&self.workflow_call(&shared))
+                    .unwrap_or_default();
+                return self.partial(format!(
+                    "workflow step reported again unchanged {} turns running; `{owed}` was \
+                     never reported",
+                    self.unchanged_steps
+                ));
+            }
             if !self.stalled && !pieces.waiting() {
                 if self.refused_turns >= STALLED_TURNS {
                     let note = format!(
@@ -807,7 +827,10 @@ impl HopState {
                 messages: self.messages.clone(),
                 tools: tool_specs.clone(),
                 tool_choice,
-                temperature: turn_temperature(self.agent.temperature, self.refused_turns),
+                temperature: turn_temperature(
+                    self.agent.temperature,
+                    self.refused_turns + self.unchanged_steps,
+                ),
                 top_p: self.agent.top_p,
                 max_tokens: self.agent.max_tokens,
                 response_contract: response_contract.clone(),

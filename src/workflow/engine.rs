@@ -4,8 +4,11 @@
 //! prerequisites are not all accepted is refused with STOP naming the first missing one and is
 //! not stored; then the result is held to the step's schema and its checks (INVALID lists every
 //! problem); then the step's deciding field may turn the reply into CLARIFY or STOP; otherwise
-//! the result is accepted, the steps that depend on it are invalidated (it may be a redo), and
-//! the reply names the next step, or, after the last one, the run is ready to render.
+//! a result that passes and is the very one the step was accepted with, while no step that
+//! depends on it is accepted, is UNCHANGED (nothing stored: accepting it again would change
+//! nothing); otherwise the result is accepted, the steps that depend on it are invalidated (it
+//! may be a redo), and the reply names the next step, or, after the last one, the run is ready
+//! to render.
 //!
 //! Nothing here touches the disk except the checks (which read the files they verify) and
 //! [`render`]; [`super::tool`] saves the state and appends the log.
@@ -44,6 +47,20 @@ pub enum Reply {
         #[serde(skip_serializing_if = "Option::is_none")]
         next_call: Option<Value>,
     },
+    /// The step was accepted already with this very result, and no step that depends on it
+    /// is accepted: reporting it again changes nothing, so nothing is stored, and the reply
+    /// names the step owed instead (`next`, `next_call` as in [`Reply::Proceed`]).
+    /// Answered PROCEED each time, the 1.5B planner over llama-server sent its accepted
+    /// `intent` seventeen turns running and never `clarify`: every reply was the same as the
+    /// one before, and it copied its own turn again.
+    Unchanged {
+        step: String,
+        note: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_call: Option<Value>,
+    },
     /// Ask the user this one question and stop.
     Clarify { step: String, question: String },
     /// Fix the result and report the same step again. `expected` is the shape of the step's
@@ -62,6 +79,7 @@ impl Reply {
     pub fn action(&self) -> &'static str {
         match self {
             Reply::Proceed { .. } => "PROCEED",
+            Reply::Unchanged { .. } => "UNCHANGED",
             Reply::Clarify { .. } => "CLARIFY",
             Reply::Invalid { .. } => "INVALID",
             Reply::Stop { .. } => "STOP",
@@ -185,6 +203,11 @@ pub fn submit(
             }
         }
     }
+    if errors.is_empty() {
+        if let Some(reply) = unchanged(wf, state, name, &filled) {
+            return refuse(reply);
+        }
+    }
     let result = &filled;
     let at = now();
     let record = state.record(name);
@@ -297,6 +320,42 @@ pub fn submit(
         attempt,
         complete,
     }
+}
+
+/// [`Reply::Unchanged`] when `name` is accepted, `filled` (the result as it would be stored,
+/// defaults and re-cited evidence in) is the result it was accepted with, and no step that
+/// depends on it is accepted. A redo that would invalidate something, or one with any
+/// difference, is judged as any report is.
+fn unchanged(wf: &Workflow, state: &State, name: &str, filled: &Value) -> Option<Reply> {
+    let record = state.steps.get(name)?;
+    if record.status != StepStatus::Accepted {
+        return None;
+    }
+    let accepted = record.history.iter().rev().find(|a| a.action == "PROCEED")?;
+    if accepted.result != *filled || wf.dependents(name).iter().any(|d| state.is_accepted(d)) {
+        return None;
+    }
+    let next = next_step(wf, state).map(str::to_string);
+    let next_call = next.as_deref().and_then(|n| {
+        let schema = &wf.step(n)?.schema;
+        Some(serde_json::json!({"name": n, "result": super::shape::shape(schema)}))
+    });
+    let note = match &next {
+        Some(n) => format!(
+            "`{name}` is accepted already, with this very result: reporting it again changes \
+             nothing. The step owed now is `{n}`: call `step` with `next_call` filled in."
+        ),
+        None => format!(
+            "`{name}` is accepted already, with this very result: reporting it again changes \
+             nothing."
+        ),
+    };
+    Some(Reply::Unchanged {
+        step: name.into(),
+        note,
+        next,
+        next_call,
+    })
 }
 
 /// `result` with every top-level property it leaves out (or gives as the expected shape's
@@ -636,6 +695,37 @@ mod tests {
         // A slug that is only a date keeps it: an empty file name is worse than a doubled date.
         assert_eq!(undated("2026-11-28".into()), "2026-11-28");
         assert_eq!(undated("é".into()), "é");
+    }
+
+    /// An accepted step sent again with its very result while no step after it is accepted
+    /// changes nothing: UNCHANGED, nothing stored, the step owed named. A different result,
+    /// or the same one once a step that depends on it is accepted, is judged as a redo.
+    #[test]
+    fn an_accepted_step_sent_again_unchanged_stores_nothing_and_names_the_step_owed() {
+        let (_d, p, wf, mut s) = setup();
+        let go = json!({"go": "PROCEED"});
+        assert_eq!(submit(&wf, &mut s, &p, "ask", &go).attempt, 1);
+        let before = s.clone();
+        let o = submit(&wf, &mut s, &p, "ask", &go);
+        assert_eq!((o.reply.action(), o.attempt), ("UNCHANGED", 0));
+        assert_eq!(s, before, "nothing stored");
+        let Reply::Unchanged {
+            next, next_call, ..
+        } = &o.reply
+        else {
+            panic!("{:?}", o.reply)
+        };
+        assert_eq!(next.as_deref(), Some("do"));
+        assert_eq!(next_call.as_ref().map(|c| c["name"].clone()), Some(json!("do")));
+        assert!(o.reply.to_json().contains("`do`"), "{}", o.reply.to_json());
+
+        let other = json!({"go": "PROCEED", "why": "more"});
+        let o = submit(&wf, &mut s, &p, "ask", &other);
+        assert_eq!((o.reply.action(), o.attempt), ("PROCEED", 2));
+        assert_eq!(submit(&wf, &mut s, &p, "do", &json!({"x": 1})).attempt, 1);
+        let o = submit(&wf, &mut s, &p, "ask", &other);
+        assert_eq!((o.reply.action(), o.attempt), ("PROCEED", 3));
+        assert_eq!(s.steps["do"].status, StepStatus::Invalidated);
     }
 
     #[test]

@@ -363,6 +363,11 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
         next: Some(next),
         next_call: Some(next_call),
         ..
+    }
+    | Reply::Unchanged {
+        next: Some(next),
+        next_call: Some(next_call),
+        ..
     } = &mut outcome.reply
     {
         if let Some(step) = wf.step(next) {
@@ -409,7 +414,10 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
         action: outcome.reply.action().to_string(),
         attempt: outcome.attempt,
         errors: errors.clone(),
-        note: (outcome.attempt == 0).then(|| "refused; not stored".to_string()),
+        note: (outcome.attempt == 0).then(|| match outcome.reply {
+            Reply::Unchanged { .. } => "unchanged; not stored".to_string(),
+            _ => "refused; not stored".to_string(),
+        }),
     };
     // The log line first, then the state: a process killed between the two leaves a logged
     // attempt the state does not hold (the step is reported again on resume), never an accepted

@@ -629,6 +629,48 @@ async fn steps_written_together_as_the_answer_are_reported_from_the_one_owed() {
     }
 }
 
+/// An accepted step sent again with its very result (the 1.5B planner over llama-server sent
+/// its accepted `intent` seventeen turns running, each accepted as a new attempt): each is
+/// answered UNCHANGED with the step owed, stored as no attempt, and three such turns in a row end
+/// the hop PARTIAL naming that step, where the model would have gone on until its limits.
+#[tokio::test]
+async fn an_accepted_step_sent_again_unchanged_three_turns_running_ends_the_hop() {
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let as_text = serde_json::to_string(&intent).unwrap();
+    let mut replies = vec![
+        answer("", vec![call("c1", "step", intent.clone())]),
+        answer("", vec![call("c2", "step", intent.clone())]),
+        answer(&as_text, vec![]),
+        answer("", vec![call("c4", "step", intent.clone())]),
+    ];
+    // What the model would have said next, had the hop gone on: never asked for.
+    replies.extend((0..6).map(|_| answer("", vec![call("cx", "step", intent.clone())])));
+    let (outcome, events) = planner_session(replies).await;
+    let step = |action: &str| ("intent".to_string(), action.to_string());
+    assert_eq!(
+        judged_steps(&events),
+        [
+            step("PROCEED"),
+            step("UNCHANGED"),
+            step("UNCHANGED"),
+            step("UNCHANGED")
+        ]
+    );
+    let attempts: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::WorkflowStep { attempt, .. } => Some(*attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attempts, [1, 0, 0, 0], "only the first report is stored");
+    let reply = step_results(&events)[1].1.clone();
+    assert!(reply.contains("UNCHANGED") && reply.contains("`clarify`"), "{reply}");
+    assert_eq!(outcome.status, "partial", "{outcome:?}");
+    let error = outcome.error.clone().unwrap_or_default();
+    assert!(error.contains("unchanged 3 turns") && error.contains("`clarify`"), "{error}");
+}
+
 /// The file the locator's runtime search ranked first leads the files the planner's scope is
 /// offered, wherever the locator's answer lists it: the 1.5B locator listed `src/cli/mod.rs`
 /// first and `src/cli/run.rs` second, and the plan cited `mod.rs` only.

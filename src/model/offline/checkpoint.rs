@@ -63,7 +63,7 @@ pub fn turn(request: &ModelRequest, history: &History) -> Turn {
                 ));
             }
             match reply["action"].as_str().unwrap_or("") {
-                "PROCEED" => match reply["next"].as_str() {
+                "PROCEED" | "UNCHANGED" => match reply["next"].as_str() {
                     Some(n) => n.to_string(),
                     None => return Turn::Answer(done(&reply, history)),
                 },

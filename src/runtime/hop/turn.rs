@@ -123,6 +123,8 @@ impl HopState {
         // Calls refused as repeats of earlier ones. A gate refusal is not one: it says what the
         // plan opens, and a model that tries another source next is finding its way.
         let mut refused = 0usize;
+        // `step` calls judged this turn, and how many of them came back UNCHANGED.
+        let (mut steps_reported, mut unchanged) = (0usize, 0usize);
         // Of those, `task` calls whose subagent answered before: nothing new can come of them.
         let mut answered_again = 0usize;
         // Of those, reads and searches that succeeded before: their results are above as they
@@ -357,6 +359,10 @@ impl HopState {
                 };
                 if let Some((message, written, event)) = done {
                     if let Some(event) = event {
+                        if let EventKind::WorkflowStep { action, .. } = &event {
+                            steps_reported += 1;
+                            unchanged += usize::from(action == "UNCHANGED");
+                        }
                         if let Some(question) = clarifying_question(&event, &message.content) {
                             if self.req.parent.is_none() {
                                 self.asked_user = Some(question);
@@ -459,6 +465,14 @@ impl HopState {
                 }
             }
             pending.push(Pending::Done(done.message, done.written));
+        }
+        // A turn whose every `step` call was UNCHANGED (see `Hop::unchanged_steps`).
+        if steps_reported > 0 {
+            self.unchanged_steps = if unchanged == steps_reported {
+                self.unchanged_steps + 1
+            } else {
+                0
+            };
         }
         self.refused_turns = if !calls.is_empty() && refused == calls.len() {
             self.refused_turns + 1
