@@ -1514,6 +1514,20 @@ impl HopState {
             // Its tools are gone: a call to copy would only be refused.
             return None;
         }
+        // A workflow's document is written by its last step: the step owed is what to do next,
+        // as its call. Told only "finish the `plan` workflow", the 1.5B planner over
+        // llama-server, `clarify` owed, answered twice with a made-up `render` reply.
+        if self.follows_workflow {
+            if let Some(step) = crate::workflow::tool::next_step_call(
+                &self.workflow_call(&self.ctx.shared),
+            ) {
+                return Some(format!(
+                    "Your workflow's next step is `{}`: report it now with {}",
+                    step["name"].as_str().unwrap_or_default(),
+                    crate::workflow::tool::how_to_report(&step)
+                ));
+            }
+        }
         let gate = self.plan_gate.as_ref()?;
         gate.first_step().or_else(|| {
             let findings =
@@ -1921,6 +1935,12 @@ enum Owed {
 /// step it had already reported and then the `clarify` step it owed, as two fenced objects, three
 /// turns running, and its session ended PARTIAL with neither read. A step before the one owed is
 /// one already reported: sent again, it would reopen the workflow there.
+///
+/// An object in the shape of the runtime's own reply (`{"action", "step", …, "next_call"}`)
+/// stands for the call its `next_call` writes out, and a call naming the same step as the one
+/// before it is left out (the first is the report; a second would be a redo of it): after
+/// `intent` was accepted, the 1.5B planner answered with two such replies, each a `clarify`
+/// call with other questions in its `next_call`.
 fn owed_step_calls(
     objects: Vec<serde_json::Map<String, serde_json::Value>>,
     next: &str,
@@ -1932,6 +1952,14 @@ fn owed_step_calls(
             && o.get("name").is_some_and(serde_json::Value::is_string)
             && o.get("result").is_some_and(serde_json::Value::is_object)
     };
+    let mut objects: Vec<_> = objects
+        .into_iter()
+        .map(|o| match (o.contains_key("step"), o.get("next_call")) {
+            (true, Some(serde_json::Value::Object(call))) => call.clone(),
+            _ => o,
+        })
+        .collect();
+    objects.dedup_by(|b, a| a.get("name") == b.get("name"));
     if !objects.iter().all(is_call) {
         return None;
     }

@@ -95,10 +95,22 @@ fn step_call(wf: &Workflow, name: &str) -> Option<serde_json::Value> {
 }
 
 /// The step to report next with the shape of its result, written as the `step` call to make:
-/// for a note that shows a small model the call it owes.
+/// for a note that shows a small model the call it owes. Its evidence is filled in from the
+/// files the hop's subagents found, as a PROCEED reply's `next_call` is.
 pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
     let (wf, name) = owed(call)?;
-    step_call(&wf, &name)
+    let mut owed = step_call(&wf, &name)?;
+    if let Some(step) = wf.step(&name) {
+        let words = crate::runtime::search_first::words(call.task);
+        super::check::prefill_evidence(
+            &step.checks,
+            call.project,
+            call.found,
+            &words,
+            &mut owed["result"],
+        );
+    }
+    Some(owed)
 }
 
 /// The refusal of `tool` (called as `called`) when the step owed next does not open it (its

@@ -620,6 +620,17 @@ async fn steps_written_together_as_the_answer_are_reported_from_the_one_owed() {
         judged(both.clone()).await,
         [step("intent"), step("clarify")]
     );
+    // Two copies of the runtime's reply, each writing out a `clarify` call with other
+    // questions (the 1.5B planner's answer after `intent` was accepted): the first `clarify`.
+    let echo = |question: &str| {
+        json!({"action": "PROCEED", "step": "clarify", "next": "clarify", "next_call": {"name": "clarify", "result": {"action": "PROCEED", "assumptions": [], "questions": [question]}}})
+    };
+    let echoes = format!(
+        "```json\n{}\n```\n```json\n{}\n```",
+        serde_json::to_string_pretty(&echo("Which flag name?")).unwrap(),
+        serde_json::to_string_pretty(&echo("Which output is kept?")).unwrap()
+    );
+    assert_eq!(judged(echoes).await, [step("intent"), step("clarify")]);
     // With prose after them, or an object that is no step call, nothing is read as a step.
     for spoilt in [
         format!("{both}\nNext I will scope the change."),
@@ -669,6 +680,46 @@ async fn an_accepted_step_sent_again_unchanged_three_turns_running_ends_the_hop(
     assert_eq!(outcome.status, "partial", "{outcome:?}");
     let error = outcome.error.clone().unwrap_or_default();
     assert!(error.contains("unchanged 3 turns") && error.contains("`clarify`"), "{error}");
+}
+
+/// A workflow agent that answers without its document is told the step it owes, as the call to
+/// make: told only to finish its workflow, the 1.5B planner over llama-server (`clarify` owed)
+/// answered twice with a made-up reply of a `render` step.
+#[tokio::test]
+async fn the_repair_of_a_missing_plan_names_the_step_owed_as_its_call() {
+    let intent = json!({"name": "intent", "result": {"action": "PROCEED", "refined_intent": "Add a --quiet flag to switchboard run"}});
+    let made_up = r#"{"action": "PROCEED", "step": "render", "next": null}"#;
+    let mut replies = vec![
+        answer("", vec![call("c1", "step", intent)]),
+        answer("The plan is ready.", vec![]),
+    ];
+    replies.extend((0..4).map(|_| answer(made_up, vec![])));
+    let (dir, outcome, _events) = planner_session_with(replies, false).await;
+    assert_eq!(outcome.status, "partial", "{outcome:?}");
+    let transcripts = std::fs::read_to_string(
+        std::fs::read_dir(dir.path().join(".switchboard/sessions"))
+            .expect("sessions")
+            .flatten()
+            .next()
+            .expect("one session")
+            .path()
+            .join("transcripts.jsonl"),
+    )
+    .expect("transcripts");
+    let repair = transcripts
+        .lines()
+        .flat_map(|l| {
+            let row: serde_json::Value = serde_json::from_str(l).expect("json");
+            row["messages"].as_array().cloned().unwrap_or_default()
+        })
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .find(|c| c.starts_with("You have not delivered your document"))
+        .expect("a repair turn");
+    assert!(
+        repair.contains("Your workflow's next step is `clarify`: report it now with the `step` tool")
+            && repair.contains(r#"{"name":"clarify","result":{"#),
+        "{repair}"
+    );
 }
 
 /// The file the locator's runtime search ranked first leads the files the planner's scope is
