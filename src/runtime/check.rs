@@ -301,7 +301,12 @@ impl Gate<'_> {
             });
             let mut prompt = outcome.repair_prompt;
             if json.is_none() {
-                prompt.push_str(&self.fixed_copy(answer, &outcome.violations, contract));
+                match self.behind_frontmatter(answer, &outcome.violations, contract) {
+                    Some(repair) => prompt = repair,
+                    None => {
+                        prompt.push_str(&self.fixed_copy(answer, &outcome.violations, contract))
+                    }
+                }
             }
             return Verdict::Repair { prompt };
         }
@@ -404,6 +409,37 @@ impl Gate<'_> {
             problems.len(),
             fixed.trim_end()
         )
+    }
+
+    /// For an answer whose frontmatter is never closed, where `contract::fix` can close it: the
+    /// repair written from that copy (its problems, and the copy to fix), or `None`. An open
+    /// frontmatter swallows the whole answer, so its one problem is all the check can report:
+    /// told only to close it, Qwen2.5-Coder-1.5B's codebase-analyzer (over llama-server) sent
+    /// the same answer back twice, which also had no `<thinking>` or `<answer>` block, and was
+    /// BLOCKED. Closed, the answer shows what else it lacks.
+    fn behind_frontmatter(
+        &self,
+        answer: &str,
+        problems: &[Problem],
+        contract: &Contract,
+    ) -> Option<String> {
+        let unclosed = contract::Rule::FrontmatterUnclosed.code();
+        if !problems.iter().any(|p| p.code == unclosed) {
+            return None;
+        }
+        let fixed = contract::fix::apply(answer, problems, self.project)?;
+        let left = self.check(&fixed, contract).outcome;
+        if left.conformant || left.violations.iter().any(|p| p.code == unclosed) {
+            return None;
+        }
+        let fence = crate::markdown::fence_for(&fixed);
+        Some(format!(
+            "{}\nYour answer with its frontmatter closed for you (the `---` line after its \
+             fields), which is what the problems above are found in: fix them in it and send it \
+             whole.\n{fence}markdown\n{}\n{fence}\n",
+            left.repair_prompt.trim_end(),
+            fixed.trim_end()
+        ))
     }
 
     /// The contract's fallback, rendered and checked against the contract itself.
@@ -752,6 +788,38 @@ mod tests {
             ),
             "{verdict:?}"
         );
+    }
+
+    /// A frontmatter never closed hides everything after it from the check: the repair is
+    /// written from the copy with it closed, listing what that copy lacks, and shows the copy.
+    /// One that the fix cannot close (no blank line after its fields) keeps the plain repair.
+    #[test]
+    fn the_repair_of_an_unclosed_frontmatter_lists_what_the_closed_copy_lacks() {
+        let contract = Contract::builtin("envelope").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let fields = "---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n";
+        let open = format!("```\n{fields}\n### Overview\nThe policy retries 429s.\n");
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        let Verdict::Repair { prompt } = g.judge(&open, &|_| {}) else {
+            panic!("a repair");
+        };
+        assert!(
+            prompt.contains("<thinking>")
+                && prompt.contains("<answer>")
+                && !prompt.contains("frontmatter-unclosed"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains(&format!("{fields}---\n\n### Overview")),
+            "the closed copy: {prompt}"
+        );
+        let unclosable = format!("{fields}### Overview\nThe policy retries 429s.\n");
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        let Verdict::Repair { prompt } = g.judge(&unclosable, &|_| {}) else {
+            panic!("a repair");
+        };
+        assert!(prompt.contains("frontmatter-unclosed"), "{prompt}");
     }
 
     #[test]

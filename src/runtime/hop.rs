@@ -1518,9 +1518,9 @@ impl HopState {
         // as its call. Told only "finish the `plan` workflow", the 1.5B planner over
         // llama-server, `clarify` owed, answered twice with a made-up `render` reply.
         if self.follows_workflow {
-            if let Some(step) = crate::workflow::tool::next_step_call(
-                &self.workflow_call(&self.ctx.shared),
-            ) {
+            if let Some(step) =
+                crate::workflow::tool::next_step_call(&self.workflow_call(&self.ctx.shared))
+            {
                 return Some(format!(
                     "Your workflow's next step is `{}`: report it now with {}",
                     step["name"].as_str().unwrap_or_default(),

@@ -331,7 +331,11 @@ fn unchanged(wf: &Workflow, state: &State, name: &str, filled: &Value) -> Option
     if record.status != StepStatus::Accepted {
         return None;
     }
-    let accepted = record.history.iter().rev().find(|a| a.action == "PROCEED")?;
+    let accepted = record
+        .history
+        .iter()
+        .rev()
+        .find(|a| a.action == "PROCEED")?;
     if accepted.result != *filled || wf.dependents(name).iter().any(|d| state.is_accepted(d)) {
         return None;
     }
@@ -716,7 +720,10 @@ mod tests {
             panic!("{:?}", o.reply)
         };
         assert_eq!(next.as_deref(), Some("do"));
-        assert_eq!(next_call.as_ref().map(|c| c["name"].clone()), Some(json!("do")));
+        assert_eq!(
+            next_call.as_ref().map(|c| c["name"].clone()),
+            Some(json!("do"))
+        );
         assert!(o.reply.to_json().contains("`do`"), "{}", o.reply.to_json());
 
         let other = json!({"go": "PROCEED", "why": "more"});

@@ -622,9 +622,7 @@ async fn steps_written_together_as_the_answer_are_reported_from_the_one_owed() {
     );
     // Two copies of the runtime's reply, each writing out a `clarify` call with other
     // questions (the 1.5B planner's answer after `intent` was accepted): the first `clarify`.
-    let echo = |question: &str| {
-        json!({"action": "PROCEED", "step": "clarify", "next": "clarify", "next_call": {"name": "clarify", "result": {"action": "PROCEED", "assumptions": [], "questions": [question]}}})
-    };
+    let echo = |question: &str| json!({"action": "PROCEED", "step": "clarify", "next": "clarify", "next_call": {"name": "clarify", "result": {"action": "PROCEED", "assumptions": [], "questions": [question]}}});
     let echoes = format!(
         "```json\n{}\n```\n```json\n{}\n```",
         serde_json::to_string_pretty(&echo("Which flag name?")).unwrap(),
@@ -676,10 +674,16 @@ async fn an_accepted_step_sent_again_unchanged_three_turns_running_ends_the_hop(
         .collect();
     assert_eq!(attempts, [1, 0, 0, 0], "only the first report is stored");
     let reply = step_results(&events)[1].1.clone();
-    assert!(reply.contains("UNCHANGED") && reply.contains("`clarify`"), "{reply}");
+    assert!(
+        reply.contains("UNCHANGED") && reply.contains("`clarify`"),
+        "{reply}"
+    );
     assert_eq!(outcome.status, "partial", "{outcome:?}");
     let error = outcome.error.clone().unwrap_or_default();
-    assert!(error.contains("unchanged 3 turns") && error.contains("`clarify`"), "{error}");
+    assert!(
+        error.contains("unchanged 3 turns") && error.contains("`clarify`"),
+        "{error}"
+    );
 }
 
 /// A workflow agent that answers without its document is told the step it owes, as the call to
@@ -716,7 +720,8 @@ async fn the_repair_of_a_missing_plan_names_the_step_owed_as_its_call() {
         .find(|c| c.starts_with("You have not delivered your document"))
         .expect("a repair turn");
     assert!(
-        repair.contains("Your workflow's next step is `clarify`: report it now with the `step` tool")
+        repair
+            .contains("Your workflow's next step is `clarify`: report it now with the `step` tool")
             && repair.contains(r#"{"name":"clarify","result":{"#),
         "{repair}"
     );

@@ -433,7 +433,11 @@ fn scope_files_outside_the_root_or_missing_are_invalid() {
     // stored, and `scope` stays accepted.
     let attempts = run.state().steps["scope"].attempts;
     let r = run.step("scope", good("scope"));
-    assert_eq!((&r["action"], &r["next"]), (&json!("UNCHANGED"), &json!("test_strategy")), "{r}");
+    assert_eq!(
+        (&r["action"], &r["next"]),
+        (&json!("UNCHANGED"), &json!("test_strategy")),
+        "{r}"
+    );
     assert_eq!(run.state().steps["scope"].attempts, attempts);
     assert_eq!(run.state().steps["scope"].status, StepStatus::Accepted);
     // A plan step outside the scope is refused, naming the file.
