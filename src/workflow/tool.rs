@@ -100,17 +100,17 @@ fn step_call(wf: &Workflow, name: &str) -> Option<serde_json::Value> {
 pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
     let (wf, name) = owed(call)?;
     let mut owed = step_call(&wf, &name)?;
-    if let Some(step) = wf.step(&name) {
-        let words = crate::runtime::search_first::words(call.task);
-        super::check::prefill_evidence(
-            &step.checks,
-            call.project,
-            call.found,
-            &words,
-            &mut owed["result"],
-        );
-    }
+    prefill(call, &wf, &name, &mut owed["result"]);
     Some(owed)
+}
+
+/// Fills in the evidence of step `name`'s `result` shape from the files the hop's subagents
+/// found (`check::prefill_evidence`); a step without an evidence check is left as it is.
+fn prefill(call: &Call, wf: &Workflow, name: &str, result: &mut Value) {
+    if let Some(step) = wf.step(name) {
+        let words = crate::runtime::search_first::words(call.task);
+        super::check::prefill_evidence(&step.checks, call.project, call.found, &words, result);
+    }
 }
 
 /// The refusal of `tool` (called as `called`) when the step owed next does not open it (its
@@ -382,16 +382,7 @@ fn judge(call: &Call, wf: &Workflow, args: &Value) -> Result<Handled, WorkflowEr
         ..
     } = &mut outcome.reply
     {
-        if let Some(step) = wf.step(next) {
-            let words = crate::runtime::search_first::words(call.task);
-            super::check::prefill_evidence(
-                &step.checks,
-                call.project,
-                call.found,
-                &words,
-                &mut next_call["result"],
-            );
-        }
+        prefill(call, wf, next, &mut next_call["result"]);
     }
     let mut written = None;
     if outcome.complete {
