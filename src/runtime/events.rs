@@ -387,8 +387,8 @@ pub enum EventKind {
     LogRepaired { dropped_bytes: u64 },
     /// One `step` call of a checkpoint workflow (src/workflow/): the step, the reply's action
     /// (`PROCEED`, `UNCHANGED`, `CLARIFY`, `INVALID`, `STOP`, or `ERROR` when it could not be
-    /// judged), the
-    /// attempt stored (0: refused, not stored) and, after the last step, the document written.
+    /// judged), the attempt stored (0: refused or unchanged, not stored) and, after the last
+    /// step, the document written.
     #[serde(rename = "workflow.step")]
     WorkflowStep {
         workflow: String,

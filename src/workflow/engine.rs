@@ -290,15 +290,8 @@ pub fn submit(
                         r.status = StepStatus::Invalidated;
                     }
                 }
-                let next = wf
-                    .names()
-                    .into_iter()
-                    .find(|n| !state.is_accepted(n))
-                    .map(str::to_string);
-                let next_call = next.as_deref().and_then(|n| {
-                    let schema = &wf.step(n)?.schema;
-                    Some(serde_json::json!({"name": n, "result": super::shape::shape(schema)}))
-                });
+                let next = next_step(wf, state).map(str::to_string);
+                let next_call = next.as_deref().and_then(|n| step_call(wf, n));
                 Reply::Proceed {
                     step: name.into(),
                     next,
@@ -340,10 +333,7 @@ fn unchanged(wf: &Workflow, state: &State, name: &str, filled: &Value) -> Option
         return None;
     }
     let next = next_step(wf, state).map(str::to_string);
-    let next_call = next.as_deref().and_then(|n| {
-        let schema = &wf.step(n)?.schema;
-        Some(serde_json::json!({"name": n, "result": super::shape::shape(schema)}))
-    });
+    let next_call = next.as_deref().and_then(|n| step_call(wf, n));
     let note = match &next {
         Some(n) => format!(
             "`{name}` is accepted already, with this very result: reporting it again changes \
@@ -551,6 +541,13 @@ pub fn abort(state: &mut State, why: &str) {
 /// The next step to report: the first one not accepted, or `None` when all are.
 pub fn next_step<'w>(wf: &'w Workflow, state: &State) -> Option<&'w str> {
     wf.names().into_iter().find(|n| !state.is_accepted(n))
+}
+
+/// The `step` call that reports step `name` of `wf`, its result the shape of that step's
+/// result (see [`super::shape`]): a reply's `next_call`, and the call a note shows.
+pub fn step_call(wf: &Workflow, name: &str) -> Option<Value> {
+    let step = wf.step(name)?;
+    Some(serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)}))
 }
 
 /// The variables a template sees: every accepted result under its step's name, and the run's

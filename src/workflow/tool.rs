@@ -87,19 +87,12 @@ fn owed(call: &Call) -> Option<(Workflow, String)> {
     Some((wf, name))
 }
 
-/// The `step` call that reports step `name` of `wf`, its result the shape of that step's
-/// result (see [`super::shape`]).
-fn step_call(wf: &Workflow, name: &str) -> Option<serde_json::Value> {
-    let step = wf.step(name)?;
-    Some(serde_json::json!({"name": name, "result": super::shape::shape(&step.schema)}))
-}
-
 /// The step to report next with the shape of its result, written as the `step` call to make:
 /// for a note that shows a small model the call it owes. Its evidence is filled in from the
 /// files the hop's subagents found, as a PROCEED reply's `next_call` is.
 pub fn next_step_call(call: &Call) -> Option<serde_json::Value> {
     let (wf, name) = owed(call)?;
-    let mut owed = step_call(&wf, &name)?;
+    let mut owed = engine::step_call(&wf, &name)?;
     prefill(call, &wf, &name, &mut owed["result"]);
     Some(owed)
 }
@@ -136,7 +129,7 @@ pub fn closed_tool(call: &Call, tool: &str, called: &str) -> Option<String> {
     if open.iter().any(same) {
         return None;
     }
-    let owed = step_call(&wf, &name)?;
+    let owed = engine::step_call(&wf, &name)?;
     let opens = if open.is_empty() {
         "only `step`".to_string()
     } else {
