@@ -529,6 +529,12 @@ fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, V
             Some(_) => return None,
         }
     }
+    // A tool's definition echoed from the prompt is no call: Qwen2.5-Coder-1.5B copied its chat
+    // template's `<tools>` list entry for `read` before its real call, and that entry read as a
+    // call would run `read` with the schema as its arguments.
+    if is_schema(&arguments) {
+        return None;
+    }
     let mut shape = Shape::Plain;
     for (key, value) in object {
         if META_KEYS.contains(&key.as_str()) {
@@ -543,6 +549,13 @@ fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, V
         return Some((TASK_TOOL.to_string(), arguments, Shape::AgentName));
     }
     Some((name, arguments, shape))
+}
+
+/// Whether `arguments` are a JSON Schema of an object (`"type": "object"` with `properties`),
+/// which is how a tool's definition gives its parameters; no offered tool takes such arguments.
+fn is_schema(arguments: &Map<String, Value>) -> bool {
+    arguments.get("type").and_then(Value::as_str) == Some("object")
+        && arguments.get("properties").is_some_and(Value::is_object)
 }
 
 /// Mistral's `[TOOL_CALLS]` body: a JSON array/object, or `name[ARGS]{…}` (repeated).
@@ -856,6 +869,25 @@ mod tests {
                 "{not_leading}"
             );
         }
+    }
+
+    #[test]
+    fn a_tool_definition_echoed_before_the_call_is_not_called() {
+        let definition = json!({"type": "function", "function": {
+            "name": "read",
+            "description": "Read a text file under the project root.",
+            "parameters": {"type": "object", "required": ["path"],
+                "properties": {"path": {"type": "string", "description": "path"}}}}});
+        let answer = format!(
+            "<tools>\n{definition}\n</tools>\n\n```json\n{{\"name\": \"read\", \"arguments\": {{\"path\": \"src/cli/mod.rs\"}}}}\n```\n"
+        );
+        let (_, got) = calls(&answer).expect("the fenced call");
+        assert_eq!(
+            got,
+            vec![("read".to_string(), json!({"path": "src/cli/mod.rs"}))]
+        );
+        // The definition alone is no call at all.
+        assert!(calls(&format!("<tools>\n{definition}\n</tools>")).is_none());
     }
 
     #[test]
