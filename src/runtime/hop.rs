@@ -130,7 +130,8 @@ pub const STALLED_TURNS: u32 = 2;
 /// names that step and its call, and the turns after it are sampled warmer, so three in a
 /// row say the model is not going to report it.
 pub const UNCHANGED_TURNS: u32 = 3;
-/// How much warmer a turn is sampled for each turn of refused repeats before it, up to
+/// How much warmer a turn is sampled for each turn of refused repeats, unchanged step reports
+/// or final answers sent back word for word before it, up to
 /// [`WARMEST`]. Asked again as before, a model gives the same call again: the 1.5B planner
 /// (temperature 0.2, one seed) sent a refused `step` call three times over. Whisper's decoder
 /// retries a failed segment the same way, warmer each time.
@@ -327,6 +328,8 @@ pub(crate) fn run_hop_on(
             read_files: Vec::new(),
             refused_turns: 0,
             unchanged_steps: 0,
+            same_answers: 0,
+            last_answer: None,
             observed_again: false,
             asked_user: None,
             noted_findings: None,
@@ -401,6 +404,11 @@ struct HopState {
     /// Turns in a row whose every `step` call came back UNCHANGED (an accepted step sent again
     /// with its very result): each is sampled warmer, and [`UNCHANGED_TURNS`] end the hop.
     unchanged_steps: u32,
+    /// Final answers in a row that were the very text of the final answer before them (see
+    /// [`Self::note_answer`]): each is sampled warmer, like a turn of refused calls.
+    same_answers: u32,
+    /// The last final answer (no tool calls) this hop gave, trimmed.
+    last_answer: Option<String>,
     /// Whether the last turn's every call repeated a read or search that had succeeded (see
     /// [`Self::stall_now`]).
     observed_again: bool,
@@ -829,7 +837,7 @@ impl HopState {
                 tool_choice,
                 temperature: turn_temperature(
                     self.agent.temperature,
-                    self.refused_turns + self.unchanged_steps,
+                    self.refused_turns + self.unchanged_steps + self.same_answers,
                 ),
                 top_p: self.agent.top_p,
                 max_tokens: self.agent.max_tokens,
@@ -989,6 +997,7 @@ impl HopState {
                 continue;
             }
             if response.tool_calls.is_empty() {
+                self.note_answer(&response.content);
                 self.messages
                     .push(Message::assistant(response.content.clone(), Vec::new()));
                 let verdict = gate.judge(&response.content, &|kind| self.ctx.emit(kind));
@@ -1804,6 +1813,20 @@ impl HopState {
 
     /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as
     /// for any child) and judges its verdict; logs `validator.verdict` on this hop.
+    /// Counts a final answer that is the very text of the one before it (`same_answers`), so
+    /// that the turn after it is sampled warmer. Asked to repair it, Qwen2.5-Coder-1.5B's
+    /// codebase-analyzer and codebase-pattern-finder (over llama-server, temperature 0.1, one
+    /// seed) sent their failing answer back unchanged three times and were BLOCKED.
+    fn note_answer(&mut self, content: &str) {
+        let content = content.trim();
+        self.same_answers = if self.last_answer.as_deref() == Some(content) {
+            self.same_answers + 1
+        } else {
+            0
+        };
+        self.last_answer = Some(content.to_string());
+    }
+
     async fn review(&mut self, validator: &str, answer: &str, round: u32, max: u32) -> Review {
         let shared = self.ctx.shared.clone();
         let req = validator::request(

@@ -196,6 +196,53 @@ async fn a_turn_after_refused_repeats_is_sampled_warmer() {
     assert!(warmed[3].is_some_and(|t| near(t, 0.8)), "{warmed:?}");
 }
 
+/// A final answer sent back word for word after a repair turn is sampled warmer on the turn
+/// after it (asked to fix it, a small model at a low temperature sends the same text again), and
+/// one that differs is not.
+#[tokio::test]
+async fn an_answer_sent_back_unchanged_after_a_repair_is_answered_warmer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("agent/worker.md"),
+        "---\nname: worker\ndescription: \"Answers in an envelope.\"\nmode: subagent\ntemperature: 0.1\ntools: {read: true}\ncontract:\n  extends: envelope\n  message_types: [WORKER_RESPONSE]\n  message_id_prefix: worker\n  max_repairs: 3\n---\nYou are {{ agent }}.\n",
+    )
+    .expect("write");
+    let project = Project::open(dir.path()).expect("project");
+    let mock = Mock::start().await;
+    mock.push(answer("The file says hello.", vec![]))
+        .push(answer("The file says hello.", vec![]))
+        .push(answer("It says hello.", vec![]))
+        .push(answer("It says hello, I think.", vec![]));
+    let (outcome, events) = support::wire::session(&project, &mock, "worker", "read a").await;
+    assert_eq!(outcome.status, "blocked", "{outcome:?}");
+    let sent: Vec<f64> = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["temperature"].as_f64().unwrap_or(-1.0))
+        .collect();
+    let warmed: Vec<Option<f64>> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelRequest { warmed, .. } => Some(*warmed),
+            _ => None,
+        })
+        .collect();
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    // The second answer repeats the first: the third turn is warmer. The third differs: the
+    // fourth is back at the agent's temperature.
+    assert!(near(sent[0], 0.1) && near(sent[1], 0.1), "{sent:?}");
+    assert!(near(sent[2], 0.5), "{sent:?}");
+    assert!(near(sent[3], 0.1), "{sent:?}");
+    assert_eq!(warmed.len(), 4, "{warmed:?}");
+    assert!(
+        warmed[..2] == [None, None] && warmed[3].is_none(),
+        "{warmed:?}"
+    );
+    assert!(warmed[2].is_some_and(|t| near(t, 0.5)), "{warmed:?}");
+}
+
 /// One turn of refused calls between calls that run is not a stall.
 #[tokio::test]
 async fn a_refused_call_between_calls_that_run_is_no_stall() {
