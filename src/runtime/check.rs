@@ -301,7 +301,7 @@ impl Gate<'_> {
             });
             let mut prompt = outcome.repair_prompt;
             if json.is_none() {
-                match self.behind_frontmatter(answer, &outcome.violations, contract) {
+                match self.envelope_repair(answer, &outcome.violations, contract) {
                     Some(repair) => prompt = repair,
                     None => {
                         prompt.push_str(&self.fixed_copy(answer, &outcome.violations, contract))
@@ -411,34 +411,116 @@ impl Gate<'_> {
         )
     }
 
-    /// For an answer whose frontmatter is never closed, where `contract::fix` can close it: the
-    /// repair written from that copy (its problems, and the copy to fix), or `None`. An open
-    /// frontmatter swallows the whole answer, so its one problem is all the check can report:
-    /// told only to close it, Qwen2.5-Coder-1.5B's codebase-analyzer (over llama-server) sent
-    /// the same answer back twice, which also had no `<thinking>` or `<answer>` block, and was
-    /// BLOCKED. Closed, the answer shows what else it lacks.
-    fn behind_frontmatter(
+    /// For an answer whose envelope is swallowed or missing, the repair written from the copy
+    /// the runtime can make of it (its problems, and the copy to fix), or `None`:
+    ///
+    /// * a frontmatter never closed, where `contract::fix` can close it, is closed. An open
+    ///   frontmatter swallows the whole answer, so its one problem is all the check can report:
+    ///   told only to close it, Qwen2.5-Coder-1.5B's codebase-analyzer (over llama-server) sent
+    ///   the same answer back twice, which also had no `<thinking>` or `<answer>` block, and was
+    ///   BLOCKED. Closed, the answer shows what else it lacks;
+    /// * an answer with neither a `<thinking>` nor an `<answer>` block ([`Self::enveloped`]) is
+    ///   put in one: its frontmatter (or the runtime's, when it wrote none), an empty
+    ///   `<thinking>` for the model to fill, and its text as the `<answer>`. Told what an
+    ///   envelope holds, the 1.5B codebase-analyzer and codebase-locator sent their plain
+    ///   markdown back, and a small model copies text far better than it restructures it.
+    fn envelope_repair(
         &self,
         answer: &str,
         problems: &[Problem],
         contract: &Contract,
     ) -> Option<String> {
-        let unclosed = contract::Rule::FrontmatterUnclosed.code();
-        if !problems.iter().any(|p| p.code == unclosed) {
+        use contract::Rule;
+        let unclosed = Rule::FrontmatterUnclosed.code();
+        let closed = if problems.iter().any(|p| p.code == unclosed) {
+            Some(contract::fix::apply(answer, problems, self.project)?)
+        } else {
+            None
+        };
+        let base = closed.as_deref().unwrap_or(answer);
+        let wrapped = self.enveloped(base, contract);
+        let copy = match (&wrapped, &closed) {
+            (Some(copy), _) | (None, Some(copy)) => copy.as_str(),
+            (None, None) => return None,
+        };
+        let left = self.check(copy, contract).outcome;
+        let still_broken: &[&str] = if wrapped.is_some() {
+            &[unclosed, Rule::FrontmatterMissing.code(), Rule::Tags.code()]
+        } else {
+            &[unclosed]
+        };
+        if left.conformant
+            || left
+                .violations
+                .iter()
+                .any(|p| still_broken.contains(&&*p.code))
+        {
             return None;
         }
-        let fixed = contract::fix::apply(answer, problems, self.project)?;
-        let left = self.check(&fixed, contract).outcome;
-        if left.conformant || left.violations.iter().any(|p| p.code == unclosed) {
-            return None;
-        }
-        let fence = crate::markdown::fence_for(&fixed);
+        let what = match (closed.is_some(), wrapped.is_some()) {
+            (true, false) => "with its frontmatter closed for you (the `---` line after its fields)",
+            (true, true) => {
+                "with its frontmatter closed and its text put in an `<answer>` block for you"
+            }
+            _ => "put in an envelope for you (the frontmatter is the runtime's, its text the `<answer>`)",
+        };
+        let thinking = if wrapped.is_some() {
+            "; write in the empty `<thinking>` block, in a sentence or two, how you found what \
+             the answer says"
+        } else {
+            ""
+        };
+        let fence = crate::markdown::fence_for(copy);
         Some(format!(
-            "{}\nYour answer with its frontmatter closed for you (the `---` line after its \
-             fields), which is what the problems above are found in: fix them in it and send it \
-             whole.\n{fence}markdown\n{}\n{fence}\n",
+            "{}\nYour answer {what}, which is what the problems above are found in{thinking}: \
+             fix them in it and send it whole.\n{fence}markdown\n{}\n{fence}\n",
             left.repair_prompt.trim_end(),
-            fixed.trim_end()
+            copy.trim_end()
+        ))
+    }
+
+    /// `text` put in an envelope, when it has neither a `<thinking>` nor an `<answer>` block:
+    /// its own frontmatter if it opens with a closed one, else the runtime's (this hop's ids,
+    /// the contract's first message type, now), then an empty `<thinking>` block and the rest
+    /// of the text as the `<answer>`. `None` for a text that is nothing but a call or JSON
+    /// objects, or tool markup: a call written as text is not an answer to wrap.
+    fn enveloped(&self, text: &str, contract: &Contract) -> Option<String> {
+        if ["<thinking>", "<answer>", "<tool_call>", "<tools>"]
+            .iter()
+            .any(|tag| text.contains(tag))
+        {
+            return None;
+        }
+        let text = text.trim();
+        let (front, body) = match text.strip_prefix("---\n") {
+            Some(rest) => {
+                let close = rest.find("\n---\n").or_else(|| {
+                    rest.strip_suffix("\n---")
+                        .map(|fields| fields.len())
+                })?;
+                let body = rest.get(close + "\n---\n".len()..).unwrap_or("");
+                (format!("---\n{}\n---\n", &rest[..close]), body)
+            }
+            None => (
+                format!(
+                    "---\nmessage_id: {}\ncorrelation_id: {}\ntimestamp: {}\nmessage_type: {}\n---\n",
+                    self.message_id,
+                    self.correlation_id,
+                    super::events::timestamp(chrono::Utc::now()),
+                    contract
+                        .message_types
+                        .first()
+                        .map_or("RESPONSE", String::as_str)
+                ),
+                text,
+            ),
+        };
+        let body = body.trim();
+        if body.is_empty() || crate::model::recover::sole_objects(body).is_some() {
+            return None;
+        }
+        Some(format!(
+            "{front}\n<thinking>\n\n</thinking>\n\n<answer>\n{body}\n</answer>\n"
         ))
     }
 
@@ -810,16 +892,57 @@ mod tests {
                 && !prompt.contains("frontmatter-unclosed"),
             "{prompt}"
         );
+        // Closed, the copy has no `<thinking>` or `<answer>`: its text goes in an `<answer>`.
         assert!(
-            prompt.contains(&format!("{fields}---\n\n### Overview")),
+            prompt.contains(&format!(
+                "{fields}---\n\n<thinking>\n\n</thinking>\n\n<answer>\n### Overview"
+            )),
             "the closed copy: {prompt}"
         );
+        assert!(prompt.contains("envelope/thinking-empty"), "{prompt}");
         let unclosable = format!("{fields}### Overview\nThe policy retries 429s.\n");
         let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
         let Verdict::Repair { prompt } = g.judge(&unclosable, &|_| {}) else {
             panic!("a repair");
         };
         assert!(prompt.contains("frontmatter-unclosed"), "{prompt}");
+    }
+
+    /// An answer with no envelope at all gets a repair that shows it in one: the runtime's
+    /// frontmatter (this hop's ids), an empty `<thinking>` to fill, its text as the `<answer>`,
+    /// and the problems that copy has. A call written as text is not wrapped.
+    #[test]
+    fn the_repair_of_an_answer_without_an_envelope_shows_it_in_one() {
+        let contract = Contract::builtin("envelope").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let bare = "## Analysis\n\nThe policy retries 429s.\n";
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        let Verdict::Repair { prompt } = g.judge(bare, &|_| {}) else {
+            panic!("a repair");
+        };
+        assert!(
+            prompt.contains("---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: ")
+                && prompt.contains(
+                    "---\n\n<thinking>\n\n</thinking>\n\n<answer>\n## Analysis\n\nThe policy retries 429s.\n</answer>"
+                ),
+            "{prompt}"
+        );
+        // The copy's only problem is the empty `<thinking>`; the bare answer's are not listed.
+        assert!(
+            prompt.contains("envelope/thinking-empty")
+                && !prompt.contains("envelope/frontmatter-missing"),
+            "{prompt}"
+        );
+        let call = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}\n```\n";
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        let Verdict::Repair { prompt } = g.judge(call, &|_| {}) else {
+            panic!("a repair");
+        };
+        assert!(
+            prompt.contains("envelope/frontmatter-missing") && !prompt.contains("<answer>\n```"),
+            "{prompt}"
+        );
     }
 
     #[test]
