@@ -532,7 +532,11 @@ fn call_object(value: Value, offered: &Offered) -> Option<(String, Map<String, V
     // A tool's definition echoed from the prompt is no call: Qwen2.5-Coder-1.5B copied its chat
     // template's `<tools>` list entry for `read` before its real call, and that entry read as a
     // call would run `read` with the schema as its arguments.
-    if is_schema(&arguments) {
+    // Anthropic's and MCP's definitions name the schema `input_schema`/`inputSchema`.
+    if is_schema(&arguments)
+        || object.contains_key("input_schema")
+        || object.contains_key("inputSchema")
+    {
         return None;
     }
     let mut shape = Shape::Plain;
@@ -886,8 +890,11 @@ mod tests {
             got,
             vec![("read".to_string(), json!({"path": "src/cli/mod.rs"}))]
         );
-        // The definition alone is no call at all.
+        // The definition alone is no call at all, nor is one in Anthropic's shape.
         assert!(calls(&format!("<tools>\n{definition}\n</tools>")).is_none());
+        let anthropic = json!({"name": "read", "description": "Read a file.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}});
+        assert!(calls(&anthropic.to_string()).is_none());
     }
 
     #[test]

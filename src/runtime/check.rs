@@ -121,6 +121,18 @@ pub struct Gate<'a> {
     pub questions_asked: u32,
     /// The question of the last accepted answer, if it asked one.
     pub asked: Option<String>,
+    /// The names of the tools the agent may call: an answer that is a call of one of them,
+    /// written as text, is never put in an envelope for its repair ([`Self::enveloped`]).
+    pub tools: Vec<String>,
+}
+
+/// Whose frontmatter a copy put in an envelope has ([`Gate::enveloped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Front {
+    /// The answer's own, closed.
+    Own,
+    /// The runtime's: the answer had none.
+    Runtime,
 }
 
 /// A check's result with the JSON details the gate needs.
@@ -439,12 +451,22 @@ impl Gate<'_> {
         };
         let base = closed.as_deref().unwrap_or(answer);
         let wrapped = self.enveloped(base, contract);
-        let copy = match (&wrapped, &closed) {
-            (Some(copy), _) | (None, Some(copy)) => copy.as_str(),
+        let (mut copy, front) = match (wrapped, &closed) {
+            (Some((copy, front)), _) => (copy, Some(front)),
+            (None, Some(copy)) => (copy.clone(), None),
             (None, None) => return None,
         };
-        let left = self.check(copy, contract).outcome;
-        let still_broken: &[&str] = if wrapped.is_some() {
+        let mut left = self.check(&copy, contract).outcome;
+        // The fixes that need no judgement, made in the wrapped copy too (`fixed_copy`).
+        if front.is_some() {
+            if let Some(fixed) = contract::fix::apply(&copy, &left.violations, self.project) {
+                let after = self.check(&fixed, contract).outcome;
+                if after.violations.len() < left.violations.len() {
+                    (copy, left) = (fixed, after);
+                }
+            }
+        }
+        let still_broken: &[&str] = if front.is_some() {
             &[unclosed, Rule::FrontmatterMissing.code(), Rule::Tags.code()]
         } else {
             &[unclosed]
@@ -457,20 +479,24 @@ impl Gate<'_> {
         {
             return None;
         }
-        let what = match (closed.is_some(), wrapped.is_some()) {
-            (true, false) => "with its frontmatter closed for you (the `---` line after its fields)",
-            (true, true) => {
+        let what = match (closed.is_some(), front) {
+            (true, None) => "with its frontmatter closed for you (the `---` line after its fields)",
+            (true, Some(_)) => {
                 "with its frontmatter closed and its text put in an `<answer>` block for you"
             }
-            _ => "put in an envelope for you (the frontmatter is the runtime's, its text the `<answer>`)",
+            (false, Some(Front::Own)) => "with its text put in an `<answer>` block for you",
+            (false, _) => {
+                "put in an envelope for you (the frontmatter is the runtime's, your text the \
+                 `<answer>`)"
+            }
         };
-        let thinking = if wrapped.is_some() {
+        let thinking = if front.is_some() {
             "; write in the empty `<thinking>` block, in a sentence or two, how you found what \
              the answer says"
         } else {
             ""
         };
-        let fence = crate::markdown::fence_for(copy);
+        let fence = crate::markdown::fence_for(&copy);
         Some(format!(
             "{}\nYour answer {what}, which is what the problems above are found in{thinking}: \
              fix them in it and send it whole.\n{fence}markdown\n{}\n{fence}\n",
@@ -481,27 +507,30 @@ impl Gate<'_> {
 
     /// `text` put in an envelope, when it has neither a `<thinking>` nor an `<answer>` block:
     /// its own frontmatter if it opens with a closed one, else the runtime's (this hop's ids,
-    /// the contract's first message type, now), then an empty `<thinking>` block and the rest
-    /// of the text as the `<answer>`. `None` for a text that is nothing but a call or JSON
-    /// objects, or tool markup: a call written as text is not an answer to wrap.
-    fn enveloped(&self, text: &str, contract: &Contract) -> Option<String> {
-        if ["<thinking>", "<answer>", "<tool_call>", "<tools>"]
-            .iter()
-            .any(|tag| text.contains(tag))
-        {
+    /// now, the contract's first message type or `RESPONSE` when it names none), then an empty
+    /// `<thinking>` block and the rest of the text as the `<answer>`; with whose frontmatter it
+    /// is. `None` for a text that is not an answer to wrap: a call of one of the agent's tools
+    /// written as text (at its start or as all of it), JSON objects only, or tool-call markup.
+    fn enveloped(&self, text: &str, contract: &Contract) -> Option<(String, Front)> {
+        const MARKUP: &[&str] = &[
+            "<thinking>",
+            "<answer>",
+            "<tool_call>",
+            "<tools>",
+            "[TOOL_CALLS]",
+            "<|python_tag|>",
+            "<function",
+        ];
+        if MARKUP.iter().any(|tag| text.contains(tag)) {
             return None;
         }
-        let text = text.trim();
-        let (front, body) = match text.strip_prefix("---\n") {
-            Some(rest) => {
-                let close = rest.find("\n---\n").or_else(|| {
-                    rest.strip_suffix("\n---")
-                        .map(|fields| fields.len())
-                })?;
-                let body = rest.get(close + "\n---\n".len()..).unwrap_or("");
-                (format!("---\n{}\n---\n", &rest[..close]), body)
-            }
-            None => (
+        let (front, body, whose) = match crate::markdown::split_frontmatter(text) {
+            Ok(fm) => (
+                text[..fm.body.start].trim_end().to_string() + "\n",
+                &text[fm.body],
+                Front::Own,
+            ),
+            Err(crate::markdown::SplitError::Missing { .. }) => (
                 format!(
                     "---\nmessage_id: {}\ncorrelation_id: {}\ntimestamp: {}\nmessage_type: {}\n---\n",
                     self.message_id,
@@ -513,14 +542,24 @@ impl Gate<'_> {
                         .map_or("RESPONSE", String::as_str)
                 ),
                 text,
+                Front::Runtime,
             ),
+            Err(crate::markdown::SplitError::Unclosed { .. }) => return None,
         };
         let body = body.trim();
         if body.is_empty() || crate::model::recover::sole_objects(body).is_some() {
             return None;
         }
-        Some(format!(
-            "{front}\n<thinking>\n\n</thinking>\n\n<answer>\n{body}\n</answer>\n"
+        let names: Vec<&str> = self.tools.iter().map(String::as_str).collect();
+        let offered = crate::model::recover::Offered::names(&names);
+        if crate::model::recover::recover(body, &offered, 0).is_some()
+            || crate::model::recover::leading_call(body, &offered, 0).is_some()
+        {
+            return None;
+        }
+        Some((
+            format!("{front}\n<thinking>\n\n</thinking>\n\n<answer>\n{body}\n</answer>\n"),
+            whose,
         ))
     }
 
@@ -599,6 +638,7 @@ mod tests {
             settled: None,
             questions_asked: 0,
             asked: None,
+            tools: Vec::new(),
         }
     }
 
@@ -940,7 +980,27 @@ mod tests {
             panic!("a repair");
         };
         assert!(
-            prompt.contains("envelope/frontmatter-missing") && !prompt.contains("<answer>\n```"),
+            prompt.contains("envelope/frontmatter-missing") && !prompt.contains("<answer>\n{"),
+            "{prompt}"
+        );
+        // Nor is a call of one of the agent's tools with a line of prose after it.
+        let then = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}\n```\nThen I will answer from it.\n";
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        g.tools = vec!["read".into()];
+        let Verdict::Repair { prompt } = g.judge(then, &|_| {}) else {
+            panic!("a repair");
+        };
+        assert!(!prompt.contains("<answer>\n```json"), "{prompt}");
+        // An answer with its own closed frontmatter (CRLF, a space after `---`) keeps it.
+        let own = "---\r\nmessage_id: t-2026-11-25-001\r\ncorrelation_id: c-1\r\ntimestamp: 2026-11-25T01:00:00Z\r\nmessage_type: TEST\r\n--- \r\n\r\n## Analysis\r\nThe policy retries 429s.\r\n";
+        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
+        let Verdict::Repair { prompt } = g.judge(own, &|_| {}) else {
+            panic!("a repair");
+        };
+        assert!(
+            prompt.contains("with its text put in an `<answer>` block for you")
+                && prompt.matches("correlation_id: c-1").count() == 1
+                && prompt.contains("<answer>\n## Analysis"),
             "{prompt}"
         );
     }
@@ -1016,6 +1076,7 @@ mod tests {
             settled: None,
             questions_asked: 0,
             asked: None,
+            tools: Vec::new(),
         }
     }
 

@@ -693,6 +693,7 @@ impl HopState {
                 0
             },
             asked: None,
+            tools: tool_specs.iter().map(|t| t.name.clone()).collect(),
         };
         let mut pieces = Pieces::default();
         let mut nudged = false;
@@ -1156,6 +1157,7 @@ impl HopState {
             if last_step {
                 return self.partial(format!("steps limit reached ({max_steps})"));
             }
+            self.same_answers = 0;
             let results = self.tools_turn(&response.tool_calls, By::Agent).await;
             self.messages.extend(results);
             // A workflow step said CLARIFY: its question goes to the user, as docs/workflows.md
@@ -1811,10 +1813,9 @@ impl HopState {
         }
     }
 
-    /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as
-    /// for any child) and judges its verdict; logs `validator.verdict` on this hop.
     /// Counts a final answer that is the very text of the one before it (`same_answers`), so
-    /// that the turn after it is sampled warmer. Asked to repair it, Qwen2.5-Coder-1.5B's
+    /// that the turn after it is sampled warmer; a turn with tool calls sets the count back
+    /// (not the answer it is compared with). Asked to repair it, Qwen2.5-Coder-1.5B's
     /// codebase-analyzer and codebase-pattern-finder (over llama-server, temperature 0.1, one
     /// seed) sent their failing answer back unchanged three times and were BLOCKED.
     fn note_answer(&mut self, content: &str) {
@@ -1827,6 +1828,8 @@ impl HopState {
         self.last_answer = Some(content.to_string());
     }
 
+    /// Runs the validator's hop on `answer` (giving the semaphore slot back while it runs, as
+    /// for any child) and judges its verdict; logs `validator.verdict` on this hop.
     async fn review(&mut self, validator: &str, answer: &str, round: u32, max: u32) -> Review {
         let shared = self.ctx.shared.clone();
         let req = validator::request(
