@@ -154,6 +154,27 @@ async fn turns_of_refused_calls_only_end_in_a_turn_without_tools() {
     assert_eq!(steered, vec![("refused_calls".to_string(), 2)]);
 }
 
+/// The temperature each request was sent at, and what each `model.request` event logged as
+/// `warmed`.
+fn temperatures(
+    mock: &Mock,
+    events: &[switchboard::runtime::Event],
+) -> (Vec<f64>, Vec<Option<f64>>) {
+    let sent = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["temperature"].as_f64().unwrap_or(-1.0))
+        .collect();
+    let warmed = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelRequest { warmed, .. } => Some(*warmed),
+            _ => None,
+        })
+        .collect();
+    (sent, warmed)
+}
+
 /// A turn after refused repeats is sampled warmer than the agent's temperature (asked the same
 /// way, a model gives the same call again), and the event log says at what temperature.
 #[tokio::test]
@@ -174,18 +195,7 @@ async fn a_turn_after_refused_repeats_is_sampled_warmer() {
         .push(answer("I could not read thoughts/none.md.", vec![]));
     let (outcome, events) = support::wire::session(&project, &mock, "lead", "read it").await;
     assert_eq!(outcome.status, "completed", "{outcome:?}");
-    let sent: Vec<f64> = mock
-        .requests()
-        .iter()
-        .map(|r| r.body["temperature"].as_f64().unwrap_or(-1.0))
-        .collect();
-    let warmed: Vec<Option<f64>> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ModelRequest { warmed, .. } => Some(*warmed),
-            _ => None,
-        })
-        .collect();
+    let (sent, warmed) = temperatures(&mock, &events);
     // The failed first call ran (no refusal); then one and two turns of refused repeats.
     let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
     assert_eq!(sent.len(), 4, "{sent:?}");
@@ -219,18 +229,7 @@ async fn an_answer_sent_back_unchanged_after_a_repair_is_answered_warmer() {
         .push(answer("It says hello, I think.", vec![]));
     let (outcome, events) = support::wire::session(&project, &mock, "worker", "read a").await;
     assert_eq!(outcome.status, "blocked", "{outcome:?}");
-    let sent: Vec<f64> = mock
-        .requests()
-        .iter()
-        .map(|r| r.body["temperature"].as_f64().unwrap_or(-1.0))
-        .collect();
-    let warmed: Vec<Option<f64>> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ModelRequest { warmed, .. } => Some(*warmed),
-            _ => None,
-        })
-        .collect();
+    let (sent, warmed) = temperatures(&mock, &events);
     let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // The second answer repeats the first: the third turn is warmer. The third differs: the
     // fourth is back at the agent's temperature. The fifth repeats the fourth (a warmer sixth);
