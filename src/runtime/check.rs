@@ -405,13 +405,10 @@ impl Gate<'_> {
     /// when the copy has fewer problems than the answer (a copy with none is taken at once, in
     /// [`Self::judge`]); empty otherwise.
     fn fixed_copy(&self, answer: &str, problems: &[Problem], contract: &Contract) -> String {
-        let Some(fixed) = contract::fix::apply(answer, problems, self.project) else {
+        let Some((fixed, left)) = self.with_fixes(answer, problems, contract) else {
             return String::new();
         };
-        let left = self.check(&fixed, contract).outcome.violations.len();
-        if left >= problems.len() {
-            return String::new();
-        }
+        let left = left.violations.len();
         let fence = crate::markdown::fence_for(&fixed);
         format!(
             "\nYour answer with the fixes that could be made for you already made ({} of {} \
@@ -421,6 +418,19 @@ impl Gate<'_> {
             problems.len(),
             fixed.trim_end()
         )
+    }
+
+    /// `text` with the fixes that need no judgement made for `problems` (found on it), and that
+    /// copy's check, when the copy has fewer problems; `None` otherwise.
+    fn with_fixes(
+        &self,
+        text: &str,
+        problems: &[Problem],
+        contract: &Contract,
+    ) -> Option<(String, CheckOutcome)> {
+        let fixed = contract::fix::apply(text, problems, self.project)?;
+        let left = self.check(&fixed, contract).outcome;
+        (left.violations.len() < problems.len()).then_some((fixed, left))
     }
 
     /// For an answer whose envelope is swallowed or missing, the repair written from the copy
@@ -459,11 +469,8 @@ impl Gate<'_> {
         let mut left = self.check(&copy, contract).outcome;
         // The fixes that need no judgement, made in the wrapped copy too (`fixed_copy`).
         if front.is_some() {
-            if let Some(fixed) = contract::fix::apply(&copy, &left.violations, self.project) {
-                let after = self.check(&fixed, contract).outcome;
-                if after.violations.len() < left.violations.len() {
-                    (copy, left) = (fixed, after);
-                }
+            if let Some(fewer) = self.with_fixes(&copy, &left.violations, contract) {
+                (copy, left) = fewer;
             }
         }
         let still_broken: &[&str] = if front.is_some() {
@@ -912,6 +919,22 @@ mod tests {
         );
     }
 
+    /// The repair turn `answer` gets first from a gate with this hop's ids (`c-1`,
+    /// `t-2026-11-25-001`) for an agent offered `tools`.
+    fn first_repair(
+        contract: &Contract,
+        project: &Project,
+        tools: &[&str],
+        answer: &str,
+    ) -> String {
+        let mut g = gate(Some(contract), project, "c-1", "t-2026-11-25-001");
+        g.tools = tools.iter().map(|t| t.to_string()).collect();
+        match g.judge(answer, &|_| {}) {
+            Verdict::Repair { prompt } => prompt,
+            other => panic!("a repair, not {other:?}"),
+        }
+    }
+
     /// A frontmatter never closed hides everything after it from the check: the repair is
     /// written from the copy with it closed, listing what that copy lacks, and shows the copy.
     /// One that the fix cannot close (no blank line after its fields) keeps the plain repair.
@@ -922,10 +945,7 @@ mod tests {
         let project = Project::open(dir.path()).unwrap();
         let fields = "---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: 2026-11-25T01:00:00Z\nmessage_type: TEST\n";
         let open = format!("```\n{fields}\n### Overview\nThe policy retries 429s.\n");
-        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        let Verdict::Repair { prompt } = g.judge(&open, &|_| {}) else {
-            panic!("a repair");
-        };
+        let prompt = first_repair(&contract, &project, &[], &open);
         assert!(
             prompt.contains("<thinking>")
                 && prompt.contains("<answer>")
@@ -941,10 +961,7 @@ mod tests {
         );
         assert!(prompt.contains("envelope/thinking-empty"), "{prompt}");
         let unclosable = format!("{fields}### Overview\nThe policy retries 429s.\n");
-        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        let Verdict::Repair { prompt } = g.judge(&unclosable, &|_| {}) else {
-            panic!("a repair");
-        };
+        let prompt = first_repair(&contract, &project, &[], &unclosable);
         assert!(prompt.contains("frontmatter-unclosed"), "{prompt}");
     }
 
@@ -957,10 +974,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let project = Project::open(dir.path()).unwrap();
         let bare = "## Analysis\n\nThe policy retries 429s.\n";
-        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        let Verdict::Repair { prompt } = g.judge(bare, &|_| {}) else {
-            panic!("a repair");
-        };
+        let prompt = first_repair(&contract, &project, &[], bare);
         assert!(
             prompt.contains("---\nmessage_id: t-2026-11-25-001\ncorrelation_id: c-1\ntimestamp: ")
                 && prompt.contains(
@@ -975,28 +989,18 @@ mod tests {
             "{prompt}"
         );
         let call = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}\n```\n";
-        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        let Verdict::Repair { prompt } = g.judge(call, &|_| {}) else {
-            panic!("a repair");
-        };
+        let prompt = first_repair(&contract, &project, &[], call);
         assert!(
             prompt.contains("envelope/frontmatter-missing") && !prompt.contains("<answer>\n{"),
             "{prompt}"
         );
         // Nor is a call of one of the agent's tools with a line of prose after it.
         let then = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.md\"}}\n```\nThen I will answer from it.\n";
-        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        g.tools = vec!["read".into()];
-        let Verdict::Repair { prompt } = g.judge(then, &|_| {}) else {
-            panic!("a repair");
-        };
+        let prompt = first_repair(&contract, &project, &["read"], then);
         assert!(!prompt.contains("<answer>\n```json"), "{prompt}");
         // An answer with its own closed frontmatter (CRLF, a space after `---`) keeps it.
         let own = "---\r\nmessage_id: t-2026-11-25-001\r\ncorrelation_id: c-1\r\ntimestamp: 2026-11-25T01:00:00Z\r\nmessage_type: TEST\r\n--- \r\n\r\n## Analysis\r\nThe policy retries 429s.\r\n";
-        let mut g = gate(Some(&contract), &project, "c-1", "t-2026-11-25-001");
-        let Verdict::Repair { prompt } = g.judge(own, &|_| {}) else {
-            panic!("a repair");
-        };
+        let prompt = first_repair(&contract, &project, &[], own);
         assert!(
             prompt.contains("with its text put in an `<answer>` block for you")
                 && prompt.matches("correlation_id: c-1").count() == 1
